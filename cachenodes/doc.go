@@ -1,0 +1,8 @@
+// Package cachenodes describes a memcached cache tier as data: the nodes,
+// the slot map that clients hash keys into, the Consul membership source
+// that reports which nodes Consul lists, and the prober that asks each
+// memcached directly whether it answers, what it holds and how it hits.
+//
+// The slot map is an immutable snapshot: it is built and validated whole,
+// then swapped in; nothing changes a SlotMap after NewSlotMap returns it.
+package cachenodes

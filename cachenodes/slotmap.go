@@ -1,0 +1,223 @@
+package cachenodes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+	"unsafe"
+)
+
+// ErrInvalidSlotMap is wrapped by every error NewSlotMap and ParseSlotMap
+// return for a document that breaks the slot map's rules.
+var ErrInvalidSlotMap = errors.New("cachenodes: invalid slot map")
+
+// SlotMap is an immutable snapshot of which node serves which slot, plus the
+// spares waiting without a slot. The zero value is not a valid map; build
+// one with NewSlotMap or ParseSlotMap. A SlotMap is safe for concurrent use
+// because nothing changes it after it is built.
+type SlotMap struct {
+	pool       string
+	generation uint64
+	updatedAt  time.Time
+	slots      []Node
+	spares     []Node
+}
+
+// SlotMapSpec is the plain description NewSlotMap validates into a SlotMap.
+// Slots[i] is the node of slot i; a zero Node marks a vacant slot.
+type SlotMapSpec struct {
+	Pool       string
+	Generation uint64
+	UpdatedAt  time.Time
+	Slots      []Node
+	Spares     []Node
+}
+
+// NewSlotMap validates spec and returns the snapshot it describes. It
+// refuses a map with no slots, a node ID that appears twice (in slots or
+// spares), a slot node without an address, and a spare that is vacant. The
+// slices are copied, so the caller may reuse spec.
+func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
+	if len(spec.Slots) == 0 {
+		return nil, fmt.Errorf("%w: it has no slots", ErrInvalidSlotMap)
+	}
+	seen := make(map[string]string, len(spec.Slots)+len(spec.Spares))
+	for i, n := range spec.Slots {
+		if n.IsZero() {
+			if n.Addr != "" || n.AZ != "" {
+				return nil, fmt.Errorf("%w: vacant slot %d has an address or zone", ErrInvalidSlotMap, i)
+			}
+			continue
+		}
+		if n.Addr == "" {
+			return nil, fmt.Errorf("%w: node %q in slot %d has no address", ErrInvalidSlotMap, n.ID, i)
+		}
+		if where, dup := seen[n.ID]; dup {
+			return nil, fmt.Errorf("%w: node %q appears in slot %d and in %s", ErrInvalidSlotMap, n.ID, i, where)
+		}
+		seen[n.ID] = fmt.Sprintf("slot %d", i)
+	}
+	for _, n := range spec.Spares {
+		if n.IsZero() {
+			return nil, fmt.Errorf("%w: a spare has no node ID", ErrInvalidSlotMap)
+		}
+		if where, dup := seen[n.ID]; dup {
+			return nil, fmt.Errorf("%w: spare %q also appears in %s", ErrInvalidSlotMap, n.ID, where)
+		}
+		seen[n.ID] = "the spares"
+	}
+	return &SlotMap{
+		pool:       spec.Pool,
+		generation: spec.Generation,
+		updatedAt:  spec.UpdatedAt.UTC(),
+		slots:      append([]Node(nil), spec.Slots...),
+		spares:     append([]Node(nil), spec.Spares...),
+	}, nil
+}
+
+// Spec returns a copy of the map's description, for building the next map.
+func (m *SlotMap) Spec() SlotMapSpec {
+	return SlotMapSpec{
+		Pool:       m.pool,
+		Generation: m.generation,
+		UpdatedAt:  m.updatedAt,
+		Slots:      append([]Node(nil), m.slots...),
+		Spares:     append([]Node(nil), m.spares...),
+	}
+}
+
+// Pool returns the pool name.
+func (m *SlotMap) Pool() string { return m.pool }
+
+// NumSlots returns the fixed number of slots.
+func (m *SlotMap) NumSlots() int { return len(m.slots) }
+
+// Generation returns the map's generation; it rises by one with every
+// change of any slot's node.
+func (m *SlotMap) Generation() uint64 { return m.generation }
+
+// UpdatedAt returns when the map was last changed.
+func (m *SlotMap) UpdatedAt() time.Time { return m.updatedAt }
+
+// Slot returns the node of slot i; a zero Node if the slot is vacant.
+func (m *SlotMap) Slot(i int) Node { return m.slots[i] }
+
+// Slots returns a copy of the slot nodes in slot order.
+func (m *SlotMap) Slots() []Node { return append([]Node(nil), m.slots...) }
+
+// Spares returns a copy of the spares.
+func (m *SlotMap) Spares() []Node { return append([]Node(nil), m.spares...) }
+
+// SlotOf returns the slot that node id holds, or -1.
+func (m *SlotMap) SlotOf(id string) int {
+	for i, n := range m.slots {
+		if n.ID == id && id != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// SameSlots reports whether m and o put the same node IDs in the same slots.
+// Addresses, zones and spares do not count: only a change of a slot's node
+// moves the generation.
+func (m *SlotMap) SameSlots(o *SlotMap) bool {
+	if m == nil || o == nil || len(m.slots) != len(o.slots) {
+		return m == o
+	}
+	for i := range m.slots {
+		if m.slots[i].ID != o.slots[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// Equal reports whether m and o hold the same document apart from
+// updated_at: pool, generation, every slot and every spare.
+func (m *SlotMap) Equal(o *SlotMap) bool {
+	if m == nil || o == nil {
+		return m == o
+	}
+	if m.pool != o.pool || m.generation != o.generation || len(m.slots) != len(o.slots) || len(m.spares) != len(o.spares) {
+		return false
+	}
+	for i := range m.slots {
+		if m.slots[i] != o.slots[i] {
+			return false
+		}
+	}
+	for i := range m.spares {
+		if m.spares[i] != o.spares[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// KeySlot returns the slot of key in a table of numSlots slots:
+// crc32.ChecksumIEEE(key) % numSlots, the rule every mcrib client shares.
+// It does not allocate: the key's bytes are read in place, never copied.
+func KeySlot(key string, numSlots int) int {
+	// crc32 only reads its argument, so viewing the string's bytes without
+	// a copy is safe, and a []byte(key) conversion would escape to the heap.
+	b := unsafe.Slice(unsafe.StringData(key), len(key))
+	return int(crc32.ChecksumIEEE(b) % uint32(numSlots))
+}
+
+// slotMapDoc is the JSON document of CONTRACT.md section 4.
+type slotMapDoc struct {
+	Pool       string    `json:"pool"`
+	NumSlots   int       `json:"num_slots"`
+	Generation uint64    `json:"generation"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Slots      []slotDoc `json:"slots"`
+	Spares     []Node    `json:"spares"`
+}
+
+type slotDoc struct {
+	Slot int `json:"slot"`
+	Node
+}
+
+// MarshalJSON writes the slot map document.
+func (m *SlotMap) MarshalJSON() ([]byte, error) {
+	doc := slotMapDoc{
+		Pool:       m.pool,
+		NumSlots:   len(m.slots),
+		Generation: m.generation,
+		UpdatedAt:  m.updatedAt,
+		Slots:      make([]slotDoc, len(m.slots)),
+		Spares:     m.spares,
+	}
+	if doc.Spares == nil {
+		doc.Spares = []Node{}
+	}
+	for i, n := range m.slots {
+		doc.Slots[i] = slotDoc{Slot: i, Node: n}
+	}
+	return json.Marshal(doc)
+}
+
+// ParseSlotMap reads a slot map document and validates it as NewSlotMap
+// does; it also refuses slots out of order and a num_slots that does not
+// match the slots listed.
+func ParseSlotMap(data []byte) (*SlotMap, error) {
+	var doc slotMapDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSlotMap, err)
+	}
+	if doc.NumSlots != len(doc.Slots) {
+		return nil, fmt.Errorf("%w: num_slots is %d but %d slots are listed", ErrInvalidSlotMap, doc.NumSlots, len(doc.Slots))
+	}
+	spec := SlotMapSpec{Pool: doc.Pool, Generation: doc.Generation, UpdatedAt: doc.UpdatedAt, Spares: doc.Spares}
+	for i, s := range doc.Slots {
+		if s.Slot != i {
+			return nil, fmt.Errorf("%w: entry %d names slot %d", ErrInvalidSlotMap, i, s.Slot)
+		}
+		spec.Slots = append(spec.Slots, s.Node)
+	}
+	return NewSlotMap(spec)
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/ratelimit"
+)
+
+// maxBody is the largest request body the API reads (CONTRACT.md section 3).
+const maxBody = 64 << 10
+
+// controlPlane is the part of the control loop the API serves;
+// *controlloop.Loop implements it.
+type controlPlane interface {
+	SlotMap() *cachenodes.SlotMap
+	Status() controlloop.Status
+	Ready() error
+	Freeze(ctx context.Context, reason, by string) (controlloop.FreezeDoc, error)
+	Unfreeze(ctx context.Context) error
+}
+
+// bootLimiter is the part of the boot limiter the API serves;
+// *ratelimit.Service implements it.
+type bootLimiter interface {
+	Document() ratelimit.Document
+	Set(ctx context.Context, st ratelimit.Setting, by string) (ratelimit.Document, error)
+	Admit() (ok bool, retryAfter time.Duration)
+}
+
+// bootRecorder counts admissions; *metrics.Recorder implements it.
+type bootRecorder interface{ BootAdmission(admitted bool) }
+
+// httpError is an error with the status it answers with. Its message is
+// one readable sentence.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errorf(status int, format string, args ...any) error {
+	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// handler is an API handler that returns its error instead of writing it.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// apiServer is the operator HTTP API of CONTRACT.md section 3.
+type apiServer struct {
+	loop    controlPlane
+	boot    bootLimiter
+	rec     bootRecorder
+	token   string
+	logger  *slog.Logger
+	metrics http.Handler
+	// routes maps a path to its handlers by method.
+	routes map[string]map[string]handler
+}
+
+func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger) *apiServer {
+	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics}
+	a.routes = map[string]map[string]handler{
+		"/v1/slotmap":   {http.MethodGet: a.getSlotMap},
+		"/v1/status":    {http.MethodGet: a.getStatus},
+		"/v1/freeze":    {http.MethodPut: a.auth(a.putFreeze), http.MethodDelete: a.auth(a.deleteFreeze)},
+		"/v1/ratelimit": {http.MethodGet: a.getRateLimit, http.MethodPut: a.auth(a.putRateLimit)},
+		"/v1/boot":      {http.MethodPost: a.postBoot},
+		"/healthz":      {http.MethodGet: a.healthz},
+		"/readyz":       {http.MethodGet: a.readyz},
+		"/metrics":      {http.MethodGet: a.serveMetrics},
+	}
+	dash := dashboardHandler()
+	for _, p := range dashboardPaths {
+		a.routes[p] = map[string]handler{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
+			dash.ServeHTTP(w, r)
+			return nil
+		}}
+	}
+	return a
+}
+
+// ServeHTTP routes by path, then method: an unknown path is 404, a known
+// path with another method 405 with an Allow header, both as JSON errors.
+func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	methods, ok := a.routes[r.URL.Path]
+	if !ok {
+		writeError(w, errorf(http.StatusNotFound, "there is no %s in the mcrib API", r.URL.Path))
+		return
+	}
+	h, ok := methods[r.Method]
+	if !ok && r.Method == http.MethodHead {
+		h, ok = methods[http.MethodGet]
+	}
+	if !ok {
+		allow := make([]string, 0, len(methods))
+		for m := range methods {
+			allow = append(allow, m)
+		}
+		slices.Sort(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, errorf(http.StatusMethodNotAllowed, "%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", ")))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	if err := h(w, r); err != nil {
+		writeError(w, err)
+	}
+}
+
+// writeError turns err into the JSON error body and its status; an error
+// that is not an httpError is a 500.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		status = he.status
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"encoding the answer failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// readBody reads the request body within maxBody; a larger one is a 413.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the request body is larger than the %d KiB allowed", maxBody>>10)
+	case err != nil:
+		return nil, errorf(http.StatusBadRequest, "the request body could not be read: %v", err)
+	}
+	return body, nil
+}
+
+// auth wraps a mutating handler: when a token is configured the request
+// needs "Authorization: Bearer <token>", compared in constant time.
+func (a *apiServer) auth(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if a.token == "" {
+			return h(w, r)
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcrib"`)
+			if !ok {
+				return errorf(http.StatusUnauthorized, "this call changes state and needs the operator token as \"Authorization: Bearer <token>\"")
+			}
+			return errorf(http.StatusUnauthorized, "the operator token is wrong")
+		}
+		return h(w, r)
+	}
+}
+
+// who names the caller for the freeze document and the log: the operator
+// token when one is configured (there is one token, named "operator"),
+// with the remote address.
+func (a *apiServer) who(r *http.Request) string {
+	if a.token != "" {
+		return "operator@" + r.RemoteAddr
+	}
+	return r.RemoteAddr
+}
+
+func (a *apiServer) getSlotMap(w http.ResponseWriter, r *http.Request) error {
+	m := a.loop.SlotMap()
+	if m == nil {
+		return errorf(http.StatusServiceUnavailable, "no slot map is known yet: Consul has not answered and none is stored")
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, a.status())
+	return nil
+}
+
+func (a *apiServer) status() controlloop.Status {
+	st := a.loop.Status()
+	doc := a.boot.Document()
+	st.HitRate = doc.HitRate
+	st.BootLimit = doc
+	return st
+}
+
+func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	reason, err := controlloop.ParseFreezeRequest(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), controlloop.ErrBadFreeze.Error()+": "))
+	}
+	by := a.who(r)
+	doc, err := a.loop.Freeze(r.Context(), reason, by)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "the freeze could not be stored in Consul: %v", err)
+	}
+	a.logger.Info("operator change", "who", by, "what", "freeze", "why", reason)
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) deleteFreeze(w http.ResponseWriter, r *http.Request) error {
+	if _, err := readBody(r); err != nil {
+		return err
+	}
+	if err := a.loop.Unfreeze(r.Context()); err != nil {
+		return errorf(http.StatusServiceUnavailable, "the freeze could not be lifted in Consul: %v", err)
+	}
+	a.logger.Info("operator change", "who", a.who(r), "what", "unfreeze", "why", "")
+	writeJSON(w, http.StatusOK, map[string]bool{"frozen": false})
+	return nil
+}
+
+func (a *apiServer) getRateLimit(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, a.boot.Document())
+	return nil
+}
+
+func (a *apiServer) putRateLimit(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	st, err := ratelimit.ParseSetting(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", err.Error())
+	}
+	by := a.who(r)
+	doc, err := a.boot.Set(r.Context(), st, by)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
+	}
+	a.logger.Info("operator change", "who", by, "what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst)
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) postBoot(w http.ResponseWriter, r *http.Request) error {
+	ok, retry := a.boot.Admit()
+	if a.rec != nil {
+		a.rec.BootAdmission(ok)
+	}
+	if !ok {
+		secs := int64(math.Ceil(retry.Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		writeJSON(w, http.StatusTooManyRequests, map[string]bool{"admitted": false})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"admitted": true})
+	return nil
+}
+
+func (a *apiServer) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (a *apiServer) readyz(w http.ResponseWriter, r *http.Request) error {
+	if err := a.loop.Ready(); err != nil {
+		return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+func (a *apiServer) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if a.metrics == nil {
+		return errorf(http.StatusServiceUnavailable, "metrics are not set up")
+	}
+	a.metrics.ServeHTTP(w, r)
+	return nil
+}

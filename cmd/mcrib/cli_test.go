@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const (
+	fakeToken = "s3cret"
+
+	statusJSON = `{"pool":"default","leader":true,"leader_id":"host-a:7070","frozen":false,"freeze":null,` +
+		`"auto_frozen":false,"auto_freeze_reason":"","generation":7,"last_reconcile_at":"2026-11-29T13:00:00Z",` +
+		`"consul_reachable":true,"hit_rate":0.97,"boot_limit":{"mode":"auto","limit":1000,"burst":100},` +
+		`"nodes":[{"id":"mc-1","addr":"127.0.0.1:11211","az":"a","slot":0,"consul":"present","reachable":true,"state":"serving","absent_since":null,"flaps":0},` +
+		`{"id":"mc-9","addr":"127.0.0.1:11219","az":"","slot":-1,"consul":"absent","reachable":false,"state":"down","absent_since":"2026-11-29T12:59:00Z","flaps":3}]}`
+
+	statusOut = `pool:              default
+leader:            yes (host-a:7070)
+frozen:            no
+auto-frozen:       no
+generation:        7
+last reconcile:    2026-11-29T13:00:00Z
+consul reachable:  yes
+hit rate:          0.97
+boot limit:        auto, 1000 boots/s, burst 100
+
+ID    ADDR             AZ  SLOT  CONSUL   REACHABLE  STATE    FLAPS
+mc-1  127.0.0.1:11211  a   0     present  yes        serving  0
+mc-9  127.0.0.1:11219  -   -     absent   no         down     3
+`
+
+	// statusTroubleJSON is frozen, auto-frozen, with a discovery fault, an
+	// unknown extra field and several fields missing.
+	statusTroubleJSON = `{"pool":"p2","leader":false,"leader_id":"host-b:7070","frozen":true,` +
+		`"freeze":{"frozen":true,"reason":"deploy","at":"2026-11-29T12:00:00Z","by":"alice"},` +
+		`"auto_frozen":true,"auto_freeze_reason":"3 of 4 nodes absent","discovery_fault":true,` +
+		`"discovery_fault_reason":"consul listed no instance","generation":2,"hit_rate":null,` +
+		`"something_new":{"x":1},"nodes":[{"id":"mc-2","addr":"10.0.0.2:11211","state":"held"}]}`
+
+	slotMapJSON = `{"pool":"default","num_slots":3,"generation":7,"updated_at":"2026-11-29T13:00:00Z",` +
+		`"slots":[{"slot":0,"node_id":"mc-1","addr":"127.0.0.1:11211","az":"a"},` +
+		`{"slot":1,"node_id":"","addr":"","az":""},` +
+		`{"slot":2,"node_id":"mc-3","addr":"127.0.0.1:11213","az":""}],` +
+		`"spares":[{"node_id":"mc-9","addr":"127.0.0.1:11219","az":"b"}]}`
+
+	slotMapOut = `pool default  generation 7  slots 3  updated 2026-11-29T13:00:00Z
+
+SLOT  NODE      ADDR             AZ
+0     mc-1      127.0.0.1:11211  a
+1     (vacant)  -                -
+2     mc-3      127.0.0.1:11213  -
+
+SPARES:
+  mc-9  127.0.0.1:11219  b
+`
+
+	rateLimitJSON = `{"mode":"auto","limit":250.0,"burst":25,"hit_rate":0.72,"floor":10,"ceiling":1000,` +
+		`"updated_at":"2026-11-29T13:00:00Z","reason":"hit rate 0.72 below 0.80: cut from 500 to 250"}`
+
+	rateLimitOut = "mode auto, limit 250 boots/s, burst 25, hit rate 0.72\n" +
+		"reason: hit rate 0.72 below 0.80: cut from 500 to 250\n"
+)
+
+// seenRequest is one request the fake API received.
+type seenRequest struct {
+	method, path, auth, body string
+}
+
+// fakeAPI mimics the mcrib operator API: fixed documents for reads, token
+// checks and validation for writes, JSON errors. It is safe for concurrent
+// use.
+type fakeAPI struct {
+	status string // body of GET /v1/status
+	broken bool   // answer everything with a plain-text 502
+
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func (f *fakeAPI) requests() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
+}
+
+func fakeWriteJSON(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	io.WriteString(w, body)
+}
+
+func fakeWriteError(w http.ResponseWriter, code int, msg string) {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	fakeWriteJSON(w, code, string(b))
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Authorization"), string(body)})
+	f.mu.Unlock()
+
+	if f.broken {
+		http.Error(w, "upstream is gone", http.StatusBadGateway)
+		return
+	}
+	if r.Method != http.MethodGet && r.Header.Get("Authorization") != "Bearer "+fakeToken {
+		fakeWriteError(w, http.StatusUnauthorized, "missing or wrong token")
+		return
+	}
+	switch r.Method + " " + r.URL.Path {
+	case "GET /v1/status":
+		s := f.status
+		if s == "" {
+			s = statusJSON
+		}
+		fakeWriteJSON(w, http.StatusOK, s)
+	case "GET /v1/slotmap":
+		fakeWriteJSON(w, http.StatusOK, slotMapJSON)
+	case "PUT /v1/freeze":
+		var in struct{ Reason string }
+		if err := json.Unmarshal(body, &in); err != nil || in.Reason == "" {
+			fakeWriteError(w, http.StatusBadRequest, "reason must not be empty")
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"frozen": true, "reason": in.Reason, "at": "2026-11-29T13:00:00Z", "by": "operator"})
+		fakeWriteJSON(w, http.StatusOK, string(b))
+	case "DELETE /v1/freeze":
+		fakeWriteJSON(w, http.StatusOK, `{"frozen": false}`)
+	case "GET /v1/ratelimit":
+		fakeWriteJSON(w, http.StatusOK, rateLimitJSON)
+	case "PUT /v1/ratelimit":
+		var in struct {
+			Mode  string   `json:"mode"`
+			Limit *float64 `json:"limit"`
+			Burst *int     `json:"burst"`
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			fakeWriteError(w, http.StatusBadRequest, "body is not JSON")
+			return
+		}
+		limit, burst := 1000.0, 100
+		if in.Limit != nil {
+			limit = *in.Limit
+		}
+		if in.Burst != nil {
+			burst = *in.Burst
+		}
+		fakeWriteJSON(w, http.StatusOK, fmt.Sprintf(`{"mode":%q,"limit":%g,"burst":%d,"hit_rate":0.5,"reason":"set by operator"}`, in.Mode, limit, burst))
+	default:
+		fakeWriteError(w, http.StatusNotFound, "no such path")
+	}
+}
+
+// startFake starts a fake API server for one test.
+func startFake(t *testing.T, f *fakeAPI) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// deadAddr returns the URL of a server that no longer listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL
+	srv.Close()
+	return u
+}
+
+// runCLI runs mcrib with args and env and returns the exit code and output.
+func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut, envOf(env))
+	return code, out.String(), errOut.String()
+}
+
+func TestClientCommands(t *testing.T) {
+	withToken := map[string]string{"MCRIB_TOKEN": fakeToken}
+	tests := []struct {
+		name       string
+		args       []string // --addr <fake> is appended
+		env        map[string]string
+		status     string // status document the fake serves ("" = statusJSON)
+		wantCode   int
+		wantStdout string   // exact
+		wantStderr []string // substrings; none means stderr must be empty
+		wantReq    []seenRequest
+	}{
+		{name: "status", args: []string{"status"}, wantStdout: statusOut,
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status"}}},
+		{name: "status json", args: []string{"status", "--json"}, wantStdout: statusJSON + "\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status"}}},
+		{name: "status sends token when set", args: []string{"status", "--json"}, env: withToken, wantStdout: statusJSON + "\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status", auth: "Bearer " + fakeToken}}},
+		{name: "slots", args: []string{"slots"}, wantStdout: slotMapOut,
+			wantReq: []seenRequest{{method: "GET", path: "/v1/slotmap"}}},
+		{name: "slots json", args: []string{"slots", "-json"}, wantStdout: slotMapJSON + "\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/slotmap"}}},
+		{name: "freeze", args: []string{"freeze", "--reason", "deploy in progress"}, env: withToken,
+			wantStdout: "frozen: deploy in progress\n",
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", auth: "Bearer " + fakeToken, body: `{"reason":"deploy in progress"}`}}},
+		{name: "freeze without token", args: []string{"freeze", "--reason=x"}, wantCode: 1,
+			wantStderr: []string{"mcrib freeze: missing or wrong token", "401"},
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", body: `{"reason":"x"}`}}},
+		{name: "freeze with wrong token", args: []string{"freeze", "--reason=x"}, env: map[string]string{"MCRIB_TOKEN": "nope"}, wantCode: 1,
+			wantStderr: []string{"missing or wrong token"},
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", auth: "Bearer nope", body: `{"reason":"x"}`}}},
+		{name: "freeze without reason", args: []string{"freeze"}, env: withToken, wantCode: 2,
+			wantStderr: []string{"--reason"}},
+		{name: "freeze with blank reason", args: []string{"freeze", "--reason", "  "}, env: withToken, wantCode: 2,
+			wantStderr: []string{"--reason"}},
+		{name: "unfreeze", args: []string{"unfreeze"}, env: withToken, wantStdout: "unfrozen\n",
+			wantReq: []seenRequest{{method: "DELETE", path: "/v1/freeze", auth: "Bearer " + fakeToken}}},
+		{name: "ratelimit", args: []string{"ratelimit"}, wantStdout: rateLimitOut,
+			wantReq: []seenRequest{{method: "GET", path: "/v1/ratelimit"}}},
+		{name: "ratelimit json", args: []string{"ratelimit", "--json"}, wantStdout: rateLimitJSON + "\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/ratelimit"}}},
+		{name: "ratelimit set", args: []string{"ratelimit", "set", "100"}, env: withToken,
+			wantStdout: "mode manual, limit 100 boots/s, burst 100, hit rate 0.50\nreason: set by operator\n",
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", auth: "Bearer " + fakeToken, body: `{"mode":"manual","limit":100}`}}},
+		{name: "ratelimit set with burst, flags anywhere", args: []string{"ratelimit", "--burst", "10", "set", "2.5"}, env: withToken,
+			wantStdout: "mode manual, limit 2.5 boots/s, burst 10, hit rate 0.50\nreason: set by operator\n",
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", auth: "Bearer " + fakeToken, body: `{"mode":"manual","limit":2.5,"burst":10}`}}},
+		{name: "ratelimit set zero", args: []string{"ratelimit", "set", "0", "--json"}, env: withToken,
+			wantStdout: `{"mode":"manual","limit":0,"burst":100,"hit_rate":0.5,"reason":"set by operator"}` + "\n",
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", auth: "Bearer " + fakeToken, body: `{"mode":"manual","limit":0}`}}},
+		{name: "ratelimit auto", args: []string{"ratelimit", "auto"}, env: withToken,
+			wantStdout: "mode auto, limit 1000 boots/s, burst 100, hit rate 0.50\nreason: set by operator\n",
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", auth: "Bearer " + fakeToken, body: `{"mode":"auto"}`}}},
+		{name: "ratelimit set without token", args: []string{"ratelimit", "set", "5"}, wantCode: 1,
+			wantStderr: []string{"mcrib ratelimit: missing or wrong token"},
+			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", body: `{"mode":"manual","limit":5}`}}},
+		{name: "ratelimit set without number", args: []string{"ratelimit", "set"}, env: withToken, wantCode: 2,
+			wantStderr: []string{"set needs a limit"}},
+		{name: "ratelimit set non-number", args: []string{"ratelimit", "set", "fast"}, env: withToken, wantCode: 2,
+			wantStderr: []string{`"fast"`, "not a number"}},
+		{name: "ratelimit set NaN", args: []string{"ratelimit", "set", "NaN"}, env: withToken, wantCode: 2,
+			wantStderr: []string{"not a number"}},
+		{name: "ratelimit set negative", args: []string{"ratelimit", "set", "-5"}, env: withToken, wantCode: 2,
+			wantStderr: []string{"negative"}},
+		{name: "ratelimit set bad burst", args: []string{"ratelimit", "set", "5", "--burst", "0"}, env: withToken, wantCode: 2,
+			wantStderr: []string{"--burst"}},
+		{name: "ratelimit burst without set", args: []string{"ratelimit", "--burst", "3"}, wantCode: 2,
+			wantStderr: []string{"--burst"}},
+		{name: "ratelimit unknown subcommand", args: []string{"ratelimit", "turbo"}, wantCode: 2,
+			wantStderr: []string{`"turbo"`}},
+		{name: "ratelimit set extra argument", args: []string{"ratelimit", "set", "5", "6"}, env: withToken, wantCode: 2,
+			wantStderr: []string{`"6"`}},
+		{name: "unknown flag", args: []string{"status", "--verbose"}, wantCode: 2,
+			wantStderr: []string{"--verbose"}},
+		{name: "unexpected argument", args: []string{"slots", "now"}, wantCode: 2,
+			wantStderr: []string{`"now"`}},
+		{name: "status with trouble and missing fields", args: []string{"status"}, status: statusTroubleJSON,
+			wantStdout: `pool:              p2
+leader:            no (leader is host-b:7070)
+frozen:            yes: "deploy" by alice at 2026-11-29T12:00:00Z
+auto-frozen:       yes: 3 of 4 nodes absent
+discovery fault:   yes: consul listed no instance
+generation:        2
+last reconcile:    never
+consul reachable:  unknown
+hit rate:          unknown
+boot limit:        unknown
+
+ID    ADDR            AZ  SLOT  CONSUL  REACHABLE  STATE  FLAPS
+mc-2  10.0.0.2:11211  -   -     -       unknown    held   -
+`,
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status"}}},
+		{name: "status not a document", args: []string{"status"}, status: `"hello"`, wantCode: 1,
+			wantStderr: []string{"status document"},
+			wantReq:    []seenRequest{{method: "GET", path: "/v1/status"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeAPI{status: tt.status}
+			srv := startFake(t, fake)
+			code, stdout, stderr := runCLI(t, tt.env, append(tt.args, "--addr", srv.URL)...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if stdout != tt.wantStdout {
+				t.Errorf("stdout\n got %q\nwant %q\n%s", stdout, tt.wantStdout, stdout)
+			}
+			if len(tt.wantStderr) == 0 && stderr != "" {
+				t.Errorf("stderr %q, want nothing", stderr)
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not contain %q", stderr, w)
+				}
+			}
+			got := fake.requests()
+			if len(got) != len(tt.wantReq) {
+				t.Fatalf("server saw %d requests %+v, want %+v", len(got), got, tt.wantReq)
+			}
+			for i := range got {
+				if got[i] != tt.wantReq[i] {
+					t.Errorf("request %d\n got %+v\nwant %+v", i, got[i], tt.wantReq[i])
+				}
+			}
+		})
+	}
+}
+
+func TestClientAddress(t *testing.T) {
+	fake := &fakeAPI{}
+	srv := startFake(t, fake)
+	hostPort := strings.TrimPrefix(srv.URL, "http://")
+	dead := deadAddr(t)
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantCode   int
+		wantStderr string
+	}{
+		{name: "MCRIB_ADDR honoured", args: []string{"ratelimit"}, env: map[string]string{"MCRIB_ADDR": hostPort}},
+		{name: "MCRIB_ADDR with scheme and slash", args: []string{"ratelimit"}, env: map[string]string{"MCRIB_ADDR": srv.URL + "/"}},
+		{name: "--addr host:port", args: []string{"ratelimit", "--addr", hostPort}},
+		{name: "--addr beats MCRIB_ADDR", args: []string{"ratelimit", "--addr", srv.URL}, env: map[string]string{"MCRIB_ADDR": dead}},
+		{name: "unreachable", args: []string{"ratelimit", "--addr", dead}, wantCode: 1, wantStderr: "cannot reach mcrib at " + dead},
+		{name: "unreachable through MCRIB_ADDR", args: []string{"unfreeze"}, env: map[string]string{"MCRIB_ADDR": dead}, wantCode: 1, wantStderr: "cannot reach"},
+		{name: "bad scheme", args: []string{"status", "--addr", "ftp://host:21"}, wantCode: 2, wantStderr: "--addr"},
+		{name: "bad MCRIB_ADDR", args: []string{"status"}, env: map[string]string{"MCRIB_ADDR": "http://"}, wantCode: 2, wantStderr: "MCRIB_ADDR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.env, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if tt.wantStderr == "" && stderr != "" {
+				t.Errorf("stderr %q, want nothing", stderr)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.wantStderr)
+			}
+		})
+	}
+	// Every successful call above reached the fake: 4 ratelimit reads.
+	if n := len(fake.requests()); n != 4 {
+		t.Errorf("fake saw %d requests, want 4", n)
+	}
+}
+
+func TestClientNonJSONError(t *testing.T) {
+	srv := startFake(t, &fakeAPI{broken: true})
+	code, stdout, stderr := runCLI(t, nil, "status", "--addr", srv.URL)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+	if want := "mcrib status: server answered 502 Bad Gateway\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+}
+
+func TestTopLevel(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // substring
+		wantStderr string // substring
+	}{
+		{name: "version", args: []string{"version"}, wantStdout: "mcrib dev\n"},
+		{name: "version extra", args: []string{"version", "x"}, wantCode: 2, wantStderr: `"x"`},
+		{name: "help", args: []string{"help"}, wantStdout: "usage: mcrib <command>"},
+		{name: "-h", args: []string{"-h"}, wantStdout: "usage: mcrib <command>"},
+		{name: "--help", args: []string{"--help"}, wantStdout: "usage: mcrib <command>"},
+		{name: "help ratelimit", args: []string{"help", "ratelimit"}, wantStdout: "mcrib ratelimit set N"},
+		{name: "status -h", args: []string{"status", "-h"}, wantStdout: "usage: mcrib status"},
+		{name: "help unknown", args: []string{"help", "nope"}, wantCode: 2, wantStderr: `"nope"`},
+		{name: "no command", args: nil, wantCode: 2, wantStderr: "usage: mcrib <command>"},
+		{name: "unknown command", args: []string{"restart"}, wantCode: 2, wantStderr: `unknown command "restart"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, nil, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d", code, tt.wantCode)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) || (tt.wantStdout == "" && stdout != "") {
+				t.Errorf("stdout %q, want it to contain %q", stdout, tt.wantStdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) || (tt.wantStderr == "" && stderr != "") {
+				t.Errorf("stderr %q, want it to contain %q", stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args      []string
+		wantPos   []string
+		wantAddr  string
+		wantBurst string
+	}{
+		{args: []string{"set", "5", "--burst", "3"}, wantPos: []string{"set", "5"}, wantBurst: "3"},
+		{args: []string{"--addr", "x:1", "set", "-5"}, wantPos: []string{"set", "-5"}, wantAddr: "x:1"},
+		{args: []string{"set", "--burst=-2", "7"}, wantPos: []string{"set", "7"}, wantBurst: "-2"},
+		{args: []string{"--", "--addr", "y"}, wantPos: []string{"--addr", "y"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs, addr := cli{}.flagSet("ratelimit")
+			burst := fs.String("burst", "", "")
+			pos, err := parseInterspersed(fs, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(pos, "|") != strings.Join(tt.wantPos, "|") || *addr != tt.wantAddr || *burst != tt.wantBurst {
+				t.Errorf("got pos %q addr %q burst %q, want %q %q %q", pos, *addr, *burst, tt.wantPos, tt.wantAddr, tt.wantBurst)
+			}
+		})
+	}
+}

@@ -1,0 +1,493 @@
+// mcrib operator dashboard.
+//
+// Polls the read API (v1/status, v1/slotmap, v1/ratelimit) every 2 s and
+// renders it. Every piece of data reaches the page through textContent or
+// setAttribute; nothing the server sends is ever parsed as HTML. When a
+// fetch fails the page says so in #error and greys out what is stale, so an
+// operator never reads old data without knowing it.
+"use strict";
+
+(function () {
+  const POLL_MS = 2000;
+  const TIMEOUT_MS = 5000;
+  const RECONCILE_OLD_S = 10;
+  const SOURCES = { status: "v1/status", slotmap: "v1/slotmap", ratelimit: "v1/ratelimit" };
+
+  // last holds the newest good answer of each source: {body, offset, at}
+  // where offset is server clock minus local clock (from the Date header).
+  const last = { status: null, slotmap: null, ratelimit: null };
+  // fresh says whether the latest fetch of each source succeeded.
+  const fresh = { status: false, slotmap: false, ratelimit: false };
+  // rowSig remembers what each table row shows, so unchanged rows are left
+  // alone and an operator can select and copy text between polls.
+  const rowSig = new WeakMap();
+
+  const byId = (id) => document.getElementById(id);
+
+  function setText(node, text) {
+    const s = String(text);
+    if (node.textContent !== s) node.textContent = s;
+  }
+
+  function setShown(node, shown) {
+    if (node.hidden === shown) node.hidden = !shown;
+  }
+
+  function setClass(node, cls, on) {
+    node.classList.toggle(cls, Boolean(on));
+  }
+
+  // el builds an element; children that are strings become text nodes.
+  function el(tag, cls, ...children) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      n.append(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return n;
+  }
+
+  function str(v) {
+    return typeof v === "string" ? v : v === null || v === undefined ? "" : String(v);
+  }
+
+  function num(v) {
+    return typeof v === "number" && isFinite(v) ? v : null;
+  }
+
+  function fmtNum(v) {
+    const n = num(v);
+    if (n === null) return "—";
+    return Number.isInteger(n) ? String(n) : n.toFixed(n < 10 ? 2 : 1);
+  }
+
+  function fmtRate(v) {
+    const n = num(v);
+    return n === null ? "—" : (n * 100).toFixed(1) + " %";
+  }
+
+  // fmtAge renders a number of seconds for a person.
+  function fmtAge(s) {
+    if (s < 120) return s + " s";
+    if (s < 7200) return s + " s (" + Math.floor(s / 60) + " min)";
+    return s + " s (" + (s / 3600).toFixed(1) + " h)";
+  }
+
+  function pad(n) {
+    return String(n).padStart(2, "0");
+  }
+
+  function fmtUTC(ms) {
+    const d = new Date(ms);
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " +
+      pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds()) + " UTC";
+  }
+
+  // serverNow is the current time on the server's clock, as best known.
+  function serverNow() {
+    const src = last.status || last.slotmap || last.ratelimit;
+    return Date.now() + (src ? src.offset : 0);
+  }
+
+  // ageOf returns whole seconds since the RFC 3339 time t on the server's
+  // clock, or null when t is missing or unreadable.
+  function ageOf(t) {
+    if (typeof t !== "string" || t === "") return null;
+    const ms = Date.parse(t);
+    if (isNaN(ms)) return null;
+    return Math.max(0, Math.floor((serverNow() - ms) / 1000));
+  }
+
+  function fmtWhen(t) {
+    const ms = Date.parse(str(t));
+    if (isNaN(ms)) return str(t) || "—";
+    return fmtUTC(ms) + " (" + fmtAge(ageOf(t)) + " ago)";
+  }
+
+  async function fetchJSON(path) {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+    try {
+      let resp;
+      let text;
+      try {
+        resp = await fetch(path, { cache: "no-store", signal: ctl.signal, headers: { Accept: "application/json" } });
+        text = await resp.text();
+      } catch (e) {
+        const why = ctl.signal.aborted ? "no answer within " + TIMEOUT_MS / 1000 + " s" : (e && e.message) || String(e);
+        throw new Error("GET " + path + ": " + why);
+      }
+      let body = null;
+      try {
+        body = JSON.parse(text);
+      } catch (e) {
+        body = null;
+      }
+      if (!resp.ok) {
+        let msg = body && typeof body.error === "string" ? body.error : text.trim().slice(0, 200);
+        throw new Error("GET " + path + ": HTTP " + resp.status + (msg ? ": " + msg : ""));
+      }
+      if (body === null || typeof body !== "object") throw new Error("GET " + path + ": the answer is not JSON");
+      const date = Date.parse(resp.headers.get("Date") || "");
+      const now = Date.now();
+      return { body: body, offset: isNaN(date) ? 0 : date - now, at: now };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  // ---- headline band and banners (from v1/status) ----
+
+  function renderStatus() {
+    const st = last.status ? last.status.body : null;
+    if (!st) return;
+    setText(byId("pool"), str(st.pool) || "—");
+
+    const leader = byId("leader");
+    const lid = str(st.leader_id);
+    if (st.leader === true) {
+      setText(leader, "yes" + (lid ? " (" + lid + ")" : ""));
+    } else if (lid) {
+      setText(leader, "no, leader is " + lid);
+    } else {
+      setText(leader, "no, NO LEADER KNOWN");
+    }
+    setClass(leader, "good", st.leader === true);
+    setClass(leader, "bad", st.leader !== true && !lid);
+
+    setText(byId("generation"), num(st.generation) === null ? "—" : String(st.generation));
+
+    const rec = byId("reconcile");
+    const age = ageOf(st.last_reconcile_at);
+    setText(rec, age === null ? "never" : fmtAge(age) + " ago");
+    setClass(rec, "bad", age === null || age > RECONCILE_OLD_S);
+    setClass(rec, "good", age !== null && age <= RECONCILE_OLD_S);
+
+    const consul = byId("consul");
+    setText(consul, st.consul_reachable === true ? "reachable" : "UNREACHABLE");
+    setClass(consul, "good", st.consul_reachable === true);
+    setClass(consul, "bad", st.consul_reachable !== true);
+
+    setText(byId("hitrate"), fmtRate(st.hit_rate));
+
+    const vacant = byId("vacant");
+    const nv = num(st.vacant_slots);
+    setText(vacant, nv === null ? "—" : String(nv));
+    setClass(vacant, "bad", nv !== null && nv > 0);
+    setClass(vacant, "good", nv === 0);
+
+    const blocked = byId("blocked");
+    const nb = num(st.replacements_blocked);
+    setText(blocked, nb === null ? "—" : String(nb));
+    setClass(blocked, "warn", nb !== null && nb > 0);
+
+    const fz = st.freeze && typeof st.freeze === "object" ? st.freeze : {};
+    const frozen = st.frozen === true;
+    setShown(byId("frozen-banner"), frozen);
+    setText(byId("frozen-reason"), str(fz.reason) || "(no reason given)");
+    setText(byId("frozen-by"), str(fz.by) || "(unknown)");
+    setText(byId("frozen-at"), fz.at ? fmtWhen(fz.at) : "(unknown)");
+
+    setShown(byId("autofrozen-banner"), st.auto_frozen === true);
+    setText(byId("autofrozen-reason"), str(st.auto_freeze_reason) || "(no reason given)");
+
+    setShown(byId("fault-banner"), st.discovery_fault === true);
+    setText(byId("fault-reason"), str(st.discovery_fault_reason) || "(no reason given)");
+
+    const lastErr = str(st.last_error);
+    setShown(byId("lasterror-banner"), lastErr !== "");
+    setText(byId("lasterror"), lastErr);
+
+    const flags = [];
+    if (frozen) flags.push("FROZEN");
+    if (st.auto_frozen === true) flags.push("AUTO-FROZEN");
+    if (st.discovery_fault === true) flags.push("DISCOVERY FAULT");
+    document.title = (flags.length ? flags.join(", ") + " · " : "") + "mcrib " + (str(st.pool) || "");
+  }
+
+  // ---- tables ----
+
+  // syncRows makes tbody show rows (each {sig, build}); a row whose
+  // signature did not change keeps its element.
+  function syncRows(tbody, rows) {
+    const existing = Array.from(tbody.children);
+    rows.forEach((row, i) => {
+      const cur = existing[i];
+      if (cur && rowSig.get(cur) === row.sig) return;
+      const tr = row.build();
+      rowSig.set(tr, row.sig);
+      if (cur) tbody.replaceChild(tr, cur);
+      else tbody.appendChild(tr);
+    });
+    for (let i = rows.length; i < existing.length; i++) existing[i].remove();
+  }
+
+  function emptyRow(cols, text) {
+    return {
+      sig: "empty:" + text,
+      build: () => {
+        const td = el("td", null, text);
+        td.colSpan = cols;
+        return el("tr", "empty", td);
+      },
+    };
+  }
+
+  function nodesById() {
+    const m = new Map();
+    const st = last.status ? last.status.body : null;
+    if (st && Array.isArray(st.nodes)) {
+      for (const n of st.nodes) if (n && typeof n === "object") m.set(str(n.id), n);
+    }
+    return m;
+  }
+
+  function stateCell(n) {
+    if (!n) return el("td", null, el("span", "pill state-unknown", "unknown"));
+    const state = str(n.state) || "unknown";
+    const td = el("td", null, el("span", "pill state-" + state.replace(/[^a-z]/g, ""), state));
+    const absent = ageOf(n.absent_since);
+    if (absent !== null) td.append(el("span", "muted", " absent " + fmtAge(absent)));
+    return td;
+  }
+
+  function reachableCell(n) {
+    if (!n) return el("td", "muted", "—");
+    return n.reachable === true ? el("td", "ok", "yes") : el("td", "bad-text", "NO");
+  }
+
+  function consulCell(n) {
+    if (!n) return el("td", "muted", "—");
+    const c = str(n.consul) || "—";
+    return el("td", c === "present" ? "ok" : "warn-text", c);
+  }
+
+  function flapsCell(n) {
+    if (!n) return el("td", "num muted", "—");
+    const td = el("td", "num", fmtNum(n.flaps));
+    if (n.suppressed === true) td.append(el("span", "pill state-suppressed", "suppressed"));
+    return td;
+  }
+
+  function nodeSig(n) {
+    if (!n) return "";
+    return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since)].join("|");
+  }
+
+  function renderSlots() {
+    const tbody = byId("slots");
+    const sm = last.slotmap ? last.slotmap.body : null;
+    if (!sm || !Array.isArray(sm.slots)) {
+      if (!last.slotmap) syncRows(tbody, [emptyRow(8, "no slot map yet")]);
+      return;
+    }
+    const nodes = nodesById();
+    let vacant = 0;
+    const rows = sm.slots.map((s, i) => {
+      const slot = num(s && s.slot) === null ? i : s.slot;
+      const id = str(s && s.node_id);
+      const n = id ? nodes.get(id) : null;
+      if (!id) vacant++;
+      return {
+        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n)].join("|"),
+        build: () => {
+          if (!id) {
+            const tr = el("tr", "vacant",
+              el("td", "num", String(slot)),
+              el("td", "vacant-label", "VACANT"),
+              el("td", "muted", "keys of this slot miss"),
+              el("td", "muted", "—"),
+              el("td", "muted", "—"),
+              el("td", "muted", "—"),
+              el("td", "muted", "—"),
+              el("td", "num muted", "—"));
+            tr.setAttribute("data-slot", String(slot));
+            return tr;
+          }
+          const tr = el("tr", null,
+            el("td", "num", String(slot)),
+            el("td", "mono", id),
+            el("td", "mono", str(s.addr)),
+            el("td", null, str(s.az) || "—"),
+            stateCell(n),
+            reachableCell(n),
+            consulCell(n),
+            flapsCell(n));
+          tr.setAttribute("data-slot", String(slot));
+          if (n && n.reachable !== true) tr.classList.add("troubled");
+          return tr;
+        },
+      };
+    });
+    if (rows.length === 0) rows.push(emptyRow(8, "the slot map has no slots"));
+    syncRows(tbody, rows);
+    const total = sm.slots.length;
+    setText(byId("slots-summary"), total + " slots, " + vacant + " vacant, generation " + fmtNum(sm.generation));
+    setClass(byId("slots-summary"), "bad-text", vacant > 0);
+  }
+
+  function renderSpares() {
+    const sm = last.slotmap ? last.slotmap.body : null;
+    const st = last.status ? last.status.body : null;
+    if (!sm && !st) return;
+    const nodes = nodesById();
+    const spares = [];
+    const seen = new Set();
+    if (sm && Array.isArray(sm.spares)) {
+      for (const s of sm.spares) {
+        const id = str(s && s.node_id);
+        if (!id || seen.has(id)) continue;
+        seen.add(id);
+        spares.push({ id: id, addr: str(s.addr), az: str(s.az), n: nodes.get(id) });
+      }
+    }
+    const down = [];
+    for (const [id, n] of nodes) {
+      if (str(n.state) === "down") {
+        down.push(n);
+        continue;
+      }
+      // A node without a slot that is not down and not yet a spare in the
+      // slot map (e.g. being flushed) is listed with the spares.
+      if ((n.slot === null || n.slot === undefined) && !seen.has(id)) {
+        seen.add(id);
+        spares.push({ id: id, addr: str(n.addr), az: str(n.az), n: n });
+      }
+    }
+
+    const spareRows = spares.map((s) => ({
+      sig: [s.id, s.addr, s.az, nodeSig(s.n), Boolean(s.n)].join("|"),
+      build: () => {
+        const tr = el("tr", null,
+          el("td", "mono", s.id),
+          el("td", "mono", s.addr),
+          el("td", null, s.az || "—"),
+          stateCell(s.n),
+          reachableCell(s.n),
+          consulCell(s.n),
+          flapsCell(s.n));
+        tr.setAttribute("data-node", s.id);
+        return tr;
+      },
+    }));
+    if (spareRows.length === 0) spareRows.push(emptyRow(7, "no spares: a lost node leaves its slot vacant"));
+    syncRows(byId("spares"), spareRows);
+    setText(byId("spares-summary"), "(" + spares.length + ")");
+    setClass(byId("spares-summary"), "bad-text", spares.length === 0);
+
+    const downRows = down.map((n) => ({
+      sig: [n.id, n.addr, n.az, nodeSig(n)].join("|"),
+      build: () => {
+        const absent = ageOf(n.absent_since);
+        const tr = el("tr", "troubled",
+          el("td", "mono", str(n.id)),
+          el("td", "mono", str(n.addr)),
+          el("td", null, str(n.az) || "—"),
+          consulCell(n),
+          el("td", null, absent === null ? "—" : fmtAge(absent)),
+          flapsCell(n));
+        tr.setAttribute("data-node", str(n.id));
+        return tr;
+      },
+    }));
+    if (downRows.length === 0) downRows.push(emptyRow(6, "none"));
+    syncRows(byId("down"), downRows);
+    setText(byId("down-summary"), "(" + down.length + ")");
+    setClass(byId("down-summary"), "bad-text", down.length > 0);
+  }
+
+  // ---- boot limit (from v1/ratelimit) ----
+
+  function renderBootLimit() {
+    const bl = last.ratelimit ? last.ratelimit.body : null;
+    if (!bl) return;
+    const manual = str(bl.mode) === "manual";
+    const mode = byId("bl-mode");
+    setText(mode, manual ? "MANUAL (pinned by an operator)" : str(bl.mode) === "auto" ? "auto (follows the hit rate)" : str(bl.mode) || "—");
+    setClass(mode, "warn", manual);
+    setText(byId("bl-limit"), fmtNum(bl.limit) + " boots/s");
+    const meter = byId("bl-meter");
+    const ceiling = num(bl.ceiling);
+    const limit = num(bl.limit);
+    meter.max = ceiling !== null && ceiling > 0 ? ceiling : Math.max(limit || 0, 1);
+    meter.value = limit || 0;
+    setText(byId("bl-burst"), fmtNum(bl.burst));
+    setText(byId("bl-hitrate"), fmtRate(bl.hit_rate));
+    setText(byId("bl-range"), fmtNum(bl.floor) + " – " + fmtNum(bl.ceiling) + " boots/s");
+    setText(byId("bl-reason"), str(bl.reason) || "—");
+    const showAuto = manual && (num(bl.auto_limit) !== null || str(bl.auto_reason) !== "");
+    setShown(byId("bl-auto-row"), showAuto);
+    setText(byId("bl-auto-limit"), num(bl.auto_limit) === null ? "" : fmtNum(bl.auto_limit) + " boots/s");
+    setText(byId("bl-auto-reason"), str(bl.auto_reason));
+    setText(byId("bl-updated"), bl.updated_at ? fmtWhen(bl.updated_at) : "—");
+  }
+
+  // ---- errors and staleness ----
+
+  // renderErrors shows failed fetches (and any answer the page could not
+  // show) in #error and greys out the panels whose data is stale.
+  function renderErrors(failures, broken) {
+    const err = byId("error");
+    if (failures.length === 0 && broken.length === 0) {
+      setShown(err, false);
+      setText(err, "");
+    } else {
+      let text = failures.length ? "cannot reach mcrib: " + failures.join("; ") + "." : "";
+      if (failures.length) {
+        const stale = Object.keys(last).filter((k) => last[k] && !fresh[k]).map((k) => last[k].at);
+        if (stale.length) {
+          const s = Math.max(0, Math.round((Date.now() - Math.min(...stale)) / 1000));
+          text += " Greyed-out parts show the last good answer, " + fmtAge(s) + " old.";
+        } else if (!Object.values(last).some(Boolean)) {
+          text += " No data has been received yet.";
+        }
+      }
+      if (broken.length) text += (text ? " " : "") + "Dashboard error: " + broken.join("; ") + ".";
+      setText(err, text);
+      setShown(err, true);
+    }
+    setClass(byId("band"), "stale", !fresh.status && last.status);
+    setClass(byId("banners"), "stale", !fresh.status && last.status);
+    setClass(byId("slots-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
+    setClass(byId("spares-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
+    setClass(byId("down-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("bootlimit-panel"), "stale", !fresh.ratelimit && last.ratelimit);
+    setClass(document.body, "failing", failures.length > 0);
+    document.body.classList.remove("loading");
+    if (failures.length > 0 && !document.title.startsWith("UNREACHABLE")) {
+      document.title = "UNREACHABLE · " + document.title;
+    }
+    const now = new Date();
+    const hms = pad(now.getHours()) + ":" + pad(now.getMinutes()) + ":" + pad(now.getSeconds());
+    setText(byId("updated"), (failures.length === 0 ? "updated " : "last poll FAILED at ") + hms + " browser time");
+  }
+
+  async function poll() {
+    const names = Object.keys(SOURCES);
+    const results = await Promise.allSettled(names.map((n) => fetchJSON(SOURCES[n])));
+    const failures = [];
+    const broken = [];
+    results.forEach((r, i) => {
+      const name = names[i];
+      if (r.status === "fulfilled") {
+        last[name] = r.value;
+        fresh[name] = true;
+      } else {
+        fresh[name] = false;
+        failures.push((r.reason && r.reason.message) || String(r.reason));
+      }
+    });
+    for (const step of [renderStatus, renderSlots, renderSpares, renderBootLimit]) {
+      try {
+        step();
+      } catch (e) {
+        broken.push(step.name + ": " + ((e && e.message) || String(e)));
+      }
+    }
+    renderErrors(failures, broken);
+    setTimeout(poll, POLL_MS);
+  }
+
+  poll();
+})();

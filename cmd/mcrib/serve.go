@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/metrics"
+	"github.com/mcrib/mcrib/ratelimit"
+)
+
+// shutdownGrace bounds the HTTP server's graceful shutdown; the whole stop,
+// lock release included, stays within 5 s.
+const shutdownGrace = 3 * time.Second
+
+// runServe runs the control plane with cfg until ctx is done and returns the
+// process exit code: 0 after a clean stop, 1 when it cannot start, 2 when
+// the stored pool does not fit the flags.
+func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) int {
+	logger := newLogger(cfg.LogFormat, stderr)
+	consul, err := newConsulClient(cfg.Consul)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcrib serve: --consul: %v\n", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcrib serve: --listen: %v\n", err)
+		return 1
+	}
+	id := ln.Addr().String()
+	prefix := controlloop.PoolPrefix(cfg.KVPrefix, cfg.Pool)
+
+	elector, err := leader.New(leader.Options{Client: consul, Key: prefix + controlloop.KeyLeader, ID: id, Logger: logger})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
+		return 1
+	}
+	prober := cachenodes.NewProber(cachenodes.ProberOptions{Timeout: min(max(cfg.ProbeInterval, 250*time.Millisecond), time.Second)})
+	// The gauges are read at scrape time, once the loop and the limiter
+	// below exist and the API serves.
+	var (
+		loop *controlloop.Loop
+		boot *ratelimit.Service
+	)
+	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) }})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcrib serve: setting up metrics: %v\n", err)
+		return 1
+	}
+	loop, err = controlloop.New(controlloop.Options{
+		Consul:                   consul,
+		Pool:                     cfg.Pool,
+		KVPrefix:                 cfg.KVPrefix,
+		NumSlots:                 cfg.Slots,
+		Service:                  cfg.Service,
+		Tag:                      cfg.Tag,
+		Hold:                     cfg.Hold,
+		ProbeInterval:            cfg.ProbeInterval,
+		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
+		MaxAbsentFraction:        cfg.MaxAbsentFraction,
+		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
+		MCRouterConfig:           cfg.McrouterConfig,
+		Leadership:               elector,
+		Prober:                   prober,
+		Logger:                   logger,
+		Metrics:                  rec,
+	})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
+		return 1
+	}
+	loadCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = loop.Load(loadCtx)
+	cancel()
+	switch {
+	case errors.Is(err, controlloop.ErrSlotCountMismatch):
+		ln.Close()
+		fmt.Fprintf(stderr, "mcrib serve: --slots: %v\n", errors.Unwrap(err))
+		return 2
+	case err != nil:
+		logger.Warn("consul is not reachable at start; serving what is known and retrying", "err", err)
+	}
+
+	boot, err = ratelimit.NewService(ratelimit.ServiceOptions{
+		Client: consul,
+		Key:    prefix + controlloop.KeyBootLimit,
+		Config: ratelimit.ControllerConfig{
+			Floor: cfg.BootLimitMin, Ceiling: cfg.BootLimitMax,
+			Low: cfg.HitRateLow, Target: cfg.HitRateTarget,
+			Interval: cfg.StatsInterval,
+		},
+		Logger:   logger,
+		Stats:    servingStats(loop, prober),
+		IsLeader: elector.IsLeader,
+	})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
+		return 1
+	}
+	api := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger)
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "mcrib serving pool %q on http://%s/ (consul %s)\n", cfg.Pool, id, cfg.Consul)
+	logger.Info("mcrib serving", "pool", cfg.Pool, "listen", id, "consul", cfg.Consul, "slots", cfg.Slots, "version", version)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		elector.Run(runCtx, func(lctx context.Context, session string) {
+			logger.Info("this process leads the pool", "session", session)
+			loop.Kick()
+			<-lctx.Done()
+			logger.Info("this process no longer leads the pool")
+			loop.Kick()
+		})
+	})
+	wg.Go(func() { loop.Run(runCtx) })
+	wg.Go(func() {
+		if err := boot.Run(runCtx); err != nil && runCtx.Err() == nil {
+			logger.Error("the boot limiter stopped", "err", err)
+		}
+	})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		logger.Error("the HTTP API stopped", "err", err)
+		code = 1
+	}
+	logger.Info("mcrib stopping")
+	stop()
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	srv.Shutdown(shutCtx)
+	wg.Wait()
+	logger.Info("mcrib stopped")
+	return code
+}
+
+// newLogger returns the slog logger of --log-format.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// newConsulClient returns a Consul API client for addr ("host:port" or a
+// URL); the rest of the Consul environment (CONSUL_HTTP_TOKEN, TLS) is read
+// as the Consul CLI reads it.
+func newConsulClient(addr string) (*api.Client, error) {
+	conf := api.DefaultConfig()
+	conf.Address = addr
+	return api.NewClient(conf)
+}
+
+// servingStats returns the hit counters of every node that holds a slot,
+// read fresh from memcached, and how many could not be read.
+func servingStats(loop *controlloop.Loop, prober *cachenodes.Prober) func(ctx context.Context) (map[string]ratelimit.Counters, int) {
+	return func(ctx context.Context) (map[string]ratelimit.Counters, int) {
+		addrs := loop.ServingAddrs()
+		out := make(map[string]ratelimit.Counters, len(addrs))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		unreadable := 0
+		for id, addr := range addrs {
+			wg.Go(func() {
+				st, err := prober.Stats(ctx, addr)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					unreadable++
+					return
+				}
+				out[id] = ratelimit.Counters{Hits: st.GetHits, Misses: st.GetMisses, PID: st.PID, Uptime: st.Uptime}
+			})
+		}
+		wg.Wait()
+		return out, unreadable
+	}
+}
+
+// gauges reads the loop and the limiter for a metrics scrape.
+func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
+	st := loop.Status()
+	doc := boot.Document()
+	g := metrics.Gauges{
+		Generation:          st.Generation,
+		Leader:              st.Leader,
+		Frozen:              st.Frozen,
+		AutoFrozen:          st.AutoFrozen,
+		DiscoveryFault:      st.DiscoveryFault,
+		ConsulReachable:     st.ConsulReachable,
+		Ready:               loop.Ready() == nil,
+		VacantSlots:         st.VacantSlots,
+		ReplacementsBlocked: st.ReplacementsBlocked,
+		NodesByState:        map[string]int{},
+		HitRate:             doc.HitRate,
+		BootLimit:           doc.Limit,
+	}
+	if st.LastReconcileAt != nil {
+		g.LastReconcile = *st.LastReconcileAt
+	}
+	for _, n := range st.Nodes {
+		g.NodesByState[n.State]++
+	}
+	return g
+}

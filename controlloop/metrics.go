@@ -1,0 +1,32 @@
+package controlloop
+
+import "time"
+
+// Metrics receives the loop's events. Gauges (generation, freeze, last
+// reconcile) are read from Status by the metrics exporter instead. The
+// implementation must be safe for concurrent use.
+type Metrics interface {
+	// Pass counts one reconcile pass by result: "ok", "error",
+	// "conflict", "follower" or "waiting".
+	Pass(result string, d time.Duration)
+	// Replacement counts one node taken out of its slot, by reason:
+	// "hold_expired" or "maintenance".
+	Replacement(reason string)
+	// Flush counts one flush_all, by reason: "placement" (a spare placed
+	// into a slot) or "returned" (a slot holder answering again after it
+	// was unreachable).
+	Flush(reason string)
+}
+
+// Label values the loop uses, so an exporter can create each at 0.
+var (
+	PassResults        = []string{"ok", "error", "conflict", "follower", "waiting"}
+	ReplacementReasons = []string{"hold_expired", "maintenance"}
+	FlushReasons       = []string{"placement", "returned"}
+)
+
+type nopMetrics struct{}
+
+func (nopMetrics) Pass(string, time.Duration) {}
+func (nopMetrics) Replacement(string)         {}
+func (nopMetrics) Flush(string)               {}

@@ -1,0 +1,130 @@
+package controlloop
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Status is the loop's part of the status document (CONTRACT.md section
+// 3). The API adds hit_rate and boot_limit from the boot limiter.
+type Status struct {
+	Pool                 string       `json:"pool"`
+	Leader               bool         `json:"leader"`
+	LeaderID             string       `json:"leader_id"`
+	Frozen               bool         `json:"frozen"`
+	Freeze               *FreezeDoc   `json:"freeze"`
+	AutoFrozen           bool         `json:"auto_frozen"`
+	AutoFreezeReason     string       `json:"auto_freeze_reason"`
+	Generation           uint64       `json:"generation"`
+	LastReconcileAt      *time.Time   `json:"last_reconcile_at"`
+	ConsulReachable      bool         `json:"consul_reachable"`
+	HitRate              float64      `json:"hit_rate"`
+	BootLimit            any          `json:"boot_limit"`
+	Nodes                []NodeStatus `json:"nodes"`
+	DiscoveryFault       bool         `json:"discovery_fault"`
+	DiscoveryFaultReason string       `json:"discovery_fault_reason"`
+	ReplacementsBlocked  int          `json:"replacements_blocked"`
+	LastError            string       `json:"last_error"`
+	VacantSlots          int          `json:"vacant_slots"`
+}
+
+// NodeStatus is one node of the status document. Slot is null for a node
+// without a slot; AbsentSince is null while Consul lists it as present.
+type NodeStatus struct {
+	ID          string     `json:"id"`
+	Addr        string     `json:"addr"`
+	AZ          string     `json:"az"`
+	Slot        *int       `json:"slot"`
+	Consul      string     `json:"consul"`
+	Reachable   bool       `json:"reachable"`
+	State       string     `json:"state"`
+	AbsentSince *time.Time `json:"absent_since"`
+	Flaps       int        `json:"flaps"`
+	Suppressed  bool       `json:"suppressed"`
+}
+
+// Status returns the loop's view now.
+func (l *Loop) Status() Status {
+	now := l.opts.Clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leading, _ := l.leading()
+	st := Status{
+		Pool:                 l.opts.Pool,
+		Leader:               leading,
+		LeaderID:             l.leaderID,
+		Frozen:               l.freeze != nil,
+		Freeze:               l.freeze,
+		AutoFrozen:           l.autoFrozen != "",
+		AutoFreezeReason:     l.autoFrozen,
+		ConsulReachable:      l.consulErr == nil,
+		DiscoveryFault:       l.tr.fault != "",
+		DiscoveryFaultReason: l.tr.fault,
+		ReplacementsBlocked:  l.blocked,
+		Nodes:                []NodeStatus{},
+	}
+	if l.opts.Leadership != nil && st.LeaderID == "" {
+		st.LeaderID = l.opts.Leadership.LeaderID()
+	}
+	if l.passErr != nil {
+		st.LastError = l.passErr.Error()
+	}
+	if !l.lastReconcile.IsZero() {
+		t := l.lastReconcile.UTC()
+		st.LastReconcileAt = &t
+	}
+	if l.current != nil {
+		st.Generation = l.current.Generation()
+		for _, n := range l.current.Slots() {
+			if n.IsZero() {
+				st.VacantSlots++
+			}
+		}
+	}
+	for id, s := range l.tr.nodes {
+		ns := NodeStatus{
+			ID: id, Addr: s.node.Addr, AZ: s.node.AZ,
+			Consul:     ConsulAbsent,
+			Reachable:  s.reachable,
+			Flaps:      s.penalty.Flaps(),
+			Suppressed: s.penalty.Suppressed(now, l.opts.Damping),
+		}
+		switch {
+		case s.maintenance:
+			ns.Consul = ConsulMaintenance
+		case s.present:
+			ns.Consul = ConsulPresent
+		}
+		if !s.absentSince.IsZero() {
+			t := s.absentSince.UTC()
+			ns.AbsentSince = &t
+		}
+		slot := -1
+		if l.current != nil {
+			slot = l.current.SlotOf(id)
+		}
+		if slot >= 0 {
+			ns.Slot = &slot
+		}
+		ns.State = stateName(s, slot >= 0)
+		st.Nodes = append(st.Nodes, ns)
+	}
+	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
+	return st
+}
+
+// stateName names the state of a node for the status document.
+func stateName(s *nodeState, holdsSlot bool) string {
+	switch {
+	case s.flushing || (holdsSlot && s.needsFlush):
+		return StateFlushing
+	case holdsSlot && !s.present:
+		return StateHeld
+	case holdsSlot:
+		return StateServing
+	case s.reachable && s.probed && s.listed && s.present && !s.maintenance:
+		return StateSpare
+	}
+	return StateDown
+}

@@ -1,0 +1,230 @@
+package controlloop
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/flapdamp"
+)
+
+// Node states of the status document (CONTRACT.md section 3).
+const (
+	StateServing  = "serving"
+	StateHeld     = "held"
+	StateSpare    = "spare"
+	StateFlushing = "flushing"
+	StateDown     = "down"
+)
+
+// Consul states of a node in the status document.
+const (
+	ConsulPresent     = "present"
+	ConsulAbsent      = "absent"
+	ConsulMaintenance = "maintenance"
+)
+
+// trackerConfig holds the time rules a tracker applies.
+type trackerConfig struct {
+	Hold       flapdamp.Hold
+	FlushAfter time.Duration
+	Damping    flapdamp.DampingConfig
+}
+
+// nodeState is everything observed of one node.
+type nodeState struct {
+	node        cachenodes.Node
+	listed      bool
+	present     bool
+	maintenance bool
+	absentSince time.Time
+
+	probed           bool
+	reachable        bool
+	unreachableSince time.Time
+	stats            cachenodes.Stats
+	haveStats        bool
+
+	// needsFlush is set when a slot holder answers again after being
+	// unreachable for longer than the flush-after threshold.
+	needsFlush bool
+	flushing   bool
+
+	penalty flapdamp.Penalty
+}
+
+// tracker folds Consul answers and probe results into per-node state. It
+// takes time as an argument and does no I/O. It is not safe for concurrent
+// use; the Loop guards it with its mutex.
+type tracker struct {
+	cfg   trackerConfig
+	nodes map[string]*nodeState
+
+	// accepted is the instance count of the last accepted Consul answer;
+	// haveAnswer is false until the first one.
+	accepted   int
+	haveAnswer bool
+	// fault describes the last answer taken as a fault of discovery; "" when
+	// the last answer was accepted.
+	fault string
+}
+
+func newTracker(cfg trackerConfig) *tracker {
+	return &tracker{cfg: cfg, nodes: make(map[string]*nodeState)}
+}
+
+// DiscoveryFault returns the reason an answer of n instances is a fault of
+// discovery, given that the last accepted answer had prev instances (and
+// havePrev is false before the first): an answer that lists no instance, or
+// fewer than half of the previous one. It returns "" for an answer to take.
+func DiscoveryFault(n, prev int, havePrev bool) string {
+	switch {
+	case n == 0:
+		return "Consul listed no instance of the service: taken as a fault of discovery, nothing is replaced"
+	case havePrev && 2*n < prev:
+		return fmt.Sprintf("Consul listed %d instances, fewer than half of the %d before: taken as a fault of discovery, nothing is replaced", n, prev)
+	}
+	return ""
+}
+
+// state returns the node's state, creating it (absent since now) when new.
+func (t *tracker) state(n cachenodes.Node, now time.Time) *nodeState {
+	s, ok := t.nodes[n.ID]
+	if !ok {
+		s = &nodeState{node: n, absentSince: now, reachable: true}
+		t.nodes[n.ID] = s
+	}
+	return s
+}
+
+// observeMembership takes one Consul answer. It returns false when the
+// answer is a fault of discovery and was not taken.
+func (t *tracker) observeMembership(m cachenodes.Membership, now time.Time) bool {
+	if f := DiscoveryFault(len(m.Instances), t.accepted, t.haveAnswer); f != "" {
+		t.fault = f
+		return false
+	}
+	t.fault = ""
+	t.accepted = len(m.Instances)
+	t.haveAnswer = true
+	listed := make(map[string]bool, len(m.Instances))
+	for _, inst := range m.Instances {
+		listed[inst.ID] = true
+		s := t.state(inst.Node, now)
+		s.node = inst.Node
+		s.listed = true
+		s.maintenance = inst.Maintenance
+		t.setPresent(s, inst.Present && !inst.Maintenance, now)
+	}
+	for id, s := range t.nodes {
+		if !listed[id] {
+			s.listed = false
+			s.maintenance = false
+			t.setPresent(s, false, now)
+		}
+	}
+	return true
+}
+
+func (t *tracker) setPresent(s *nodeState, present bool, now time.Time) {
+	switch {
+	case present:
+		s.absentSince = time.Time{}
+	case s.absentSince.IsZero():
+		s.absentSince = now
+		if s.present {
+			s.penalty.Flap(now, t.cfg.Damping)
+		}
+	}
+	s.present = present
+}
+
+// observeProbe takes one probe result for node id. holdsSlot tells whether
+// the node holds a slot now: only a slot holder coming back from
+// unreachability needs a flush (a spare is flushed when it is placed).
+func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsSlot bool, now time.Time) {
+	s, ok := t.nodes[id]
+	if !ok {
+		return
+	}
+	if err != nil {
+		if s.reachable || !s.probed {
+			s.reachable = false
+			s.unreachableSince = now
+			s.penalty.Flap(now, t.cfg.Damping)
+		}
+		s.probed = true
+		return
+	}
+	restarted := s.haveStats && (st.PID != s.stats.PID || st.Uptime < s.stats.Uptime)
+	if !s.reachable && s.probed && holdsSlot && !restarted {
+		if down := now.Sub(s.unreachableSince); t.cfg.FlushAfter == 0 || down > t.cfg.FlushAfter {
+			s.needsFlush = true
+		}
+	}
+	if restarted {
+		s.needsFlush = false // an empty memcached holds nothing stale
+	}
+	s.probed = true
+	s.reachable = true
+	s.unreachableSince = time.Time{}
+	s.stats = st
+	s.haveStats = true
+}
+
+// ensure makes sure every slot holder of m has a state, so that a holder
+// Consul does not list counts as absent from now on.
+func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
+	if m == nil {
+		return
+	}
+	for _, n := range m.Slots() {
+		if !n.IsZero() {
+			t.state(n, now)
+		}
+	}
+}
+
+// prune forgets nodes that neither Consul lists nor m holds in a slot.
+func (t *tracker) prune(m *cachenodes.SlotMap) {
+	for id, s := range t.nodes {
+		if !s.listed && (m == nil || m.SlotOf(id) < 0) {
+			delete(t.nodes, id)
+		}
+	}
+}
+
+// views returns the decision view of every tracked node at now.
+func (t *tracker) views(now time.Time) []NodeView {
+	out := make([]NodeView, 0, len(t.nodes))
+	for _, s := range t.nodes {
+		out = append(out, NodeView{
+			Node:        s.node,
+			Listed:      s.listed,
+			Present:     s.present,
+			Maintenance: s.maintenance,
+			Reachable:   s.reachable,
+			Due:         t.cfg.Hold.Due(s.absentSince, s.unreachableSince, now),
+			Suppressed:  s.penalty.Suppressed(now, t.cfg.Damping),
+		})
+	}
+	return out
+}
+
+// absentHolders counts the slot holders of m that Consul does not list as
+// present, leaving out those in maintenance (taken out on purpose).
+func (t *tracker) absentHolders(m *cachenodes.SlotMap) (serving, absent int) {
+	if m == nil {
+		return 0, 0
+	}
+	for _, n := range m.Slots() {
+		if n.IsZero() {
+			continue
+		}
+		serving++
+		if s, ok := t.nodes[n.ID]; ok && !s.present && !s.maintenance {
+			absent++
+		}
+	}
+	return serving, absent
+}

@@ -1,0 +1,224 @@
+package controlloop
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/flapdamp"
+)
+
+var t0 = time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+
+func inst(id string, present bool) cachenodes.Instance {
+	return cachenodes.Instance{Node: cachenodes.Node{ID: id, Addr: "127.0.0.1:" + id}, Present: present}
+}
+
+func members(in ...cachenodes.Instance) cachenodes.Membership {
+	return cachenodes.Membership{Instances: in}
+}
+
+var errDown = errors.New("connection refused")
+
+func TestDiscoveryFault(t *testing.T) {
+	for _, tc := range []struct {
+		n, prev  int
+		havePrev bool
+		fault    bool
+	}{
+		{0, 0, false, true},
+		{0, 6, true, true},
+		{2, 6, true, true},
+		{3, 6, true, false},
+		{5, 6, true, false},
+		{1, 0, false, false},
+		{1, 3, true, true},
+		{2, 3, true, false},
+	} {
+		if got := DiscoveryFault(tc.n, tc.prev, tc.havePrev) != ""; got != tc.fault {
+			t.Errorf("DiscoveryFault(%d, %d, %v) fault=%v, want %v", tc.n, tc.prev, tc.havePrev, got, tc.fault)
+		}
+	}
+}
+
+// step is one observation in a tracker scenario.
+type step struct {
+	at      time.Duration
+	answer  *cachenodes.Membership
+	probeID string
+	stats   cachenodes.Stats
+	err     error
+	// want, checked after the step for node "a"
+	due, needsFlush, reachable, present *bool
+}
+
+func b(v bool) *bool { return &v }
+
+func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
+	t.Helper()
+	tr := newTracker(cfg)
+	for i, s := range steps {
+		now := t0.Add(s.at)
+		if s.answer != nil {
+			tr.observeMembership(*s.answer, now)
+		}
+		if s.probeID != "" {
+			tr.observeProbe(s.probeID, s.stats, s.err, holds, now)
+		}
+		st, ok := tr.nodes["a"]
+		if !ok {
+			t.Fatalf("step %d: node a not tracked", i)
+		}
+		var view NodeView
+		for _, v := range tr.views(now) {
+			if v.ID == "a" {
+				view = v
+			}
+		}
+		check := func(name string, want *bool, got bool) {
+			t.Helper()
+			if want != nil && *want != got {
+				t.Fatalf("step %d (t+%s): %s = %v, want %v", i, s.at, name, got, *want)
+			}
+		}
+		check("due", s.due, view.Due)
+		check("needsFlush", s.needsFlush, st.needsFlush)
+		check("reachable", s.reachable, view.Reachable)
+		check("present", s.present, view.Present)
+	}
+}
+
+func TestTrackerHoldAndFlush(t *testing.T) {
+	cfg := trackerConfig{Hold: flapdamp.Hold{Duration: 10 * time.Second}}
+	both := members(inst("a", true), inst("b", true))
+	onlyB := members(inst("b", true))
+	st := cachenodes.Stats{PID: 100, Uptime: time.Hour}
+	later := cachenodes.Stats{PID: 100, Uptime: time.Hour + time.Minute}
+	restarted := cachenodes.Stats{PID: 200, Uptime: time.Second}
+	tests := []struct {
+		name  string
+		cfg   trackerConfig
+		holds bool
+		steps []step
+	}{
+		{"absent but reachable is never due", cfg, true, []step{
+			{at: 0, answer: &both, present: b(true)},
+			{at: time.Second, probeID: "a", stats: st, reachable: b(true)},
+			{at: 2 * time.Second, answer: &onlyB, present: b(false), due: b(false)},
+			{at: time.Hour, probeID: "a", stats: later, due: b(false), needsFlush: b(false)},
+		}},
+		{"absent and unreachable for the hold is due", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, answer: &onlyB},
+			{at: 5 * time.Second, probeID: "a", err: errDown, reachable: b(false), due: b(false)},
+			{at: 14 * time.Second, probeID: "a", err: errDown, due: b(false)},
+			{at: 15 * time.Second, probeID: "a", err: errDown, due: b(true)},
+		}},
+		{"unreachable but present is never due", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", err: errDown, reachable: b(false)},
+			{at: time.Hour, probeID: "a", err: errDown, due: b(false)},
+		}},
+		{"a slot holder back from unreachability needs a flush", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", stats: later, reachable: b(true), needsFlush: b(true)},
+		}},
+		{"a restarted memcached needs no flush", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", stats: restarted, needsFlush: b(false)},
+		}},
+		{"uptime reset counts as a restart", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 100, Uptime: time.Second}, needsFlush: b(false)},
+		}},
+		{"a spare back from unreachability needs no flush", cfg, false, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", stats: later, needsFlush: b(false)},
+		}},
+		{"a short unreachability under --flush-after-unreachable keeps contents", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 6 * time.Second, probeID: "a", stats: later, needsFlush: b(false)},
+		}},
+		{"a long unreachability over --flush-after-unreachable flushes", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 8 * time.Second, probeID: "a", stats: later, needsFlush: b(true)},
+		}},
+		{"an empty answer is a fault and changes nothing", cfg, true, []step{
+			{at: 0, answer: &both, present: b(true)},
+			{at: time.Second, answer: &cachenodes.Membership{}, present: b(true)},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { runTracker(t, tc.cfg, tc.holds, tc.steps) })
+	}
+}
+
+func TestTrackerShrunkenAnswerIsAFault(t *testing.T) {
+	tr := newTracker(trackerConfig{})
+	all := members(inst("a", true), inst("b", true), inst("c", true), inst("d", true), inst("e", true), inst("f", true))
+	if !tr.observeMembership(all, t0) {
+		t.Fatal("the first answer was refused")
+	}
+	if tr.observeMembership(members(inst("a", true), inst("b", true)), t0.Add(time.Second)) {
+		t.Fatal("an answer with 2 of 6 instances was taken")
+	}
+	if tr.fault == "" || !tr.nodes["c"].present {
+		t.Fatalf("fault %q, c present %v: the shrunken answer changed the view", tr.fault, tr.nodes["c"].present)
+	}
+	if !tr.observeMembership(members(inst("a", true), inst("b", true), inst("c", true)), t0.Add(2*time.Second)) {
+		t.Fatal("an answer with 3 of 6 instances was refused")
+	}
+	if tr.fault != "" || tr.nodes["d"].present {
+		t.Fatalf("fault %q, d present %v after an accepted answer", tr.fault, tr.nodes["d"].present)
+	}
+}
+
+func TestTrackerMaintenanceIsNotAbsentForTheGuard(t *testing.T) {
+	tr := newTracker(trackerConfig{})
+	m := members(inst("a", true), inst("b", false), inst("c", true), inst("d", true))
+	m.Instances[2].Maintenance = true
+	m.Instances[2].Present = false
+	tr.observeMembership(m, t0)
+	sm, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{Slots: []cachenodes.Node{
+		m.Instances[0].Node, m.Instances[1].Node, m.Instances[2].Node, m.Instances[3].Node,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, absent := tr.absentHolders(sm)
+	if serving != 4 || absent != 1 {
+		t.Fatalf("absentHolders = %d, %d; want 4 serving, 1 absent (maintenance does not count)", serving, absent)
+	}
+}
+
+func TestTrackerFlapsCollapseBursts(t *testing.T) {
+	tr := newTracker(trackerConfig{Damping: flapdamp.DampingConfig{BurstWindow: time.Second}.WithDefaults()})
+	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
+	tr.observeProbe("a", cachenodes.Stats{PID: 1}, nil, true, t0)
+	// One failure: unreachable, then absent, within one probe interval.
+	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(100*time.Millisecond))
+	tr.observeMembership(members(inst("a", false), inst("b", true)), t0.Add(300*time.Millisecond))
+	if got := tr.nodes["a"].penalty.Flaps(); got != 1 {
+		t.Fatalf("one failure counted as %d flaps, want 1", got)
+	}
+	tr.observeMembership(members(inst("a", true), inst("b", true)), t0.Add(5*time.Second))
+	tr.observeProbe("a", cachenodes.Stats{PID: 1}, nil, true, t0.Add(5*time.Second))
+	tr.observeMembership(members(inst("a", false), inst("b", true)), t0.Add(10*time.Second))
+	if got := tr.nodes["a"].penalty.Flaps(); got != 2 {
+		t.Fatalf("two failures counted as %d flaps, want 2", got)
+	}
+}

@@ -1,0 +1,87 @@
+package flapdamp
+
+import "time"
+
+// CeilingWindow is the sliding window of Ceiling: a replacement recorded at t
+// counts against the ceiling until t + CeilingWindow.
+const CeilingWindow = 60 * time.Second
+
+// Ceiling is the replacement ceiling: it allows at most PerMinute slot
+// replacements in any CeilingWindow (60 s) sliding window
+// (mcrib serve --max-replacements-per-minute). A replacement recorded at t
+// frees its place again at exactly t + 60 s.
+//
+// Times that go backwards never mint capacity: a now earlier than the latest
+// recorded replacement is treated as that time (golang/go#65508 is the same
+// trap in x/time/rate).
+//
+// The zero value, like any Ceiling with PerMinute <= 0, allows nothing.
+// A Ceiling is not safe for concurrent use.
+type Ceiling struct {
+	// PerMinute is how many replacements fit in any 60 s window.
+	PerMinute int
+
+	// recent holds the recorded replacement times still inside the window
+	// as of the latest Record, oldest first (non-decreasing).
+	recent []time.Time
+}
+
+// Allow reports whether one more replacement fits at now. It does not record
+// one; call Record when the replacement is made.
+func (c *Ceiling) Allow(now time.Time) bool {
+	return c.Remaining(now) > 0
+}
+
+// Record records one replacement made at now. It records even when Allow
+// would refuse, so that a forced replacement still counts.
+func (c *Ceiling) Record(now time.Time) {
+	now = c.clamp(now)
+	first := c.firstInWindow(now)
+	// Drop what has left the window, reusing the backing array.
+	n := copy(c.recent, c.recent[first:])
+	c.recent = append(c.recent[:n], now)
+}
+
+// Remaining returns how many more replacements fit at now (0 when none).
+func (c *Ceiling) Remaining(now time.Time) int {
+	now = c.clamp(now)
+	inWindow := len(c.recent) - c.firstInWindow(now)
+	return max(c.PerMinute-inWindow, 0)
+}
+
+// NextAt returns the earliest time, not before now, at which one more
+// replacement fits, assuming none is recorded meanwhile: now itself when one
+// fits now, else when enough recorded replacements leave the window. With
+// PerMinute <= 0 nothing ever fits and NextAt returns the zero Time.
+func (c *Ceiling) NextAt(now time.Time) time.Time {
+	if c.PerMinute <= 0 {
+		return time.Time{}
+	}
+	eff := c.clamp(now)
+	first := c.firstInWindow(eff)
+	inWindow := len(c.recent) - first
+	if inWindow < c.PerMinute {
+		return now
+	}
+	// One fits once inWindow-PerMinute+1 of the oldest have left.
+	return c.recent[first+inWindow-c.PerMinute].Add(CeilingWindow)
+}
+
+// clamp returns now, or the latest recorded time when now is earlier.
+func (c *Ceiling) clamp(now time.Time) time.Time {
+	if n := len(c.recent); n > 0 && now.Before(c.recent[n-1]) {
+		return c.recent[n-1]
+	}
+	return now
+}
+
+// firstInWindow returns the index of the oldest recorded time t still in
+// the window at now, that is with now < t + CeilingWindow.
+func (c *Ceiling) firstInWindow(now time.Time) int {
+	for i, t := range c.recent {
+		if now.Before(t.Add(CeilingWindow)) {
+			return i
+		}
+	}
+	return len(c.recent)
+}

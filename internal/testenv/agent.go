@@ -1,0 +1,212 @@
+package testenv
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// serfStatusAlive is serf.StatusAlive, the Status of a live member in
+// /v1/agent/members.
+const serfStatusAlive = 1
+
+// ConsulAgent is a Consul client agent (not a server) bound to one loopback
+// address, joined to a Consul server. Its zero value is not usable; use
+// Consul.StartClientAgent. Methods are safe for concurrent use, but Stop,
+// Kill and Start must not race with each other.
+//
+// The agent runs with leave_on_terminate = true, so Stop makes it leave the
+// cluster gracefully: the server deregisters its node at once, and every
+// service registered on it vanishes from /v1/health/service and the catalog.
+//
+// Consul 1.13 persists services and checks registered through the agent HTTP
+// API in its data directory, and reloads them when the agent starts again
+// with the same data directory (which Start does). Tests should still
+// register again after Start: Register is idempotent.
+type ConsulAgent struct {
+	// IP is the loopback address the agent binds, e.g. "127.0.0.2".
+	IP string
+	// HTTPAddr is the agent's HTTP API address, "<IP>:<port>".
+	HTTPAddr string
+	// Client is an API client for HTTPAddr; use it to register services on
+	// this agent.
+	Client *api.Client
+	// NodeName is the agent's node name in the catalog.
+	NodeName string
+	// SerfLANAddr is the agent's Serf LAN address, "<IP>:<port>".
+	SerfLANAddr string
+	// DataDir is the agent's data directory, kept across Stop and Start.
+	DataDir string
+
+	bin      string
+	server   *Consul
+	httpPort int
+	serfPort int
+	proc     *process
+	probe    *api.Client // like Client, with a timeout on every request
+}
+
+// StartClientAgent starts a Consul client agent bound to ip (a loopback
+// address such as "127.0.0.2") on free ports, with its own data directory,
+// joined to c through -retry-join, and waits until the server lists it as an
+// alive member and its node is in the catalog. It is killed when the test
+// ends.
+func (c *Consul) StartClientAgent(t testing.TB, ip string) *ConsulAgent {
+	t.Helper()
+	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
+		t.Fatalf("testenv: client agent address %q is not a loopback IP", ip)
+	}
+	a := &ConsulAgent{
+		IP:       ip,
+		NodeName: "agent-" + strings.ReplaceAll(ip, ".", "-"),
+		DataDir:  t.TempDir(),
+		bin:      c.bin,
+		server:   c,
+	}
+	a.proc = newProcess(t, "consul agent "+ip)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var p []int
+		p, err = freePorts(ip, 2, true)
+		if err != nil {
+			t.Fatalf("testenv: finding ports on %s for a consul agent: %v", ip, err)
+		}
+		a.httpPort, a.serfPort = p[0], p[1]
+		a.HTTPAddr = net.JoinHostPort(ip, strconv.Itoa(a.httpPort))
+		a.SerfLANAddr = net.JoinHostPort(ip, strconv.Itoa(a.serfPort))
+		a.Client = newAPIClient(t, a.HTTPAddr, 0)
+		a.probe = newAPIClient(t, a.HTTPAddr, consulProbeTimeout)
+		if err = a.start(); err == nil {
+			c.mu.Lock()
+			c.agents = append(c.agents, a)
+			c.mu.Unlock()
+			return a
+		}
+		if !errors.Is(err, errExited) {
+			break
+		}
+		// Most likely a port was taken between choosing and binding: retry.
+	}
+	t.Fatalf("testenv: starting consul client agent on %s: %v\n%s", ip, err, a.proc.tail(30))
+	return nil
+}
+
+// start runs the agent and waits until it has joined the server.
+func (a *ConsulAgent) start() error {
+	err := a.proc.start(a.bin,
+		"agent",
+		"-data-dir", a.DataDir,
+		"-bind", a.IP,
+		"-client", a.IP,
+		"-http-port", strconv.Itoa(a.httpPort),
+		"-dns-port", "-1",
+		"-grpc-port", "-1",
+		"-serf-lan-port", strconv.Itoa(a.serfPort),
+		"-node", a.NodeName,
+		"-retry-join", a.server.SerfLANAddr,
+		"-retry-interval", "250ms",
+		"-log-level", consulLogLevel(),
+		"-hcl", "disable_update_check = true",
+		"-hcl", "leave_on_terminate = true",
+	)
+	if err != nil {
+		return err
+	}
+	return a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.joined)
+}
+
+// joined reports whether the server lists the agent as alive, the agent can
+// reach the leader, and the agent's node is in the catalog.
+func (a *ConsulAgent) joined() bool {
+	members, err := a.server.probe.Agent().Members(false)
+	if err != nil {
+		return false
+	}
+	alive := false
+	for _, m := range members {
+		if m.Name == a.NodeName && m.Status == serfStatusAlive {
+			alive = true
+		}
+	}
+	if !alive {
+		return false
+	}
+	if leader, err := a.probe.Status().Leader(); err != nil || leader == "" {
+		return false
+	}
+	node, _, err := a.server.probe.Catalog().Node(a.NodeName, nil)
+	return err == nil && node != nil && node.Node != nil
+}
+
+// Stop sends SIGTERM to the agent and waits for it to exit. The agent leaves
+// the cluster gracefully first (this takes about 4s), so its node and
+// services are gone from the server's catalog and health endpoints when Stop
+// returns.
+//
+// Consul 1.13 keeps syncing check updates to the servers while it leaves, so
+// a check that changes during the leave can register the node again right
+// after the server removed it; the leader would only remove that leftover
+// node at its next reconcile (up to a minute later). Stop therefore
+// deregisters the node from the catalog itself when it is still listed after
+// the agent exited, as that reconcile would.
+func (a *ConsulAgent) Stop(t testing.TB) {
+	t.Helper()
+	if err := a.proc.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("testenv: stopping consul agent %s: %v", a.NodeName, err)
+	}
+	if deregistered, err := a.removeLeftNode(); err != nil {
+		t.Fatalf("testenv: removing the left node %s from the catalog: %v", a.NodeName, err)
+	} else if deregistered {
+		t.Logf("testenv: node %s was still in the catalog after it left; deregistered it", a.NodeName)
+	}
+}
+
+// removeLeftNode waits a little for the agent's node to leave the catalog,
+// and deregisters it when it does not (then reporting true).
+func (a *ConsulAgent) removeLeftNode() (bool, error) {
+	catalog := a.server.probe.Catalog()
+	gone := func() bool {
+		node, _, err := catalog.Node(a.NodeName, nil)
+		return err == nil && (node == nil || node.Node == nil)
+	}
+	if poll(500*time.Millisecond, 20*time.Millisecond, gone) {
+		return false, nil
+	}
+	if _, err := catalog.Deregister(&api.CatalogDeregistration{Node: a.NodeName}, nil); err != nil {
+		return true, err
+	}
+	if !poll(5*time.Second, 20*time.Millisecond, gone) {
+		return true, errNodeStillListed
+	}
+	return true, nil
+}
+
+// Kill sends SIGKILL to the agent and waits for it to exit. The agent does
+// not leave: the server notices the failure through gossip after a few
+// seconds, marks the node's serfHealth check critical, and keeps its services
+// listed (as not passing) until the node is reaped (72h by default).
+func (a *ConsulAgent) Kill(t testing.TB) {
+	t.Helper()
+	if err := a.proc.stop(syscall.SIGKILL); err != nil {
+		t.Fatalf("testenv: killing consul agent %s: %v", a.NodeName, err)
+	}
+}
+
+// Start starts the agent again after Stop or Kill, with the same address,
+// ports, node name and data directory, and waits until the server lists it
+// as an alive member again.
+func (a *ConsulAgent) Start(t testing.TB) {
+	t.Helper()
+	if err := a.start(); err != nil {
+		t.Fatalf("testenv: restarting consul agent %s: %v\n%s", a.NodeName, err, a.proc.tail(30))
+	}
+}
+
+// PID returns the process ID of the agent, or 0 when it is not running.
+func (a *ConsulAgent) PID() int { return a.proc.pid() }

@@ -1,0 +1,213 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// consulReadyTimeout bounds how long a Consul agent may take to become ready.
+// A dev server is usually ready in about a second, but CI machines running
+// many test binaries at once can be much slower.
+const consulReadyTimeout = 60 * time.Second
+
+// consulProbeTimeout bounds each readiness probe request.
+const consulProbeTimeout = 2 * time.Second
+
+// Consul is a Consul dev server (`consul agent -dev`: a single server, state
+// in memory only) on free loopback ports. Its zero value is not usable; use
+// StartConsul. Methods are safe for concurrent use, but Stop and Start must
+// not race with each other.
+type Consul struct {
+	// HTTPAddr is the HTTP API address, "127.0.0.1:<port>".
+	HTTPAddr string
+	// Client is an API client for HTTPAddr.
+	Client *api.Client
+	// SerfLANAddr is the Serf LAN address that client agents join,
+	// "127.0.0.1:<port>".
+	SerfLANAddr string
+	// NodeName is the server's node name in the catalog.
+	NodeName string
+
+	bin    string
+	nodeID string
+	ports  consulServerPorts
+	proc   *process
+	probe  *api.Client // like Client, with a timeout on every request
+
+	mu     sync.Mutex
+	agents []*ConsulAgent // client agents joined to this server, for Start
+}
+
+// consulServerPorts are the ports a dev server listens on.
+type consulServerPorts struct {
+	http, serfLAN, serfWAN, server int
+}
+
+// StartConsul starts a Consul dev server bound to 127.0.0.1 on free ports,
+// with DNS and gRPC disabled, and waits until it has elected itself leader
+// and accepts a KV write. It is stopped when the test ends.
+func StartConsul(t testing.TB) *Consul {
+	t.Helper()
+	c := &Consul{
+		bin:      ConsulBinary(t),
+		nodeID:   newUUID(t),
+		NodeName: "consul-server",
+	}
+	c.proc = newProcess(t, "consul server")
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var p []int
+		p, err = freePorts("127.0.0.1", 4, true)
+		if err != nil {
+			t.Fatalf("testenv: finding ports for consul: %v", err)
+		}
+		c.ports = consulServerPorts{http: p[0], serfLAN: p[1], serfWAN: p[2], server: p[3]}
+		c.HTTPAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.http))
+		c.SerfLANAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.serfLAN))
+		c.Client = newAPIClient(t, c.HTTPAddr, 0)
+		c.probe = newAPIClient(t, c.HTTPAddr, consulProbeTimeout)
+		if err = c.start(); err == nil {
+			return c
+		}
+		if !errors.Is(err, errExited) {
+			break
+		}
+		// Most likely a port was taken between choosing and binding: retry.
+	}
+	t.Fatalf("testenv: starting consul: %v\n%s", err, c.proc.tail(30))
+	return nil
+}
+
+// start runs the server on c.ports and waits until it is ready.
+func (c *Consul) start() error {
+	err := c.proc.start(c.bin,
+		"agent", "-dev",
+		"-bind", "127.0.0.1",
+		"-client", "127.0.0.1",
+		"-http-port", strconv.Itoa(c.ports.http),
+		"-dns-port", "-1",
+		"-grpc-port", "-1",
+		"-serf-lan-port", strconv.Itoa(c.ports.serfLAN),
+		"-serf-wan-port", strconv.Itoa(c.ports.serfWAN),
+		"-server-port", strconv.Itoa(c.ports.server),
+		"-node", c.NodeName,
+		// A fixed node ID keeps the server the same member across restarts,
+		// so client agents do not see a name conflict.
+		"-node-id", c.nodeID,
+		"-log-level", consulLogLevel(),
+		"-hcl", "disable_update_check = true",
+	)
+	if err != nil {
+		return err
+	}
+	return c.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, c.ready)
+}
+
+// ready reports whether the server has a leader and accepts a KV write.
+func (c *Consul) ready() bool {
+	leader, err := c.probe.Status().Leader()
+	if err != nil || leader == "" {
+		return false
+	}
+	_, err = c.probe.KV().Put(&api.KVPair{Key: "testenv/ready", Value: []byte("1")}, nil)
+	return err == nil
+}
+
+// Stop sends SIGTERM to the server and waits for it to exit.
+func (c *Consul) Stop(t testing.TB) {
+	t.Helper()
+	if err := c.proc.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("testenv: stopping consul server: %v", err)
+	}
+}
+
+// Start starts the server again on the same ports after Stop and waits until
+// it is ready. Being a dev server, it starts empty: KV, catalog and sessions
+// are gone. Client agents started from c (and running) are asked to join
+// again at once, as Serf alone would reconnect them only after 30s or more,
+// and Start waits until each is an alive member and its node is back in the
+// catalog. Their services come back only at each agent's next anti-entropy
+// full sync, observed between 3s and 30s later; register them again (see
+// Register) to have them back at once.
+func (c *Consul) Start(t testing.TB) {
+	t.Helper()
+	if err := c.start(); err != nil {
+		t.Fatalf("testenv: restarting consul server: %v\n%s", err, c.proc.tail(30))
+	}
+	c.mu.Lock()
+	agents := append([]*ConsulAgent(nil), c.agents...)
+	c.mu.Unlock()
+	for _, a := range agents {
+		if a.proc.exited() {
+			continue
+		}
+		if err := c.probe.Agent().Join(a.SerfLANAddr, false); err != nil {
+			t.Fatalf("testenv: rejoining client agent %s to the restarted server: %v", a.NodeName, err)
+		}
+	}
+	for _, a := range agents {
+		if a.proc.exited() {
+			continue
+		}
+		if err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.joined); err != nil {
+			t.Fatalf("testenv: client agent %s after the server restart: %v\n%s", a.NodeName, err, a.proc.tail(30))
+		}
+	}
+}
+
+// PID returns the process ID of the server, or 0 when it is not running.
+func (c *Consul) PID() int { return c.proc.pid() }
+
+// newAPIClient returns a Consul API client for addr that ignores the CONSUL_*
+// environment (no token, no TLS), with its own connection pool, closed when
+// the test ends. A non-zero timeout bounds every request (do not use such a
+// client for blocking queries).
+func newAPIClient(t testing.TB, addr string, timeout time.Duration) *api.Client {
+	t.Helper()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil
+	client, err := api.NewClient(&api.Config{
+		Address:    addr,
+		Scheme:     "http",
+		Transport:  transport,
+		HttpClient: &http.Client{Transport: transport, Timeout: timeout},
+	})
+	if err != nil {
+		t.Fatalf("testenv: creating consul client for %s: %v", addr, err)
+	}
+	t.Cleanup(transport.CloseIdleConnections)
+	return client
+}
+
+// consulLogLevel returns $MCRIB_TESTENV_CONSUL_LOG_LEVEL, or "warn" when it
+// is unset. Set it to "debug" to see what the agents do in the logs that a
+// failing test prints.
+func consulLogLevel() string {
+	if l := os.Getenv("MCRIB_TESTENV_CONSUL_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
+}
+
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID(t testing.TB) string {
+	t.Helper()
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("testenv: generating a node ID: %v", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

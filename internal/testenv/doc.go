@@ -1,0 +1,20 @@
+// Package testenv starts the real outside parts that mcrib's integration tests
+// run against: a Consul dev server, Consul client agents on 127.0.0.x
+// addresses, and memcached processes, all on free loopback ports.
+//
+// Every function takes a testing.TB and registers a t.Cleanup that kills and
+// reaps every process it started, so nothing outlives the test. Each child
+// runs in its own process group and is also sent SIGKILL by the kernel if the
+// test binary dies (for example on a -timeout panic, when cleanups do not run).
+//
+// When a binary is missing, the helpers skip the test, except when the
+// environment variable CI is non-empty: then they fail it, so CI cannot pass
+// by skipping. The Consul binary is $MCRIB_CONSUL_BIN or <repo>/bin/consul
+// (built by `make deps`); memcached is looked up in PATH, then
+// /usr/bin/memcached.
+//
+// The helpers call t.Fatal and must be called from the test's own goroutine.
+// The returned values are safe for concurrent use by the goroutines of one
+// test, but starting and stopping the same process concurrently is not
+// supported.
+package testenv

@@ -1,0 +1,302 @@
+package testenv
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// fakeTB records Fatalf and Skipf instead of stopping the test, so the
+// failure paths of the helpers can be checked.
+type fakeTB struct {
+	testing.TB
+	fatals []string
+	skips  []string
+}
+
+func (f *fakeTB) Helper() {}
+
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.fatals = append(f.fatals, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.skips = append(f.skips, fmt.Sprintf(format, args...))
+}
+
+func TestEventually(t *testing.T) {
+	tests := []struct {
+		name      string
+		trueAfter int // cond returns true from this call on; 0 never
+		wantFatal bool
+	}{
+		{name: "at once", trueAfter: 1},
+		{name: "after a few polls", trueAfter: 4},
+		{name: "never", trueAfter: 0, wantFatal: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := &fakeTB{TB: t}
+			calls := 0
+			Eventually(ft, 200*time.Millisecond, "the thing", func() bool {
+				calls++
+				return tt.trueAfter > 0 && calls >= tt.trueAfter
+			})
+			if got := len(ft.fatals) > 0; got != tt.wantFatal {
+				t.Fatalf("fatal = %v (%q), want %v", got, ft.fatals, tt.wantFatal)
+			}
+			if tt.wantFatal && !strings.Contains(ft.fatals[0], "the thing") {
+				t.Errorf("fatal message %q does not name what was awaited", ft.fatals[0])
+			}
+			if tt.trueAfter > 0 && calls != tt.trueAfter {
+				t.Errorf("cond called %d times, want %d", calls, tt.trueAfter)
+			}
+		})
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	tests := []struct {
+		name      string
+		ci        string
+		wantFatal bool
+	}{
+		{name: "locally skips", ci: ""},
+		{name: "in CI fails", ci: "true", wantFatal: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("CI", tt.ci)
+			t.Setenv("MCRIB_CONSUL_BIN", filepath.Join(t.TempDir(), "no-such-consul"))
+			ft := &fakeTB{TB: t}
+			ConsulBinary(ft)
+			if got := len(ft.fatals) == 1 && len(ft.skips) == 0; got != tt.wantFatal {
+				t.Errorf("fatals %q, skips %q; want fatal = %v", ft.fatals, ft.skips, tt.wantFatal)
+			}
+			if !tt.wantFatal && len(ft.skips) != 1 {
+				t.Errorf("skips %q, want one skip", ft.skips)
+			}
+		})
+	}
+}
+
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot(t)
+	if got := moduleOf(filepath.Join(root, "go.mod")); got != modulePath {
+		t.Fatalf("RepoRoot() = %s whose go.mod declares %q, want %q", root, got, modulePath)
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	port := FreePort(t)
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("FreePort() = %d, but listening on it failed: %v", port, err)
+	}
+	l.Close()
+}
+
+// serviceStatus returns the aggregated health of service instance id as the
+// server's health endpoint reports it, or "" when it is not listed.
+func serviceStatus(t *testing.T, c *api.Client, id string) string {
+	t.Helper()
+	entries, _, err := c.Health().Service("memcached", "", false, nil)
+	if err != nil {
+		t.Logf("reading health: %v", err)
+		return "error"
+	}
+	for _, e := range entries {
+		if e.Service.ID == id {
+			return e.Checks.AggregatedStatus()
+		}
+	}
+	return ""
+}
+
+// stats sends `stats` to addr and reports whether the answer ends within
+// timeout.
+func stats(addr string, timeout time.Duration) error {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte("stats\r\n")); err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if line == "END\r\n" {
+			return nil
+		}
+	}
+}
+
+func TestClientAgentLifecycle(t *testing.T) {
+	start := time.Now()
+	c := StartConsul(t)
+	t.Logf("StartConsul took %v", time.Since(start))
+
+	start = time.Now()
+	a := c.StartClientAgent(t, "127.0.0.2")
+	t.Logf("StartClientAgent took %v", time.Since(start))
+
+	m := StartMemcached(t)
+	reg := Registration{ID: "mc-1", Meta: map[string]string{"az": "a"}, Tags: []string{"cache"}}
+	Register(t, a.Client, m, reg)
+	Eventually(t, 10*time.Second, "mc-1 passing in the server's health endpoint", func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == api.HealthPassing
+	})
+	entries, _, err := c.Client.Health().Service("memcached", "", true, nil)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("health entries %v, err %v; want one", entries, err)
+	}
+	if s := entries[0].Service; s.Port != m.Port || s.Address != "127.0.0.1" || s.Meta["az"] != "a" || entries[0].Node.Node != a.NodeName {
+		t.Errorf("registered service %+v on node %s, want port %d, address 127.0.0.1, az a, node %s",
+			s, entries[0].Node.Node, m.Port, a.NodeName)
+	}
+
+	start = time.Now()
+	a.Stop(t)
+	t.Logf("agent Stop (graceful leave) took %v", time.Since(start))
+	// The leave is synchronous, so the service must already be gone; poll
+	// only a little for the server to apply the deregistration.
+	Eventually(t, 5*time.Second, "mc-1 to vanish after the agent left", func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == ""
+	})
+	t.Logf("mc-1 gone %v after Stop began", time.Since(start))
+
+	start = time.Now()
+	a.Start(t)
+	t.Logf("agent restart took %v", time.Since(start))
+	restored := poll(5*time.Second, 50*time.Millisecond, func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == api.HealthPassing
+	})
+	t.Logf("service restored from the data dir without registering again: %v", restored)
+	Register(t, a.Client, m, reg)
+	Eventually(t, 10*time.Second, "mc-1 passing again after restart and re-register", func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == api.HealthPassing
+	})
+
+	// Kill (no leave): the server marks the node failed; services stay
+	// listed but not passing.
+	start = time.Now()
+	a.Kill(t)
+	Eventually(t, 30*time.Second, "mc-1 critical after the agent was killed", func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == api.HealthCritical
+	})
+	t.Logf("mc-1 critical %v after agent SIGKILL", time.Since(start))
+	a.Start(t)
+	Eventually(t, 10*time.Second, "mc-1 passing after the killed agent restarted", func() bool {
+		return serviceStatus(t, c.Client, "mc-1") == api.HealthPassing
+	})
+}
+
+func TestMemcachedKillMakesCheckCritical(t *testing.T) {
+	c := StartConsul(t)
+	m := StartMemcached(t)
+	Register(t, c.Client, m, Registration{ID: "mc-kill"})
+	Eventually(t, 10*time.Second, "mc-kill passing", func() bool {
+		return serviceStatus(t, c.Client, "mc-kill") == api.HealthPassing
+	})
+
+	start := time.Now()
+	m.Kill(t)
+	if err := memcachedVersion(m.Addr, 300*time.Millisecond); err == nil {
+		t.Fatal("memcached still answers after Kill")
+	}
+	Eventually(t, 10*time.Second, "mc-kill critical after memcached was killed", func() bool {
+		return serviceStatus(t, c.Client, "mc-kill") == api.HealthCritical
+	})
+	t.Logf("TCP check critical %v after Kill", time.Since(start))
+
+	m.Start(t)
+	Eventually(t, 10*time.Second, "mc-kill passing after memcached restarted", func() bool {
+		return serviceStatus(t, c.Client, "mc-kill") == api.HealthPassing
+	})
+}
+
+func TestMemcachedPauseResume(t *testing.T) {
+	m := StartMemcached(t)
+	if err := stats(m.Addr, 300*time.Millisecond); err != nil {
+		t.Fatalf("stats before Pause: %v", err)
+	}
+	m.Pause(t)
+	err := stats(m.Addr, 300*time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("stats while paused: err = %v, want a timeout", err)
+	}
+	m.Resume(t)
+	Eventually(t, 5*time.Second, "stats to answer after Resume", func() bool {
+		return stats(m.Addr, 300*time.Millisecond) == nil
+	})
+}
+
+func TestConsulRestart(t *testing.T) {
+	c := StartConsul(t)
+	a := c.StartClientAgent(t, "127.0.0.4")
+	m := StartMemcached(t)
+	Register(t, a.Client, m, Registration{ID: "mc-r"})
+	Eventually(t, 10*time.Second, "mc-r passing", func() bool {
+		return serviceStatus(t, c.Client, "mc-r") == api.HealthPassing
+	})
+	if _, err := c.Client.KV().Put(&api.KVPair{Key: "k", Value: []byte("v")}, nil); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	addr := c.HTTPAddr
+	c.Stop(t)
+	if _, _, err := c.Client.KV().Get("k", nil); err == nil {
+		t.Fatal("KV get succeeded while the server is stopped")
+	}
+	start := time.Now()
+	c.Start(t)
+	t.Logf("Consul restart (with one client agent) took %v", time.Since(start))
+	if c.HTTPAddr != addr {
+		t.Errorf("HTTPAddr changed from %s to %s", addr, c.HTTPAddr)
+	}
+	kv, _, err := c.Client.KV().Get("k", nil)
+	if err != nil || kv != nil {
+		t.Errorf("KV after restart = %v, %v; want empty (dev server)", kv, err)
+	}
+	Register(t, a.Client, m, Registration{ID: "mc-r"})
+	Eventually(t, 10*time.Second, "mc-r back after the server restart and registering again", func() bool {
+		return serviceStatus(t, c.Client, "mc-r") == api.HealthPassing
+	})
+	t.Logf("mc-r passing again %v after the server restart began", time.Since(start))
+}
+
+// TestNoProcessLeftBehind checks that the cleanups reap every process: it
+// runs a subtest that starts everything, then checks the PIDs are gone.
+func TestNoProcessLeftBehind(t *testing.T) {
+	var pids []int
+	t.Run("start", func(t *testing.T) {
+		c := StartConsul(t)
+		a := c.StartClientAgent(t, "127.0.0.3")
+		m := StartMemcached(t)
+		paused := StartMemcached(t)
+		paused.Pause(t)
+		pids = []int{c.PID(), a.PID(), m.PID(), paused.PID()}
+	})
+	for _, pid := range pids {
+		if pid == 0 {
+			t.Fatalf("a process was not running: pids %v", pids)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			t.Errorf("process %d still exists after the subtest's cleanup", pid)
+		}
+	}
+}

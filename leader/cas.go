@@ -1,0 +1,29 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// CASWithSession writes value at key with check-and-set at index (0 means
+// only if the key does not exist) in one Consul transaction that also checks
+// that lockKey is held by session. It returns ok=false and no error when
+// either check fails, so a deposed leader can never overwrite a newer value;
+// an error means the outcome is unknown (Consul could not be asked or gave
+// no verdict). An empty session is refused with ErrNotLeader.
+func CASWithSession(ctx context.Context, client *api.Client, lockKey, session, key string, value []byte, index uint64) (ok bool, err error) {
+	if session == "" {
+		return false, ErrNotLeader
+	}
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: lockKey, Session: session}},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: value, Index: index}},
+	}
+	ok, _, _, err = client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("writing %s with check-and-set: %w", key, err)
+	}
+	return ok, nil
+}

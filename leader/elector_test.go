@@ -1,0 +1,94 @@
+package leader
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/testenv"
+)
+
+// TestRunWithoutConsul checks that Run keeps campaigning while Consul cannot
+// be reached, never leads, and returns promptly when its context ends; and
+// that a second concurrent Run returns at once.
+func TestRunWithoutConsul(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) // nothing listens there
+	client, err := api.NewClient(&api.Config{Address: addr, Scheme: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	e, err := New(Options{
+		Client: client, Key: "mcrib/default/leader", ID: "127.0.0.1:7070",
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := func(context.Context, string) { t.Error("lead called without Consul") }
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, lead)
+	}()
+	testenv.Eventually(t, 2*time.Second, "Run to start", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.running
+	})
+
+	second := make(chan struct{})
+	go func() {
+		defer close(second)
+		e.Run(ctx, lead)
+	}()
+	select {
+	case <-second:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a second concurrent Run did not return at once")
+	}
+
+	testenv.Eventually(t, 5*time.Second, "three failed campaigns", func() bool {
+		return strings.Count(logs.String(), "campaign ended") >= 3
+	})
+	select {
+	case <-done:
+		t.Fatal("Run returned although its context did not end")
+	default:
+	}
+	if e.IsLeader() || e.LeaderID() != "" {
+		t.Errorf("IsLeader %v, LeaderID %q without Consul", e.IsLeader(), e.LeaderID())
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5s of its context ending")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,62 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// nodeStates returns the node states of the status document (CONTRACT.md
+// section 3); mcrib_nodes has a series for each, at 0 when no node is in
+// that state.
+func nodeStates() []string {
+	return []string{
+		controlloop.StateServing, controlloop.StateHeld, controlloop.StateSpare,
+		controlloop.StateFlushing, controlloop.StateDown,
+	}
+}
+
+// Gauges is the state a scrape reports, read from the control loop and
+// the boot limiter through Options.Gauges at scrape time. The zero value
+// reports every gauge as 0 (and the last reconcile as never).
+type Gauges struct {
+	// Generation is the slot map generation (mcrib_slotmap_generation).
+	Generation uint64
+	// LastReconcile is when the last reconcile pass completed; the zero
+	// time exports 0 (mcrib_last_reconcile_timestamp_seconds).
+	LastReconcile time.Time
+	// Leader, Frozen, AutoFrozen, DiscoveryFault, ConsulReachable and
+	// Ready export 1 when true and 0 when false (mcrib_leader,
+	// mcrib_frozen, mcrib_auto_frozen, mcrib_discovery_fault,
+	// mcrib_consul_reachable, mcrib_ready).
+	Leader, Frozen, AutoFrozen, DiscoveryFault, ConsulReachable, Ready bool
+	// VacantSlots is the number of slots without a node (mcrib_vacant_slots).
+	VacantSlots int
+	// ReplacementsBlocked is the number of replacements due but held back
+	// by a freeze or the replacement ceiling (mcrib_replacements_blocked).
+	ReplacementsBlocked int
+	// NodesByState counts nodes by status-document state: serving, held,
+	// spare, flushing, down (mcrib_nodes{state}). A state missing from
+	// the map exports 0; a state not among these is exported as well.
+	NodesByState map[string]int
+	// HitRate is the cache hit rate, 0..1 (mcrib_hit_rate).
+	HitRate float64
+	// BootLimit is the boot limit in boots per second (mcrib_boot_limit).
+	BootLimit float64
+}
+
+// unixSeconds is t as fractional Unix seconds, 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+}
+
+// boolValue is 1 for true and 0 for false.
+func boolValue(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

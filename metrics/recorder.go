@@ -1,0 +1,237 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// ErrNoGauges is returned by New when Options.Gauges is nil.
+var ErrNoGauges = errors.New("metrics: Options.Gauges is required")
+
+// Boot admission results, the label values of mcrib_boot_admissions_total.
+const (
+	BootAdmitted = "admitted"
+	BootRejected = "rejected"
+)
+
+// durationBuckets are the bucket bounds of mcrib_reconcile_duration_seconds:
+// a pass is a few Consul and memcached round trips, normally well under a
+// second; the upper buckets catch a pass stuck behind timeouts.
+var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// Options configures New.
+type Options struct {
+	// Gauges returns the state a scrape reports. It is called once per
+	// scrape, from the scraping goroutine, and must be safe to call
+	// concurrently with the control loop. Required.
+	Gauges func() Gauges
+}
+
+// Recorder counts mcrib's events and exports them, with the gauges of
+// Options.Gauges, on the handler New returns. It implements
+// controlloop.Metrics. The zero value is not usable; build one with New.
+// A Recorder is safe for concurrent use.
+type Recorder struct {
+	passes       metric.Int64Counter
+	duration     metric.Float64Histogram
+	replacements metric.Int64Counter
+	flushes      metric.Int64Counter
+	boots        metric.Int64Counter
+}
+
+var _ controlloop.Metrics = (*Recorder)(nil)
+
+// New builds a Recorder and the http.Handler that serves its metrics in
+// the Prometheus text format (mount it at /metrics). Each call has its
+// own meter provider and Prometheus registry. Every counter label value
+// (controlloop.PassResults, controlloop.ReplacementReasons,
+// controlloop.FlushReasons, admitted/rejected) exists at 0 from the
+// start; mcrib_reconcile_duration_seconds appears with the first pass.
+func New(opts Options) (*Recorder, http.Handler, error) {
+	if opts.Gauges == nil {
+		return nil, nil, ErrNoGauges
+	}
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(
+		otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutScopeInfo(),
+		otelprom.WithoutTargetInfo(),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating prometheus exporter: %w", err)
+	}
+	provider := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(exporter),
+		sdkmetric.WithResource(resource.Empty()),
+	)
+	meter := provider.Meter("github.com/mcrib/mcrib/metrics")
+
+	r := &Recorder{}
+	if err := r.counters(meter); err != nil {
+		return nil, nil, err
+	}
+	if err := registerGauges(meter, opts.Gauges); err != nil {
+		return nil, nil, err
+	}
+	handler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	return r, handler, nil
+}
+
+// counters creates the event instruments and every label value at 0.
+func (r *Recorder) counters(meter metric.Meter) error {
+	var err error
+	errs := make([]error, 0, 5)
+	r.passes, err = meter.Int64Counter("mcrib_reconcile_passes",
+		metric.WithDescription("Reconcile passes by result (ok, error, conflict, follower, waiting)."))
+	errs = append(errs, err)
+	r.duration, err = meter.Float64Histogram("mcrib_reconcile_duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of reconcile passes."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	errs = append(errs, err)
+	r.replacements, err = meter.Int64Counter("mcrib_slot_replacements",
+		metric.WithDescription("Nodes taken out of their slot, by reason (hold_expired, maintenance)."))
+	errs = append(errs, err)
+	r.flushes, err = meter.Int64Counter("mcrib_flushes",
+		metric.WithDescription("flush_all commands sent, by reason (placement, returned)."))
+	errs = append(errs, err)
+	r.boots, err = meter.Int64Counter("mcrib_boot_admissions",
+		metric.WithDescription("Client boot admission decisions, by result (admitted, rejected)."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating counters: %w", err)
+	}
+
+	ctx := context.Background()
+	for _, c := range []struct {
+		counter metric.Int64Counter
+		key     string
+		values  []string
+	}{
+		{r.passes, "result", controlloop.PassResults},
+		{r.replacements, "reason", controlloop.ReplacementReasons},
+		{r.flushes, "reason", controlloop.FlushReasons},
+		{r.boots, "result", []string{BootAdmitted, BootRejected}},
+	} {
+		for _, v := range c.values {
+			c.counter.Add(ctx, 0, metric.WithAttributes(attribute.String(c.key, v)))
+		}
+	}
+	return nil
+}
+
+// Pass counts one reconcile pass and observes its duration.
+func (r *Recorder) Pass(result string, d time.Duration) {
+	ctx := context.Background()
+	r.passes.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+	r.duration.Record(ctx, d.Seconds())
+}
+
+// Replacement counts one node taken out of its slot.
+func (r *Recorder) Replacement(reason string) {
+	r.replacements.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+// Flush counts one flush_all.
+func (r *Recorder) Flush(reason string) {
+	r.flushes.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+// BootAdmission counts one client boot admission decision.
+func (r *Recorder) BootAdmission(admitted bool) {
+	result := BootRejected
+	if admitted {
+		result = BootAdmitted
+	}
+	r.boots.Add(context.Background(), 1, metric.WithAttributes(attribute.String("result", result)))
+}
+
+// registerGauges creates the observable gauges and one callback that
+// reads gauges once per collection.
+func registerGauges(meter metric.Meter, gauges func() Gauges) error {
+	ints := map[string]string{
+		"mcrib_slotmap_generation":   "Generation of the slot map this process knows.",
+		"mcrib_leader":               "1 when this process is the pool's leader.",
+		"mcrib_frozen":               "1 while an operator freeze is in force.",
+		"mcrib_auto_frozen":          "1 while replacements are stopped automatically (mass absence or discovery fault).",
+		"mcrib_discovery_fault":      "1 while the last Consul answer is treated as a fault of discovery.",
+		"mcrib_consul_reachable":     "1 when the last Consul read succeeded.",
+		"mcrib_ready":                "1 when /readyz answers 200.",
+		"mcrib_vacant_slots":         "Slots without a node.",
+		"mcrib_replacements_blocked": "Replacements due but held back by a freeze or the replacement ceiling.",
+		"mcrib_nodes":                "Cache nodes by state (serving, held, spare, flushing, down).",
+	}
+	floats := map[string]string{
+		"mcrib_last_reconcile_timestamp_seconds": "Unix time the last reconcile pass completed; 0 before the first.",
+		"mcrib_hit_rate":                         "Cache hit rate, 0 to 1.",
+		"mcrib_boot_limit":                       "Boot limit, boots per second.",
+	}
+	ig := make(map[string]metric.Int64ObservableGauge, len(ints))
+	fg := make(map[string]metric.Float64ObservableGauge, len(floats))
+	var errs []error
+	observables := make([]metric.Observable, 0, len(ints)+len(floats))
+	for name, desc := range ints {
+		g, err := meter.Int64ObservableGauge(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		ig[name] = g
+		observables = append(observables, g)
+	}
+	for name, desc := range floats {
+		g, err := meter.Float64ObservableGauge(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		fg[name] = g
+		observables = append(observables, g)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating gauges: %w", err)
+	}
+
+	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		g := gauges()
+		o.ObserveInt64(ig["mcrib_slotmap_generation"], int64(min(g.Generation, math.MaxInt64)))
+		o.ObserveInt64(ig["mcrib_leader"], boolValue(g.Leader))
+		o.ObserveInt64(ig["mcrib_frozen"], boolValue(g.Frozen))
+		o.ObserveInt64(ig["mcrib_auto_frozen"], boolValue(g.AutoFrozen))
+		o.ObserveInt64(ig["mcrib_discovery_fault"], boolValue(g.DiscoveryFault))
+		o.ObserveInt64(ig["mcrib_consul_reachable"], boolValue(g.ConsulReachable))
+		o.ObserveInt64(ig["mcrib_ready"], boolValue(g.Ready))
+		o.ObserveInt64(ig["mcrib_vacant_slots"], int64(g.VacantSlots))
+		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
+		known := nodeStates()
+		for _, state := range known {
+			o.ObserveInt64(ig["mcrib_nodes"], int64(g.NodesByState[state]),
+				metric.WithAttributes(attribute.String("state", state)))
+		}
+		for state, n := range g.NodesByState {
+			if !slices.Contains(known, state) {
+				o.ObserveInt64(ig["mcrib_nodes"], int64(n),
+					metric.WithAttributes(attribute.String("state", state)))
+			}
+		}
+		o.ObserveFloat64(fg["mcrib_last_reconcile_timestamp_seconds"], unixSeconds(g.LastReconcile))
+		o.ObserveFloat64(fg["mcrib_hit_rate"], g.HitRate)
+		o.ObserveFloat64(fg["mcrib_boot_limit"], g.BootLimit)
+		return nil
+	}, observables...)
+	if err != nil {
+		return fmt.Errorf("registering gauge callback: %w", err)
+	}
+	return nil
+}

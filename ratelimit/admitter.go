@@ -1,0 +1,143 @@
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Retry-After bounds.
+const (
+	// ClosedRetryAfter is the Retry-After of a refusal while the limit is
+	// 0 (boots stopped by an operator): there is no refill to wait for.
+	ClosedRetryAfter = 10 * time.Second
+	// MaxRetryAfter caps every Retry-After.
+	MaxRetryAfter = time.Hour
+)
+
+// Admitter answers boot admissions from a golang.org/x/time/rate token
+// bucket kept equal to the current limit and burst.
+//
+// Two properties of rate.Limiter are handled here. Lowering its limit keeps
+// the tokens already in the bucket, so Set also lowers the burst, which caps
+// the tokens at the new burst before the next admission. And a time older
+// than the last one passed to the limiter moves its clock back and mints
+// tokens (golang/go#65508), so every time passed on is first raised to the
+// latest time seen: the limiter only ever sees a nondecreasing clock, even
+// when callers on several goroutines read their clocks in one order and
+// reach the Admitter in another.
+//
+// A limit of 0 admits nothing. The zero value is not usable; build one with
+// NewAdmitter. An Admitter is safe for concurrent use; Allow and Admit do
+// not allocate.
+type Admitter struct {
+	mu    sync.Mutex
+	lim   *rate.Limiter
+	last  time.Time // latest time passed to lim
+	limit float64
+	burst int
+}
+
+// NewAdmitter returns an Admitter enforcing limit boots per second with the
+// given burst, starting with a full bucket.
+func NewAdmitter(limit float64, burst int) *Admitter {
+	return &Admitter{
+		lim:   rate.NewLimiter(rateLimit(limit), bucketSize(limit, burst)),
+		limit: limit,
+		burst: burst,
+	}
+}
+
+// rateLimit converts a limit to a rate.Limit; +Inf is rate.Inf.
+func rateLimit(limit float64) rate.Limit {
+	if math.IsInf(limit, 1) {
+		return rate.Inf
+	}
+	return rate.Limit(max(limit, 0))
+}
+
+// bucketSize is the limiter's burst for limit and burst: 0 when the limit
+// is 0 (so nothing is admitted), else at least 1.
+func bucketSize(limit float64, burst int) int {
+	if !(limit > 0) {
+		return 0
+	}
+	return max(burst, 1)
+}
+
+// monotonic returns now, or the latest time seen if now is older, and
+// records it. It requires a.mu.
+func (a *Admitter) monotonic(now time.Time) time.Time {
+	if now.Before(a.last) {
+		return a.last
+	}
+	a.last = now
+	return now
+}
+
+// Set changes the limit and the burst at now. Tokens above the new burst
+// are dropped, so a cut leaves at most the new burst admittable at once.
+func (a *Admitter) Set(limit float64, burst int, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.monotonic(now)
+	a.lim.SetLimitAt(t, rateLimit(limit))
+	a.lim.SetBurstAt(t, bucketSize(limit, burst))
+	a.limit, a.burst = limit, burst
+}
+
+// Limit returns the limit and the burst being enforced.
+func (a *Admitter) Limit() (limit float64, burst int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.limit, a.burst
+}
+
+// Allow reports whether one boot may happen at now, and takes its token if
+// so.
+func (a *Admitter) Allow(now time.Time) bool {
+	a.mu.Lock()
+	ok := a.lim.AllowN(a.monotonic(now), 1)
+	a.mu.Unlock()
+	return ok
+}
+
+// Admit is Allow that also says, on refusal, how long to wait before the
+// next token: whole seconds, at least 1s (for a Retry-After header).
+func (a *Admitter) Admit(now time.Time) (ok bool, retryAfter time.Duration) {
+	a.mu.Lock()
+	t := a.monotonic(now)
+	ok = a.lim.AllowN(t, 1)
+	if !ok {
+		retryAfter = a.retryAfter(t)
+	}
+	a.mu.Unlock()
+	return ok, retryAfter
+}
+
+// RetryAfter returns how long from now until a token is free: whole
+// seconds, at least 1s, at most MaxRetryAfter; ClosedRetryAfter while the
+// limit is 0.
+func (a *Admitter) RetryAfter(now time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.retryAfter(a.monotonic(now))
+}
+
+// retryAfter requires a.mu.
+func (a *Admitter) retryAfter(t time.Time) time.Duration {
+	if !(a.limit > 0) {
+		return ClosedRetryAfter
+	}
+	need := 1 - a.lim.TokensAt(t)
+	secs := math.Ceil(need / a.limit)
+	switch {
+	case !(secs >= 1):
+		return time.Second
+	case secs >= MaxRetryAfter.Seconds():
+		return MaxRetryAfter
+	}
+	return time.Duration(secs) * time.Second
+}

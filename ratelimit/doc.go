@@ -1,0 +1,89 @@
+// Package ratelimit is mcrib's boot limiter: it protects the database
+// behind a cold cache by limiting how many client boots (the most expensive
+// request) happen per second, and lets the limit rise again only as fast as
+// the cache refills.
+//
+// The parts:
+//
+//   - HitRateMeter turns the memcached nodes' get_hits and get_misses into
+//     the pool's smoothed hit rate.
+//   - Controller is the adaptive controller: a pure state machine that
+//     takes the hit rate and the time and moves the limit.
+//   - Admitter enforces a limit with a golang.org/x/time/rate token bucket.
+//   - Store keeps the boot-limit document in Consul KV with check-and-set.
+//   - Service ties them together for mcrib serve (POST /v1/boot,
+//     GET and PUT /v1/ratelimit).
+//   - Client is embedded by web applications: it follows the published
+//     document and enforces the application's share locally.
+//
+// # Hit rate
+//
+// Every stats interval (--stats-interval) the counters of each serving
+// memcached are read. Per node, the increase of get_hits and get_misses
+// since its previous reading is taken; a new pid, a smaller uptime or a
+// smaller counter means memcached restarted, and its counters themselves
+// are the increase. A node seen for the first time only sets a baseline; a
+// node that cannot be read is left out and counted; a node missing for 10
+// readings is forgotten. The interval's hit rate (hits / (hits + misses)
+// summed over the nodes) is folded into an exponentially weighted moving
+// average with weight 0.5 at the pool's usual traffic; an interval with less
+// traffic than usual weighs proportionally less (usual traffic is a moving
+// average of requests per second with weight 0.2), and an interval without
+// any traffic leaves the value as it was. So one quiet interval does not
+// move the limit, while a collapse at full traffic halves the distance to
+// the new hit rate within one interval.
+//
+// # Controller
+//
+// With I the stats interval, Low the --hit-rate-low and Target the
+// --hit-rate-target, each observation does at most one thing:
+//
+//   - Hit rate below Low: cut the limit to half (never below
+//     --boot-limit-min), at most once per cut cooldown of 2 × I.
+//   - Hit rate from Low up to Target: hold.
+//   - Hit rate at or above Target: raise the limit by one step (never above
+//     --boot-limit-max), but only once the raise wait of 3 × I has passed
+//     since the last change of any kind, so the effect of each step on the
+//     hit rate is seen before the next. The first step is a tenth of the
+//     ceiling.
+//   - Relapse: a hit rate below Low within the relapse window of 6 × I after
+//     a raise is blamed on that raise. The limit is cut to
+//     min(0.5 × limit, 0.9 × the level before the raise) (not below the
+//     floor), and the step is halved (not below a hundredth of the ceiling,
+//     or 1 boot/s). When a raise reaches the ceiling the step is reset to a
+//     tenth of the ceiling for the next recovery.
+//   - A limit outside the floor and the ceiling (the flags changed) is moved
+//     inside first.
+//
+// In short, for the README (I = --stats-interval):
+//
+//	cut cooldown    2 × I   least time between two cuts
+//	raise wait      3 × I   least time between any change and the next raise
+//	relapse window  6 × I   a cut this soon after a raise is a relapse
+//
+// Limits are kept to hundredths of a boot per second. Every change carries
+// one reason sentence, for example "hit rate 0.72 below 0.80: cut from 500
+// to 250", "hit rate 0.95 at or above target 0.90: raised from 250 to 350"
+// or "hit rate 0.70 fell below 0.80 after raising from 250 to 350: cut to
+// 175, next steps 50". In auto mode the burst is DefaultBurst(limit), a
+// tenth of a second's worth of boots.
+//
+// # Modes and the stored document
+//
+// The boot-limit document lives at <kv-prefix>/<pool>/bootlimit (Key), so
+// every replica and a restarted process agree. A new pool starts in auto
+// mode at the ceiling; a restarted process keeps the stored document. In
+// manual mode the operator's limit is enforced and the controller keeps
+// computing what it would do, published as auto_limit and auto_reason;
+// switching back to auto resumes from the current limit (held inside the
+// floor and the ceiling). Only the leader runs the controller; every change
+// is written with check-and-set and re-read on conflict.
+//
+// # Enforcement
+//
+// Admitter keeps a rate.Limiter equal to the limit and burst. A cut lowers
+// the burst too, so the tokens already in the bucket cannot exceed the new
+// limit's burst. Times passed to the limiter never go backwards
+// (golang/go#65508: an older time would mint tokens). Refusals come with a
+// Retry-After of whole seconds, at least 1. A limit of 0 admits nothing.
+package ratelimit

@@ -1,0 +1,141 @@
+package ratelimit
+
+import (
+	"math"
+	"time"
+)
+
+// Smoothing of the hit rate (see the package comment).
+const (
+	// hitRateWeight is the weight of one interval's hit rate in the
+	// smoothed value, at the pool's usual traffic.
+	hitRateWeight = 0.5
+	// trafficWeight is the weight of one interval's request count in the
+	// smoothed count the usual traffic is measured by.
+	trafficWeight = 0.2
+	// forgetAfter is how many observations in a row a node may be missing
+	// before its last counters are dropped.
+	forgetAfter = 10
+)
+
+// Counters are one memcached node's cumulative counters from "stats":
+// get_hits, get_misses, pid and uptime. PID and Uptime let HitRateMeter
+// tell a restart (the counters start again from zero) from a decrease;
+// a zero PID means unknown.
+type Counters struct {
+	Hits   uint64
+	Misses uint64
+	PID    int64
+	Uptime time.Duration
+}
+
+// nodeCounters is the last reading of one node and when it was seen.
+type nodeCounters struct {
+	c    Counters
+	seen uint64
+}
+
+// HitRateMeter turns successive readings of the nodes' counters into the
+// pool's smoothed hit rate. Each observation takes, per node, the increase
+// of get_hits and get_misses since the node's previous reading (after a
+// restart, the new counters themselves), sums them over the nodes, and
+// folds the interval's hit rate into an exponentially weighted moving
+// average. The weight of an interval is 0.5 at the pool's usual traffic and
+// shrinks in proportion when the interval saw less traffic than usual (the
+// usual traffic is itself a moving average of the requests per second, with
+// weight 0.2), so a quiet interval barely moves the value; an interval without any
+// traffic leaves it unchanged.
+//
+// The zero value is ready to use. A HitRateMeter is not safe for concurrent
+// use.
+type HitRateMeter struct {
+	nodes   map[string]nodeCounters
+	round   uint64
+	rate    float64
+	traffic float64
+	have    bool
+	// last observation's figures
+	lastRequests   uint64
+	lastUnreadable int
+	lastAt         time.Time
+}
+
+// Observe records one reading of the serving nodes' counters, taken at now,
+// and returns the smoothed hit rate; ok is false while no interval with
+// traffic has been seen yet. unreadable is the number of serving nodes whose
+// stats could not be read: they are left out of this observation and
+// counted (see Unreadable). A node seen for the first time gives only a
+// baseline. When the observation holds no traffic (no requests, every node
+// new or unreadable), the previous value is returned unchanged.
+func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreadable int) (rate float64, ok bool) {
+	if m.nodes == nil {
+		m.nodes = make(map[string]nodeCounters, len(nodes))
+	}
+	m.round++
+	var hits, misses uint64
+	for id, c := range nodes {
+		if prev, seen := m.nodes[id]; seen {
+			h, ms := delta(prev.c, c)
+			hits += h
+			misses += ms
+		}
+		m.nodes[id] = nodeCounters{c: c, seen: m.round}
+	}
+	for id, n := range m.nodes {
+		if m.round-n.seen >= forgetAfter {
+			delete(m.nodes, id)
+		}
+	}
+	elapsed := now.Sub(m.lastAt)
+	first := m.lastAt.IsZero()
+	m.lastAt = now
+	m.lastUnreadable = unreadable
+	m.lastRequests = hits + misses
+	if hits+misses == 0 {
+		return m.rate, m.have
+	}
+	n := float64(hits + misses)
+	sample := float64(hits) / n
+	// Traffic is compared per second, so a late or early tick does not
+	// look like a change of traffic.
+	volume := n
+	if !first && elapsed > 0 {
+		volume = n / elapsed.Seconds()
+	}
+	if !m.have {
+		m.rate, m.traffic, m.have = sample, volume, true
+		return m.rate, true
+	}
+	w := hitRateWeight * math.Min(1, volume/m.traffic)
+	m.rate += w * (sample - m.rate)
+	m.traffic += trafficWeight * (volume - m.traffic)
+	return m.rate, true
+}
+
+// delta returns the hits and misses counted between prev and cur. A new
+// pid, a smaller uptime or a smaller counter means memcached restarted (or
+// its stats were reset): everything it counted since then is new.
+func delta(prev, cur Counters) (hits, misses uint64) {
+	restarted := (prev.PID != 0 && cur.PID != 0 && prev.PID != cur.PID) ||
+		cur.Uptime < prev.Uptime || cur.Hits < prev.Hits || cur.Misses < prev.Misses
+	if restarted {
+		return cur.Hits, cur.Misses
+	}
+	return cur.Hits - prev.Hits, cur.Misses - prev.Misses
+}
+
+// HitRate returns the smoothed hit rate; ok is false until an interval with
+// traffic has been observed.
+func (m *HitRateMeter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
+
+// Unreadable returns the number of serving nodes the last observation could
+// not read.
+func (m *HitRateMeter) Unreadable() int { return m.lastUnreadable }
+
+// Requests returns the number of gets (hits plus misses) the last
+// observation counted.
+func (m *HitRateMeter) Requests() uint64 { return m.lastRequests }
+
+// Reset forgets every node and the smoothed value, so the next observation
+// is a fresh baseline.
+func (m *HitRateMeter) Reset() { *m = HitRateMeter{} }

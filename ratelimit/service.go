@@ -1,0 +1,448 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// maxWriteAttempts bounds the read-decide-write rounds one change makes
+// when other writers keep winning the check-and-set.
+const maxWriteAttempts = 5
+
+var (
+	// ErrConflict is returned by Service.Set when the document kept changing
+	// under concurrent writers for maxWriteAttempts rounds (HTTP 409).
+	ErrConflict = errors.New("ratelimit: the boot-limit document kept changing under other writers; try again")
+	// ErrRunning is returned by Run while another Run of the same Service
+	// or Client is active.
+	ErrRunning = errors.New("ratelimit: already running")
+)
+
+// StatsFunc reads the counters of every serving memcached node, keyed by
+// node ID, and says how many serving nodes could not be read. It should
+// return when ctx ends.
+type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
+
+// ServiceOptions configures a Service.
+type ServiceOptions struct {
+	// Client is the Consul client (required).
+	Client *api.Client
+	// Key is the KV key of the boot-limit document (required; see Key).
+	Key string
+	// Config is the controller's configuration (required, validated).
+	Config ControllerConfig
+	// Clock tells the time; nil means the real clock.
+	Clock Clock
+	// Logger receives the service's log; nil discards it.
+	Logger *slog.Logger
+	// Stats reads the nodes' counters every Config.Interval; nil means no
+	// hit rate is ever known and the controller never moves the limit.
+	Stats StatsFunc
+	// IsLeader reports whether this process leads the pool; only the
+	// leader runs the controller. nil means always.
+	IsLeader func() bool
+}
+
+// Service is the boot limiter of mcrib serve. It keeps the boot-limit
+// document in Consul KV (creating it for a new pool: auto mode at the
+// ceiling), follows it with a blocking query so every replica enforces the
+// same limit, answers admissions (POST /v1/boot) from an Admitter kept equal
+// to the document, measures the pool's hit rate every stats interval and,
+// while this process leads, runs the Controller on it and writes its changes
+// with check-and-set. Operators change the limit with Set.
+//
+// Until the document has been read, admissions use the floor (at least
+// 1 boot/s) and Document says so.
+//
+// The zero value is not usable; build a Service with NewService. A Service
+// is safe for concurrent use.
+type Service struct {
+	store    *Store
+	cfg      ControllerConfig
+	clock    Clock
+	log      *slog.Logger
+	stats    StatsFunc
+	isLeader func() bool
+	adm      *Admitter
+	running  atomic.Bool
+
+	mu         sync.Mutex // guards the fields below
+	doc        Document
+	loaded     bool
+	hitRate    float64
+	haveRate   bool
+	unreadable int
+
+	writeMu sync.Mutex // serializes every change of the document; guards the fields below
+	index   uint64      // ModifyIndex of doc in Consul
+	ctrl    *Controller // nil while not leading
+
+	meter HitRateMeter // used by the control loop only
+}
+
+// NewService checks opts and returns a Service; nothing runs before Run.
+func NewService(opts ServiceOptions) (*Service, error) {
+	if opts.Client == nil {
+		return nil, errors.New("ratelimit: ServiceOptions.Client is required")
+	}
+	if opts.Key == "" {
+		return nil, errors.New("ratelimit: ServiceOptions.Key is required")
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		store:    NewStore(opts.Client, opts.Key),
+		cfg:      opts.Config,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		stats:    opts.Stats,
+		isLeader: opts.IsLeader,
+	}
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.isLeader == nil {
+		s.isLeader = func() bool { return true }
+	}
+	start := opts.Config.Floor
+	if start <= 0 {
+		start = min(1, opts.Config.Ceiling)
+	}
+	s.doc = Document{
+		Mode:      ModeAuto,
+		Limit:     start,
+		Burst:     DefaultBurst(start),
+		Floor:     opts.Config.Floor,
+		Ceiling:   opts.Config.Ceiling,
+		Reason:    fmt.Sprintf("the boot-limit document has not been read from Consul yet: admitting %s boots/s meanwhile", fmtLimit(start)),
+		AutoLimit: start,
+	}
+	s.adm = NewAdmitter(s.doc.Limit, s.doc.Burst)
+	return s, nil
+}
+
+// Run follows the document and runs the control loop until ctx ends, then
+// returns nil once everything it started has stopped. It never returns
+// early on an error: Consul and stats failures are logged, backed off and
+// retried. A second concurrent Run returns ErrRunning.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer s.running.Store(false)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		watch(ctx, s.log, s.store.Key(), s.watchQuery)
+	}()
+	s.controlLoop(ctx)
+	wg.Wait()
+	return nil
+}
+
+// Document returns the boot-limit document in force, with the live hit
+// rate when one is known.
+func (s *Service) Document() Document {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.doc
+	if s.haveRate {
+		d.HitRate = s.hitRate
+	}
+	return d
+}
+
+// Loaded reports whether the document has been read from Consul.
+func (s *Service) Loaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loaded
+}
+
+// HitRate returns the pool's smoothed hit rate; ok is false until an
+// interval with traffic has been measured.
+func (s *Service) HitRate() (rate float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hitRate, s.haveRate
+}
+
+// Unreadable returns how many serving nodes the last stats reading could
+// not read (they are left out of the hit rate).
+func (s *Service) Unreadable() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreadable
+}
+
+// Admit decides one boot now (POST /v1/boot): ok, or refused with the wait
+// for a Retry-After header (whole seconds, at least 1s). It does not
+// allocate.
+func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
+	return s.adm.Admit(s.clock.Now())
+}
+
+// Set applies an operator's setting (PUT /v1/ratelimit) on behalf of by
+// (a token name or remote address; "" leaves it out) and returns the new
+// document. It writes with check-and-set, re-reading and retrying when
+// another writer wins. Manual mode pins the limit and keeps the controller
+// computing its own (auto_limit); auto mode resumes from the current limit,
+// held inside the floor and the ceiling, and changes nothing when the mode
+// is already auto. A setting that is not valid returns an error matching
+// ErrInvalidSetting and changes nothing; ErrConflict means other writers
+// kept winning; other errors come from Consul.
+func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, error) {
+	if err := st.Validate(); err != nil {
+		return Document{}, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for range maxWriteAttempts {
+		snap, err := s.store.Load(ctx)
+		now := s.clock.Now()
+		var base Document
+		switch {
+		case errors.Is(err, ErrBadDocument):
+			base = InitialDocument(s.cfg, now)
+		case err != nil:
+			return Document{}, fmt.Errorf("reading the boot limit: %w", err)
+		case !snap.Found:
+			s.index = 0
+			base = InitialDocument(s.cfg, now)
+			s.mu.Lock()
+			if s.loaded {
+				base = s.doc
+			}
+			s.mu.Unlock()
+		default:
+			s.apply(snap, false)
+			base = snap.Doc
+			if st.Mode == ModeAuto && base.Mode == ModeAuto {
+				return s.Document(), nil
+			}
+		}
+		rate, known := s.HitRate()
+		next := applySetting(base, st, by, now, s.cfg, rate, known)
+		ok, err := s.store.CAS(ctx, next, snap.ModifyIndex)
+		if err != nil {
+			return Document{}, fmt.Errorf("writing the boot limit: %w", err)
+		}
+		if ok {
+			s.log.Info("boot limit set by an operator", "mode", next.Mode, "limit", next.Limit, "burst", next.Burst, "reason", next.Reason)
+			s.refresh(ctx, &next)
+			if known {
+				next.HitRate = rate
+			}
+			return next, nil
+		}
+	}
+	return Document{}, ErrConflict
+}
+
+// watchQuery is the blocking query that keeps the Service on the stored
+// document. It creates the document when it is missing (a new pool, or a
+// Consul whose state was lost: then the last known document is published
+// again) and rewrites it when it cannot be parsed.
+func (s *Service) watchQuery(ctx context.Context, waitIndex uint64) (uint64, error) {
+	snap, err := s.store.Watch(ctx, waitIndex, watchWait)
+	bad := errors.Is(err, ErrBadDocument)
+	if err != nil && !bad {
+		return 0, err
+	}
+	if waitIndex != 0 && snap.LastIndex == waitIndex {
+		return snap.LastIndex, nil // the wait timed out; nothing changed
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if snap.LastIndex < waitIndex {
+		s.index = 0 // Consul's state was reset: its indexes start again
+	}
+	switch {
+	case bad:
+		s.log.Error("the stored boot-limit document cannot be read; rewriting it", "key", s.store.Key(), "err", err)
+		return snap.LastIndex, s.repair(ctx, snap.ModifyIndex, fmt.Sprintf("the stored boot-limit document could not be read (%v)", err))
+	case !snap.Found:
+		s.index = 0
+		return snap.LastIndex, s.repair(ctx, 0, "the boot-limit document was missing from Consul")
+	default:
+		s.apply(snap, snap.LastIndex < waitIndex)
+		return snap.LastIndex, nil
+	}
+}
+
+// repair writes a document at index (0: create) when the stored one is
+// missing or unreadable: the last known document when there is one,
+// otherwise the document of a new pool. It requires s.writeMu.
+func (s *Service) repair(ctx context.Context, index uint64, why string) error {
+	now := s.clock.Now()
+	s.mu.Lock()
+	loaded, doc := s.loaded, s.doc
+	s.mu.Unlock()
+	if loaded {
+		doc.UpdatedAt = stamp(now)
+		doc.Reason = fmt.Sprintf("%s; republished the last known limit of %s boots/s", why, fmtLimit(doc.Limit))
+	} else {
+		fresh := InitialDocument(s.cfg, now)
+		if index != 0 {
+			fresh.Reason = fmt.Sprintf("%s; starting again in auto mode at the ceiling of %s boots/s", why, fmtLimit(fresh.Limit))
+		}
+		doc = fresh
+	}
+	ok, err := s.store.CAS(ctx, doc, index)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.log.Info("wrote the boot-limit document", "key", s.store.Key(), "mode", doc.Mode, "limit", doc.Limit, "reason", doc.Reason)
+		s.refresh(ctx, &doc)
+	}
+	return nil
+}
+
+// refresh reads the document back after a write and adopts it. When the
+// read fails, written (if any) is adopted without its index; the next
+// check-and-set then fails, re-reads and recovers. It requires s.writeMu.
+func (s *Service) refresh(ctx context.Context, written *Document) {
+	snap, err := s.store.Load(ctx)
+	if err == nil && snap.Found {
+		s.apply(snap, false)
+		return
+	}
+	if written != nil {
+		s.setDoc(*written)
+		if s.ctrl != nil {
+			s.ctrl.Adopt(*written, s.clock.Now())
+		}
+	}
+}
+
+// apply adopts a document read from Consul, unless it is older than the
+// one held (reset: Consul's indexes started again, take it anyway). It
+// requires s.writeMu.
+func (s *Service) apply(snap Snapshot, reset bool) {
+	if !reset && snap.ModifyIndex < s.index {
+		return
+	}
+	s.index = snap.ModifyIndex
+	s.setDoc(snap.Doc)
+	if s.ctrl != nil {
+		s.ctrl.Adopt(snap.Doc, s.clock.Now())
+	}
+}
+
+// setDoc makes doc the document in force and moves the Admitter with it.
+// It requires s.writeMu.
+func (s *Service) setDoc(doc Document) {
+	s.mu.Lock()
+	moved := !s.loaded || doc.Limit != s.doc.Limit || doc.Burst != s.doc.Burst
+	s.doc, s.loaded = doc, true
+	s.mu.Unlock()
+	if moved {
+		s.adm.Set(doc.Limit, doc.Burst, s.clock.Now())
+	}
+}
+
+// controlLoop measures the hit rate every interval and, while leading,
+// steps the controller.
+func (s *Service) controlLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.tick(ctx)
+	}
+}
+
+// tick is one interval of the control loop.
+func (s *Service) tick(ctx context.Context) {
+	var nodes map[string]Counters
+	var unreadable int
+	if s.stats != nil {
+		sctx, cancel := context.WithTimeout(ctx, max(s.cfg.Interval, time.Second))
+		nodes, unreadable = s.stats(sctx)
+		cancel()
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	now := s.clock.Now()
+	rate, ok := s.meter.Observe(now, nodes, unreadable)
+	s.mu.Lock()
+	s.hitRate, s.haveRate, s.unreadable = rate, ok, unreadable
+	loaded, doc := s.loaded, s.doc
+	s.mu.Unlock()
+	if unreadable > 0 {
+		s.log.Debug("some serving nodes' stats could not be read; left out of the hit rate", "unreadable", unreadable)
+	}
+
+	leading := s.isLeader()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if !leading {
+		if s.ctrl != nil {
+			s.log.Info("no longer leading the boot limiter")
+		}
+		s.ctrl = nil
+		return
+	}
+	if !loaded {
+		return
+	}
+	if s.ctrl == nil {
+		s.ctrl = NewController(s.cfg, doc)
+		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
+	}
+	if ok {
+		s.decide(ctx, now, rate)
+	}
+}
+
+// decide steps the controller with the hit rate and writes a change with
+// check-and-set. The step is tried on a copy of the controller, kept only
+// once written; when another writer won, the document is re-read, adopted,
+// and the step tried again. It requires s.writeMu.
+func (s *Service) decide(ctx context.Context, now time.Time, rate float64) {
+	for range maxWriteAttempts {
+		trial := *s.ctrl
+		d := trial.Observe(now, rate)
+		if !d.Changed {
+			*s.ctrl = trial
+			s.log.Debug("boot limit holds", "hit_rate", rate, "reason", d.Reason)
+			return
+		}
+		doc := trial.Document()
+		ok, err := s.store.CAS(ctx, doc, s.index)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("writing the boot limit failed; deciding again next interval", "err", err)
+			}
+			return
+		}
+		if ok {
+			*s.ctrl = trial
+			s.log.Info("boot limit changed by the controller", "mode", doc.Mode, "limit", doc.Limit,
+				"auto_limit", d.AutoLimit, "hit_rate", rate, "reason", d.Reason)
+			s.refresh(ctx, &doc)
+			return
+		}
+		s.refresh(ctx, nil)
+	}
+	s.log.Warn("the boot-limit document kept changing under other writers; deciding again next interval")
+}
