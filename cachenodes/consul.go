@@ -53,20 +53,22 @@ type Membership struct {
 }
 
 // Instance returns the instance with the given ID and whether it is listed.
+// It does not rely on the order of Instances.
 func (m Membership) Instance(id string) (Instance, bool) {
-	i, ok := slices.BinarySearchFunc(m.Instances, id, func(in Instance, id string) int {
-		return strings.Compare(in.ID, id)
-	})
-	if !ok {
-		return Instance{}, false
+	for _, in := range m.Instances {
+		if in.ID == id {
+			return in, true
+		}
 	}
-	return m.Instances[i], true
+	return Instance{}, false
 }
 
 // ConsulSourceOptions configures a ConsulSource. Client and Service are
 // required; zero durations and a nil Logger get the documented defaults.
 type ConsulSourceOptions struct {
-	// Client is the Consul API client. Required.
+	// Client is the Consul API client. Required. Its HTTP client must not
+	// time out requests sooner than WaitTime (plus Consul's jitter of up to
+	// WaitTime/16), or every blocking query fails.
 	Client *api.Client
 	// Service is the Consul service whose instances are the cache nodes.
 	// Required.

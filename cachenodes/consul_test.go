@@ -360,9 +360,12 @@ func TestConsulSourceInstances(t *testing.T) {
 }
 
 func TestMembershipInstance(t *testing.T) {
-	m := Membership{Instances: []Instance{{Node: Node{ID: "a"}}, {Node: Node{ID: "c"}, Present: true}}}
+	m := Membership{Instances: []Instance{{Node: Node{ID: "c"}, Present: true}, {Node: Node{ID: "a"}}}}
 	if in, ok := m.Instance("c"); !ok || !in.Present {
 		t.Errorf("Instance(c) = %+v, %v", in, ok)
+	}
+	if in, ok := m.Instance("a"); !ok || in.ID != "a" || in.Present {
+		t.Errorf("Instance(a) = %+v, %v", in, ok)
 	}
 	if _, ok := m.Instance("b"); ok {
 		t.Error("Instance(b) found an instance that is not listed")

@@ -2,6 +2,8 @@
 // the slot map that clients hash keys into, the Consul membership source
 // that reports which nodes Consul lists, and the prober that asks each
 // memcached directly whether it answers, what it holds and how it hits.
+// Selector routes a github.com/bradfitz/gomemcache client by the slot map,
+// with the key-to-slot rule KeySlot that every mcrib client shares.
 //
 // The slot map is an immutable snapshot: it is built and validated whole,
 // then swapped in; nothing changes a SlotMap after NewSlotMap returns it.

@@ -140,11 +140,12 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// interrupted returns err, naming the cancellation of ctx when that is what
-// cut the connection short (the net error then only says "i/o timeout").
+// interrupted returns err, or, when the cancellation of ctx cut the
+// connection short, an error wrapping the cause of that instead: the net
+// error then only says "i/o timeout", and the call did not time out.
 func interrupted(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 	}
 	return err
 }

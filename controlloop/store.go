@@ -50,7 +50,7 @@ func (s *store) key(name string) string { return s.prefix + name }
 
 // read returns the pool's keys in one round trip.
 func (s *store) read(ctx context.Context) (stored, error) {
-	pairs, _, err := s.client.KV().List(s.prefix, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	pairs, _, err := s.client.KV().List(s.prefix, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return stored{}, fmt.Errorf("reading %s from consul: %w", s.prefix, err)
 	}

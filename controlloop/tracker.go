@@ -114,25 +114,28 @@ func (t *tracker) observeMembership(m cachenodes.Membership, now time.Time) bool
 		s.node = inst.Node
 		s.listed = true
 		s.maintenance = inst.Maintenance
-		t.setPresent(s, inst.Present && !inst.Maintenance, now)
+		// Maintenance is deliberate: it takes the node out but is no flap.
+		t.setPresent(s, inst.Present && !inst.Maintenance, !inst.Maintenance, now)
 	}
 	for id, s := range t.nodes {
 		if !listed[id] {
 			s.listed = false
 			s.maintenance = false
-			t.setPresent(s, false, now)
+			t.setPresent(s, false, true, now)
 		}
 	}
 	return true
 }
 
-func (t *tracker) setPresent(s *nodeState, present bool, now time.Time) {
+// setPresent records presence; a present node going absent counts as a
+// flap when flap is true.
+func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
 	switch {
 	case present:
 		s.absentSince = time.Time{}
 	case s.absentSince.IsZero():
 		s.absentSince = now
-		if s.present {
+		if s.present && flap {
 			s.penalty.Flap(now, t.cfg.Damping)
 		}
 	}

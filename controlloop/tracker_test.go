@@ -222,3 +222,20 @@ func TestTrackerFlapsCollapseBursts(t *testing.T) {
 		t.Fatalf("two failures counted as %d flaps, want 2", got)
 	}
 }
+
+func TestTrackerMaintenanceIsNoFlap(t *testing.T) {
+	tr := newTracker(trackerConfig{Damping: flapdamp.DampingConfig{BurstWindow: time.Second}.WithDefaults()})
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * 10 * time.Second)
+		in := members(inst("a", true), inst("b", true))
+		tr.observeMembership(in, at)
+		in.Instances[0].Maintenance, in.Instances[0].Present = true, false
+		tr.observeMembership(in, at.Add(5*time.Second))
+	}
+	if got := tr.nodes["a"].penalty.Flaps(); got != 0 {
+		t.Fatalf("maintenance counted %d flaps, want 0", got)
+	}
+	if !tr.nodes["a"].maintenance || tr.nodes["a"].present {
+		t.Fatalf("node a: maintenance %v present %v", tr.nodes["a"].maintenance, tr.nodes["a"].present)
+	}
+}

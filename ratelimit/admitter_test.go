@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 )
 
 // admitted counts how many of n Allow calls at the real clock succeed.
@@ -182,5 +184,45 @@ func TestAdmitterDoesNotAllocate(t *testing.T) {
 	b := NewAdmitter(1, 1)
 	if n := testing.AllocsPerRun(1000, func() { b.Admit(now) }); n != 0 {
 		t.Errorf("Admit (refusing) allocates %v times per call", n)
+	}
+	consul, err := api.NewClient(&api.Config{Address: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := NewService(ServiceOptions{Client: consul, Key: "k", Config: testConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { svc.Admit() }); n != 0 {
+		t.Errorf("Service.Admit allocates %v times per call", n)
+	}
+	c, err := NewClient(ClientOptions{Consul: consul, Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { c.Allow() }); n != 0 {
+		t.Errorf("Client.Allow allocates %v times per call", n)
+	}
+}
+
+func TestShareOf(t *testing.T) {
+	tests := []struct {
+		limit     float64
+		burst, n  int
+		wantLimit float64
+		wantBurst int
+	}{
+		{1000, 100, 4, 250, 25},
+		{1000, 100, 0, 1000, 100}, // no passing instance counts as one
+		{100, 10, 3, 100.0 / 3, 4},
+		{2, 1, 4, 1, 1}, // never below one boot per second
+		{0, 1, 4, 0, 1}, // except when boots are stopped
+		{10, 1, 1, 10, 1},
+	}
+	for _, tt := range tests {
+		l, b := shareOf(tt.limit, tt.burst, tt.n)
+		if l != tt.wantLimit || b != tt.wantBurst {
+			t.Errorf("shareOf(%v, %d, %d) = %v, %d; want %v, %d", tt.limit, tt.burst, tt.n, l, b, tt.wantLimit, tt.wantBurst)
+		}
 	}
 }

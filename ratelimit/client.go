@@ -13,7 +13,8 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// ClientOptions configures a Client.
+// ClientOptions configures a Client. Consul and Key are required; the
+// other fields may be left zero.
 type ClientOptions struct {
 	// Consul is the Consul client (required).
 	Consul *api.Client

@@ -93,7 +93,8 @@ func (c ControllerConfig) MinStep() float64 {
 	return min(max(roundLimit(c.Ceiling*minStepFraction), 1), c.InitialStep())
 }
 
-// Decision is what one observation of the controller concluded.
+// Decision is what one observation of the controller concluded; a plain
+// value.
 type Decision struct {
 	// Limit and Burst are the limit to enforce after the observation. In
 	// manual mode they are the operator's and never move.

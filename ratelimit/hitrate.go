@@ -21,7 +21,7 @@ const (
 // Counters are one memcached node's cumulative counters from "stats":
 // get_hits, get_misses, pid and uptime. PID and Uptime let HitRateMeter
 // tell a restart (the counters start again from zero) from a decrease;
-// a zero PID means unknown.
+// a zero PID means unknown. Counters is a plain value.
 type Counters struct {
 	Hits   uint64
 	Misses uint64

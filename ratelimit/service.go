@@ -31,7 +31,8 @@ var (
 // return when ctx ends.
 type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
 
-// ServiceOptions configures a Service.
+// ServiceOptions configures a Service. Client, Key and Config are
+// required; the other fields may be left zero.
 type ServiceOptions struct {
 	// Client is the Consul client (required).
 	Client *api.Client
@@ -81,7 +82,7 @@ type Service struct {
 	haveRate   bool
 	unreadable int
 
-	writeMu sync.Mutex // serializes every change of the document; guards the fields below
+	writeMu sync.Mutex  // serializes every change of the document; guards the fields below
 	index   uint64      // ModifyIndex of doc in Consul
 	ctrl    *Controller // nil while not leading
 

@@ -29,7 +29,7 @@ func NewStore(client *api.Client, key string) *Store {
 // Key returns the KV key the Store reads and writes.
 func (s *Store) Key() string { return s.key }
 
-// Snapshot is one reading of the key.
+// Snapshot is one reading of the key; a plain value.
 type Snapshot struct {
 	// Doc is the document; it is the zero Document when Found is false or
 	// the stored value could not be parsed.

@@ -118,7 +118,7 @@ func TestDashboardPathsMatchHandler(t *testing.T) {
 		}
 	}
 	// Every asset the page loads must be mounted by the API.
-	page := fetchBody(t, h, "/")
+	page := dashFetch(t, h, "/")
 	for _, m := range regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllStringSubmatch(page, -1) {
 		if !slices.Contains(dashboardPaths, "/"+m[1]) {
 			t.Errorf("the page loads %q, which is not in dashboardPaths %q", m[1], dashboardPaths)
@@ -130,9 +130,9 @@ func TestDashboardPathsMatchHandler(t *testing.T) {
 // otherwise break at run time, and that data never reaches the page as HTML.
 func TestDashboardNoInlineCodeNoExternalResources(t *testing.T) {
 	h := dashboardHandler()
-	page := fetchBody(t, h, "/")
-	js := fetchBody(t, h, "/dashboard.js")
-	css := fetchBody(t, h, "/dashboard.css")
+	page := dashFetch(t, h, "/")
+	js := dashFetch(t, h, "/dashboard.js")
+	css := dashFetch(t, h, "/dashboard.css")
 	tests := []struct {
 		name, text string
 		bad        *regexp.Regexp
@@ -155,7 +155,7 @@ func TestDashboardNoInlineCodeNoExternalResources(t *testing.T) {
 	}
 }
 
-func fetchBody(t *testing.T, h http.Handler, path string) string {
+func dashFetch(t *testing.T, h http.Handler, path string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -165,22 +165,22 @@ func fetchBody(t *testing.T, h http.Handler, path string) string {
 	return rec.Body.String()
 }
 
-// fakeRead is a fake of the read API the dashboard polls. Each answer is
+// dashFakeAPI is a fake of the read API the dashboard polls. Each dashAnswer is
 // built per request, so times can be relative to now.
-type fakeRead struct {
+type dashFakeAPI struct {
 	mu        sync.Mutex
 	status    func(now time.Time) (int, string)
 	slotmap   func(now time.Time) (int, string)
 	ratelimit func(now time.Time) (int, string)
 }
 
-func (f *fakeRead) set(status, slotmap, ratelimit func(time.Time) (int, string)) {
+func (f *dashFakeAPI) set(status, slotmap, ratelimit func(time.Time) (int, string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.status, f.slotmap, f.ratelimit = status, slotmap, ratelimit
 }
 
-func (f *fakeRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *dashFakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	src := map[string]func(time.Time) (int, string){
 		"/v1/status": f.status, "/v1/slotmap": f.slotmap, "/v1/ratelimit": f.ratelimit,
@@ -196,17 +196,17 @@ func (f *fakeRead) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, body)
 }
 
-func answer(code int, body string) func(time.Time) (int, string) {
+func dashAnswer(code int, body string) func(time.Time) (int, string) {
 	return func(time.Time) (int, string) { return code, body }
 }
 
-// frozenReason has markup in it: the page must show it as text.
-const frozenReason = `INC-4711 <b>db failover</b> & cache refill`
+// dashFrozenReason has markup in it: the page must show it as text.
+const dashFrozenReason = `INC-4711 <b>db failover</b> & cache refill`
 
-// statusDoc is a status document of pool payments-east, generation 4817,
+// dashStatusDoc is a status document of pool payments-east, generation 4817,
 // whose last reconcile was reconcileAge ago, with four slots (slot 2
 // vacant), spare mc-9 and down node mc-7. mutate edits it before encoding.
-func statusDoc(reconcileAge time.Duration, mutate func(map[string]any)) func(time.Time) (int, string) {
+func dashStatusDoc(reconcileAge time.Duration, mutate func(map[string]any)) func(time.Time) (int, string) {
 	return func(now time.Time) (int, string) {
 		ts := func(d time.Duration) string { return now.Add(-d).UTC().Format(time.RFC3339) }
 		node := func(id, addr, az string, slot any, consul string, reachable bool, state string, absentSince any, flaps int, suppressed bool) map[string]any {
@@ -215,8 +215,8 @@ func statusDoc(reconcileAge time.Duration, mutate func(map[string]any)) func(tim
 		}
 		doc := map[string]any{
 			"pool": "payments-east", "leader": true, "leader_id": "host-a:7070",
-			"frozen": true,
-			"freeze": map[string]any{"frozen": true, "reason": frozenReason, "at": ts(7 * time.Minute), "by": "operator@10.0.0.5:53122"},
+			"frozen":      true,
+			"freeze":      map[string]any{"frozen": true, "reason": dashFrozenReason, "at": ts(7 * time.Minute), "by": "operator@10.0.0.5:53122"},
 			"auto_frozen": false, "auto_freeze_reason": "", "generation": 4817,
 			"last_reconcile_at": ts(reconcileAge), "consul_reachable": true, "hit_rate": 0.72,
 			"boot_limit":      map[string]any{"mode": "manual", "limit": 250.0, "burst": 25},
@@ -241,20 +241,20 @@ func statusDoc(reconcileAge time.Duration, mutate func(map[string]any)) func(tim
 	}
 }
 
-const slotmapDoc = `{"pool":"payments-east","num_slots":4,"generation":4817,"updated_at":"2026-11-29T13:00:00Z",
+const dashSlotMapDoc = `{"pool":"payments-east","num_slots":4,"generation":4817,"updated_at":"2026-11-29T13:00:00Z",
 "slots":[{"slot":0,"node_id":"mc-1","addr":"10.0.1.1:11211","az":"a"},
 {"slot":1,"node_id":"mc-2","addr":"10.0.1.2:11211","az":"b"},
 {"slot":2,"node_id":"","addr":"","az":""},
 {"slot":3,"node_id":"mc-4","addr":"10.0.1.4:11211","az":"a"}],
 "spares":[{"node_id":"mc-9","addr":"10.0.1.9:11211","az":"b"}]}`
 
-const ratelimitDoc = `{"mode":"manual","limit":250,"burst":25,"hit_rate":0.72,"floor":10,"ceiling":1000,
+const dashRateLimitDoc = `{"mode":"manual","limit":250,"burst":25,"hit_rate":0.72,"floor":10,"ceiling":1000,
 "updated_at":"2026-11-29T13:00:00Z","reason":"pinned to 250 by operator@10.0.0.5: database recovering",
 "auto_limit":500,"auto_reason":"hit rate 0.72 below 0.80: cut from 1000 to 500"}`
 
 func TestDashboardInChromium(t *testing.T) {
-	bin := chromiumBinary(t)
-	fake := &fakeRead{}
+	bin := dashChromium(t)
+	fake := &dashFakeAPI{}
 	dash := dashboardHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") {
@@ -265,28 +265,28 @@ func TestDashboardInChromium(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	frozenPool := statusDoc(45*time.Second, nil)
+	frozenPool := dashStatusDoc(45*time.Second, nil)
 	tests := []struct {
 		name   string
 		status func(time.Time) (int, string)
-		check  func(t *testing.T, d *domNode)
+		check  func(t *testing.T, d *dashNode)
 	}{
 		{
 			name:   "frozen pool",
 			status: frozenPool,
-			check: func(t *testing.T, d *domNode) {
-				wantText(t, d, "pool", "payments-east")
-				wantText(t, d, "generation", "4817")
-				wantContains(t, d, "leader", "yes", "host-a:7070")
-				wantShown(t, d, "frozen-banner", true)
-				wantText(t, d, "frozen-reason", frozenReason)
+			check: func(t *testing.T, d *dashNode) {
+				dashWantText(t, d, "pool", "payments-east")
+				dashWantText(t, d, "generation", "4817")
+				dashWantContains(t, d, "leader", "yes", "host-a:7070")
+				dashWantShown(t, d, "frozen-banner", true)
+				dashWantText(t, d, "frozen-reason", dashFrozenReason)
 				if kids := d.byID(t, "frozen-reason").elements(); len(kids) != 0 {
 					t.Errorf("the freeze reason became markup (%d elements): data must be set as text", len(kids))
 				}
-				wantContains(t, d, "frozen-banner", "operator@10.0.0.5:53122", "UTC")
-				wantShown(t, d, "autofrozen-banner", false)
-				wantShown(t, d, "fault-banner", false)
-				wantShown(t, d, "error", false)
+				dashWantContains(t, d, "frozen-banner", "operator@10.0.0.5:53122", "UTC")
+				dashWantShown(t, d, "autofrozen-banner", false)
+				dashWantShown(t, d, "fault-banner", false)
+				dashWantShown(t, d, "error", false)
 				// The last reconcile was 45 s ago: older than 10 s is red.
 				if rec := d.byID(t, "reconcile"); !rec.hasClass("bad") || !strings.Contains(rec.text(), "s ago") {
 					t.Errorf("#reconcile = %q class %q, want an age in seconds marked bad", rec.text(), rec.attrs["class"])
@@ -319,16 +319,16 @@ func TestDashboardInChromium(t *testing.T) {
 						}
 					}
 				}
-				wantContains(t, d, "spares", "mc-9", "10.0.1.9:11211", "spare")
-				wantContains(t, d, "down", "mc-7", "10.0.1.7:11211")
-				wantContains(t, d, "bootlimit", "MANUAL", "250 boots/s", "25", "72.0 %", "database recovering",
+				dashWantContains(t, d, "spares", "mc-9", "10.0.1.9:11211", "spare")
+				dashWantContains(t, d, "down", "mc-7", "10.0.1.7:11211")
+				dashWantContains(t, d, "bootlimit", "MANUAL", "250 boots/s", "25", "72.0 %", "database recovering",
 					"500 boots/s", "cut from 1000 to 500")
-				wantShown(t, d, "bl-auto-row", true)
+				dashWantShown(t, d, "bl-auto-row", true)
 			},
 		},
 		{
 			name: "auto-frozen, discovery fault, no leader",
-			status: statusDoc(time.Second, func(m map[string]any) {
+			status: dashStatusDoc(time.Second, func(m map[string]any) {
 				m["frozen"], m["freeze"] = false, nil
 				m["leader"], m["leader_id"] = false, ""
 				m["auto_frozen"], m["auto_freeze_reason"] = true, "3 of 4 serving nodes absent, more than 0.25"
@@ -336,14 +336,14 @@ func TestDashboardInChromium(t *testing.T) {
 				m["consul_reachable"] = false
 				m["last_reconcile_at"] = nil
 			}),
-			check: func(t *testing.T, d *domNode) {
-				wantShown(t, d, "frozen-banner", false)
-				wantShown(t, d, "autofrozen-banner", true)
-				wantContains(t, d, "autofrozen-banner", "3 of 4 serving nodes absent")
-				wantShown(t, d, "fault-banner", true)
-				wantContains(t, d, "fault-banner", "consul listed 0 instances, previously 4")
-				wantContains(t, d, "leader", "NO LEADER")
-				wantContains(t, d, "consul", "UNREACHABLE")
+			check: func(t *testing.T, d *dashNode) {
+				dashWantShown(t, d, "frozen-banner", false)
+				dashWantShown(t, d, "autofrozen-banner", true)
+				dashWantContains(t, d, "autofrozen-banner", "3 of 4 serving nodes absent")
+				dashWantShown(t, d, "fault-banner", true)
+				dashWantContains(t, d, "fault-banner", "consul listed 0 instances, previously 4")
+				dashWantContains(t, d, "leader", "NO LEADER")
+				dashWantContains(t, d, "consul", "UNREACHABLE")
 				if rec := d.byID(t, "reconcile"); !rec.hasClass("bad") || rec.text() != "never" {
 					t.Errorf("#reconcile = %q class %q, want \"never\" marked bad", rec.text(), rec.attrs["class"])
 				}
@@ -351,11 +351,11 @@ func TestDashboardInChromium(t *testing.T) {
 		},
 		{
 			name:   "status fails",
-			status: answer(http.StatusInternalServerError, `{"error":"the loop is wedged"}`),
-			check: func(t *testing.T, d *domNode) {
-				wantShown(t, d, "error", true)
-				wantContains(t, d, "error", "cannot reach mcrib", "v1/status", "500", "the loop is wedged")
-				wantShown(t, d, "frozen-banner", false)
+			status: dashAnswer(http.StatusInternalServerError, `{"error":"the loop is wedged"}`),
+			check: func(t *testing.T, d *dashNode) {
+				dashWantShown(t, d, "error", true)
+				dashWantContains(t, d, "error", "cannot reach mcrib", "v1/status", "500", "the loop is wedged")
+				dashWantShown(t, d, "frozen-banner", false)
 				// The slot map still answers: its rows are shown, without node states.
 				if rows := d.byID(t, "slots").elementsNamed("tr"); len(rows) != 4 {
 					t.Errorf("#slots has %d rows, want 4", len(rows))
@@ -365,17 +365,17 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake.set(tt.status, answer(http.StatusOK, slotmapDoc), answer(http.StatusOK, ratelimitDoc))
-			out := runChromium(t, bin, "--dump-dom", srv.URL+"/")
-			tt.check(t, parseDOM(t, out))
+			fake.set(tt.status, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
+			out := dashRunChromium(t, bin, "--dump-dom", srv.URL+"/")
+			tt.check(t, dashParseDOM(t, out))
 		})
 	}
 
 	if os.Getenv("MCRIB_SCREENSHOT") != "" {
-		fake.set(frozenPool, answer(http.StatusOK, slotmapDoc), answer(http.StatusOK, ratelimitDoc))
+		fake.set(frozenPool, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
 		const shot = "/tmp/mcrib-dashboard.png"
 		os.Remove(shot)
-		runChromium(t, bin, "--screenshot="+shot, "--window-size=1280,900", srv.URL+"/")
+		dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,900", srv.URL+"/")
 		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
 			t.Fatalf("no screenshot at %s: %v", shot, err)
 		}
@@ -383,9 +383,9 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 }
 
-// chromiumBinary finds Debian's chromium; without it the browser test is
+// dashChromium finds Debian's chromium; without it the browser test is
 // skipped locally and fails in CI.
-func chromiumBinary(t *testing.T) string {
+func dashChromium(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
@@ -400,10 +400,10 @@ func chromiumBinary(t *testing.T) string {
 	return ""
 }
 
-// runChromium runs headless chromium with args after the common flags and
+// dashRunChromium runs headless chromium with args after the common flags and
 // returns its standard output. It runs in its own process group, which is
 // killed when it returns, on timeout (60 s) and on cleanup.
-func runChromium(t *testing.T, bin string, args ...string) string {
+func dashRunChromium(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -424,20 +424,20 @@ func runChromium(t *testing.T, bin string, args ...string) string {
 	pgid := cmd.Process.Pid
 	// Cleanups run last-in first-out: this one runs before the user data
 	// directory is removed.
-	t.Cleanup(func() { killGroup(t, pgid) })
+	t.Cleanup(func() { dashKillGroup(t, pgid) })
 	err := cmd.Wait()
-	killGroup(t, pgid)
+	dashKillGroup(t, pgid)
 	if ctx.Err() != nil {
-		t.Fatalf("chromium did not finish within 60 s; stderr:\n%s", tail(stderr.String(), 4000))
+		t.Fatalf("chromium did not finish within 60 s; stderr:\n%s", dashTail(stderr.String(), 4000))
 	}
 	if err != nil {
-		t.Fatalf("chromium failed: %v; stderr:\n%s", err, tail(stderr.String(), 4000))
+		t.Fatalf("chromium failed: %v; stderr:\n%s", err, dashTail(stderr.String(), 4000))
 	}
 	return stdout.String()
 }
 
-// killGroup kills process group pgid and waits up to 5 s for it to be gone.
-func killGroup(t *testing.T, pgid int) {
+// dashKillGroup kills process group pgid and waits up to 5 s for it to be gone.
+func dashKillGroup(t *testing.T, pgid int) {
 	t.Helper()
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 		return
@@ -452,44 +452,44 @@ func killGroup(t *testing.T, pgid int) {
 	t.Logf("chromium process group %d still exists 5 s after SIGKILL", pgid)
 }
 
-func tail(s string, n int) string {
+func dashTail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
 	}
 	return s
 }
 
-// domNode is an element or text node of a dumped DOM. Text nodes have an
+// dashNode is an element or text node of a dumped DOM. Text nodes have an
 // empty tag.
-type domNode struct {
+type dashNode struct {
 	tag      string
 	attrs    map[string]string
 	data     string
-	children []*domNode
+	children []*dashNode
 }
 
-// parseDOM parses chromium's --dump-dom output with encoding/xml in its
+// dashParseDOM parses chromium's --dump-dom output with encoding/xml in its
 // lenient HTML mode, which is enough for the page's own markup.
-func parseDOM(t *testing.T, s string) *domNode {
+func dashParseDOM(t *testing.T, s string) *dashNode {
 	t.Helper()
 	dec := xml.NewDecoder(strings.NewReader(s))
 	dec.Strict = false
 	dec.AutoClose = xml.HTMLAutoClose
 	dec.Entity = xml.HTMLEntity
-	root := &domNode{tag: "#document"}
-	stack := []*domNode{root}
+	root := &dashNode{tag: "#document"}
+	stack := []*dashNode{root}
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("parsing the dumped DOM: %v\n%s", err, tail(s, 4000))
+			t.Fatalf("parsing the dumped DOM: %v\n%s", err, dashTail(s, 4000))
 		}
 		top := stack[len(stack)-1]
 		switch tok := tok.(type) {
 		case xml.StartElement:
-			n := &domNode{tag: strings.ToLower(tok.Name.Local), attrs: map[string]string{}}
+			n := &dashNode{tag: strings.ToLower(tok.Name.Local), attrs: map[string]string{}}
 			for _, a := range tok.Attr {
 				name := a.Name.Local
 				if a.Name.Space != "" {
@@ -508,16 +508,16 @@ func parseDOM(t *testing.T, s string) *domNode {
 				}
 			}
 		case xml.CharData:
-			top.children = append(top.children, &domNode{data: string(tok)})
+			top.children = append(top.children, &dashNode{data: string(tok)})
 		}
 	}
-	if root.find(func(n *domNode) bool { return n.tag == "body" }) == nil {
-		t.Fatalf("the dumped DOM has no body:\n%s", tail(s, 4000))
+	if root.find(func(n *dashNode) bool { return n.tag == "body" }) == nil {
+		t.Fatalf("the dumped DOM has no body:\n%s", dashTail(s, 4000))
 	}
 	return root
 }
 
-func (n *domNode) find(match func(*domNode) bool) *domNode {
+func (n *dashNode) find(match func(*dashNode) bool) *dashNode {
 	for _, c := range n.children {
 		if c.tag != "" && match(c) {
 			return c
@@ -529,9 +529,9 @@ func (n *domNode) find(match func(*domNode) bool) *domNode {
 	return nil
 }
 
-func (n *domNode) byID(t *testing.T, id string) *domNode {
+func (n *dashNode) byID(t *testing.T, id string) *dashNode {
 	t.Helper()
-	e := n.find(func(c *domNode) bool { return c.attrs["id"] == id })
+	e := n.find(func(c *dashNode) bool { return c.attrs["id"] == id })
 	if e == nil {
 		t.Fatalf("the page has no element #%s", id)
 	}
@@ -539,8 +539,8 @@ func (n *domNode) byID(t *testing.T, id string) *domNode {
 }
 
 // elements returns the element children of n.
-func (n *domNode) elements() []*domNode {
-	var out []*domNode
+func (n *dashNode) elements() []*dashNode {
+	var out []*dashNode
 	for _, c := range n.children {
 		if c.tag != "" {
 			out = append(out, c)
@@ -550,8 +550,8 @@ func (n *domNode) elements() []*domNode {
 }
 
 // elementsNamed returns the element children of n with tag.
-func (n *domNode) elementsNamed(tag string) []*domNode {
-	var out []*domNode
+func (n *dashNode) elementsNamed(tag string) []*dashNode {
+	var out []*dashNode
 	for _, c := range n.elements() {
 		if c.tag == tag {
 			out = append(out, c)
@@ -561,10 +561,10 @@ func (n *domNode) elementsNamed(tag string) []*domNode {
 }
 
 // text is the text content of n with runs of white space collapsed.
-func (n *domNode) text() string {
+func (n *dashNode) text() string {
 	var b strings.Builder
-	var walk func(*domNode)
-	walk = func(m *domNode) {
+	var walk func(*dashNode)
+	walk = func(m *dashNode) {
 		if m.tag == "" {
 			b.WriteString(m.data)
 		}
@@ -576,25 +576,25 @@ func (n *domNode) text() string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-func (n *domNode) hasClass(c string) bool {
+func (n *dashNode) hasClass(c string) bool {
 	return slices.Contains(strings.Fields(n.attrs["class"]), c)
 }
 
 // shown reports whether n lacks the hidden attribute, which is how the
 // page hides its banners and optional rows.
-func (n *domNode) shown() bool {
+func (n *dashNode) shown() bool {
 	_, hidden := n.attrs["hidden"]
 	return !hidden
 }
 
-func wantText(t *testing.T, d *domNode, id, want string) {
+func dashWantText(t *testing.T, d *dashNode, id, want string) {
 	t.Helper()
 	if got := d.byID(t, id).text(); got != want {
 		t.Errorf("#%s = %q, want %q", id, got, want)
 	}
 }
 
-func wantContains(t *testing.T, d *domNode, id string, wants ...string) {
+func dashWantContains(t *testing.T, d *dashNode, id string, wants ...string) {
 	t.Helper()
 	got := d.byID(t, id).text()
 	for _, w := range wants {
@@ -604,7 +604,7 @@ func wantContains(t *testing.T, d *domNode, id string, wants ...string) {
 	}
 }
 
-func wantShown(t *testing.T, d *domNode, id string, want bool) {
+func dashWantShown(t *testing.T, d *dashNode, id string, want bool) {
 	t.Helper()
 	if got := d.byID(t, id).shown(); got != want {
 		t.Errorf("#%s shown = %v, want %v (text %q)", id, got, want, d.byID(t, id).text())

@@ -144,6 +144,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 			logger.Error("the boot limiter stopped", "err", err)
 		}
 	})
+	// A restarted process answers with the stored boot limit, not the
+	// stand-in it holds until the first read; Consul being away delays the
+	// API by at most bootLoadWait.
+	waitLoaded(runCtx, boot.Loaded, bootLoadWait)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -162,6 +166,27 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	wg.Wait()
 	logger.Info("mcrib stopped")
 	return code
+}
+
+// bootLoadWait bounds how long serve waits for the boot-limit document
+// before it opens the API.
+const bootLoadWait = 3 * time.Second
+
+// waitLoaded polls loaded until it is true, ctx ends or limit passes.
+func waitLoaded(ctx context.Context, loaded func() bool, limit time.Duration) {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !loaded() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // newLogger returns the slog logger of --log-format.

@@ -144,6 +144,40 @@ func (a *ConsulAgent) joined() bool {
 	return err == nil && node != nil && node.Node != nil
 }
 
+// serverDown reports whether the agent lists its server as not alive (or not
+// at all).
+func (a *ConsulAgent) serverDown() bool {
+	members, err := a.probe.Agent().Members(false)
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.Name == a.server.NodeName {
+			return m.Status != serfStatusAlive
+		}
+	}
+	return true
+}
+
+// servicesSynced reports whether every service registered on the agent is in
+// the server's catalog.
+func (a *ConsulAgent) servicesSynced() bool {
+	local, err := a.probe.Agent().Services()
+	if err != nil {
+		return false
+	}
+	node, _, err := a.server.probe.Catalog().Node(a.NodeName, nil)
+	if err != nil || node == nil {
+		return false
+	}
+	for id := range local {
+		if _, ok := node.Services[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Stop sends SIGTERM to the agent and waits for it to exit. The agent leaves
 // the cluster gracefully first (this takes about 4s), so its node and
 // services are gone from the server's catalog and health endpoints when Stop
@@ -188,9 +222,10 @@ func (a *ConsulAgent) removeLeftNode() (bool, error) {
 }
 
 // Kill sends SIGKILL to the agent and waits for it to exit. The agent does
-// not leave: the server notices the failure through gossip after a few
-// seconds, marks the node's serfHealth check critical, and keeps its services
-// listed (as not passing) until the node is reaped (72h by default).
+// not leave: the server notices the failure through gossip (within about a
+// second on loopback), marks the node's serfHealth check critical, and keeps
+// its services listed, not passing, until the node is reaped (72h by
+// default). The services' own checks keep their last synced status.
 func (a *ConsulAgent) Kill(t testing.TB) {
 	t.Helper()
 	if err := a.proc.stop(syscall.SIGKILL); err != nil {

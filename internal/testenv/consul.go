@@ -134,36 +134,53 @@ func (c *Consul) Stop(t testing.TB) {
 
 // Start starts the server again on the same ports after Stop and waits until
 // it is ready. Being a dev server, it starts empty: KV, catalog and sessions
-// are gone. Client agents started from c (and running) are asked to join
-// again at once, as Serf alone would reconnect them only after 30s or more,
-// and Start waits until each is an alive member and its node is back in the
-// catalog. Their services come back only at each agent's next anti-entropy
-// full sync, observed between 3s and 30s later; register them again (see
-// Register) to have them back at once.
+// are gone.
+//
+// Client agents started from c that are running come back too, and Start
+// waits for them: first until each has noticed that the server failed (Serf
+// takes about 6s from Stop; time spent after Stop counts), so that the
+// server's return is a join that makes the agent resync its state at once;
+// then it asks each agent to join again (Serf alone would retry only after
+// 30s or more), and waits until each is an alive member and every service
+// registered on it is back in the catalog. Without the first wait, an agent
+// whose sync failed during the outage would be back only after 15s to 30s.
 func (c *Consul) Start(t testing.TB) {
 	t.Helper()
+	agents := c.runningAgents()
+	for _, a := range agents {
+		if err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.serverDown); err != nil {
+			t.Fatalf("testenv: waiting for client agent %s to notice the server stopped: %v", a.NodeName, err)
+		}
+	}
 	if err := c.start(); err != nil {
 		t.Fatalf("testenv: restarting consul server: %v\n%s", err, c.proc.tail(30))
 	}
-	c.mu.Lock()
-	agents := append([]*ConsulAgent(nil), c.agents...)
-	c.mu.Unlock()
 	for _, a := range agents {
-		if a.proc.exited() {
-			continue
-		}
 		if err := c.probe.Agent().Join(a.SerfLANAddr, false); err != nil {
 			t.Fatalf("testenv: rejoining client agent %s to the restarted server: %v", a.NodeName, err)
 		}
 	}
 	for _, a := range agents {
-		if a.proc.exited() {
-			continue
-		}
-		if err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.joined); err != nil {
+		err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, func() bool {
+			return a.joined() && a.servicesSynced()
+		})
+		if err != nil {
 			t.Fatalf("testenv: client agent %s after the server restart: %v\n%s", a.NodeName, err, a.proc.tail(30))
 		}
 	}
+}
+
+// runningAgents returns the client agents started from c that are running.
+func (c *Consul) runningAgents() []*ConsulAgent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var running []*ConsulAgent
+	for _, a := range c.agents {
+		if !a.proc.exited() {
+			running = append(running, a)
+		}
+	}
+	return running
 }
 
 // PID returns the process ID of the server, or 0 when it is not running.

@@ -1,0 +1,72 @@
+# mcrib build, test and local run. GNU make; works as root, or as a normal
+# user with sudo for the package installs.
+#
+#   make deps    install memcached, promtool (prometheus) and chromium from
+#                Debian when missing (MCRIB_NO_CHROMIUM=1 skips chromium), and
+#                build bin/consul (Consul 1.13.9, ~7 min, only when missing)
+#   make build   build bin/mcrib
+#   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
+#   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
+#                mcrib on http://127.0.0.1:7070/)
+#   make bench   run the Go benchmarks
+#   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
+#                make distclean removes bin/ entirely
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# Package installs need root: use sudo unless we are root already.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+CONSUL := bin/consul
+MCRIB := bin/mcrib
+
+.PHONY: deps apt-deps build test vet run bench clean distclean
+
+deps: apt-deps $(CONSUL)
+
+apt-deps:
+	@missing=(); \
+	command -v memcached >/dev/null 2>&1 || [ -x /usr/bin/memcached ] || missing+=(memcached); \
+	command -v promtool >/dev/null 2>&1 || missing+=(prometheus); \
+	if [ "$${MCRIB_NO_CHROMIUM:-}" != 1 ]; then \
+		command -v chromium >/dev/null 2>&1 || missing+=(chromium); \
+	fi; \
+	if [ $${#missing[@]} -gt 0 ]; then \
+		echo "deps: installing $${missing[*]}"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$${missing[@]}"; \
+	fi
+
+# Built only when missing (no prerequisites on purpose: it takes minutes).
+$(CONSUL):
+	@echo "deps: building $(CONSUL) (Consul 1.13.9 from tools/consul; takes several minutes)"
+	@mkdir -p $(dir $@)
+	cd tools/consul && $(GO) build -o ../../$(CONSUL) github.com/hashicorp/consul
+
+build:
+	@mkdir -p $(dir $(MCRIB))
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(MCRIB) ./cmd/mcrib
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+run: deps build
+	scripts/run-local.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib
+	rm -f *.test *.out *.prof
+
+distclean: clean
+	rm -rf bin
