@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -43,7 +45,9 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 	if len(spec.Slots) == 0 {
 		return nil, fmt.Errorf("%w: it has no slots", ErrInvalidSlotMap)
 	}
-	seen := make(map[string]string, len(spec.Slots)+len(spec.Spares))
+	// seen maps a slot holder's ID to its slot; error texts are only
+	// formatted when there is an error.
+	seen := make(map[string]int, len(spec.Slots))
 	for i, n := range spec.Slots {
 		if n.IsZero() {
 			if n.Addr != "" || n.AZ != "" {
@@ -54,19 +58,31 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		if n.Addr == "" {
 			return nil, fmt.Errorf("%w: node %q in slot %d has no address", ErrInvalidSlotMap, n.ID, i)
 		}
-		if where, dup := seen[n.ID]; dup {
-			return nil, fmt.Errorf("%w: node %q appears in slot %d and in %s", ErrInvalidSlotMap, n.ID, i, where)
+		if at, dup := seen[n.ID]; dup {
+			return nil, fmt.Errorf("%w: node %q appears in slot %d and in slot %d", ErrInvalidSlotMap, n.ID, i, at)
 		}
-		seen[n.ID] = fmt.Sprintf("slot %d", i)
+		seen[n.ID] = i
 	}
-	for _, n := range spec.Spares {
+	// Spares sorted by ID (as mcrib writes them) are checked for
+	// duplicates among themselves by their neighbours; others by a set.
+	sorted := slices.IsSortedFunc(spec.Spares, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
+	var spareSet map[string]bool
+	if !sorted {
+		spareSet = make(map[string]bool, len(spec.Spares))
+	}
+	for k, n := range spec.Spares {
 		if n.IsZero() {
 			return nil, fmt.Errorf("%w: a spare has no node ID", ErrInvalidSlotMap)
 		}
-		if where, dup := seen[n.ID]; dup {
-			return nil, fmt.Errorf("%w: spare %q also appears in %s", ErrInvalidSlotMap, n.ID, where)
+		if at, dup := seen[n.ID]; dup {
+			return nil, fmt.Errorf("%w: spare %q also appears in slot %d", ErrInvalidSlotMap, n.ID, at)
 		}
-		seen[n.ID] = "the spares"
+		if (sorted && k > 0 && spec.Spares[k-1].ID == n.ID) || spareSet[n.ID] {
+			return nil, fmt.Errorf("%w: spare %q also appears in the spares", ErrInvalidSlotMap, n.ID)
+		}
+		if !sorted {
+			spareSet[n.ID] = true
+		}
 	}
 	return &SlotMap{
 		pool:       spec.Pool,
@@ -109,6 +125,12 @@ func (m *SlotMap) Slots() []Node { return append([]Node(nil), m.slots...) }
 
 // Spares returns a copy of the spares.
 func (m *SlotMap) Spares() []Node { return append([]Node(nil), m.spares...) }
+
+// NumSpares returns the number of spares.
+func (m *SlotMap) NumSpares() int { return len(m.spares) }
+
+// Spare returns spare i.
+func (m *SlotMap) Spare(i int) Node { return m.spares[i] }
 
 // SlotOf returns the slot that node id holds, or -1.
 func (m *SlotMap) SlotOf(id string) int {

@@ -80,6 +80,8 @@ type Plan struct {
 	// Blocked counts evictions that were due but held back by the freeze
 	// or the ceiling.
 	Blocked int
+
+	index *assignIndex
 }
 
 // Decide computes the plan for one pass. It frees before it places: due
@@ -87,30 +89,22 @@ type Plan struct {
 // when not frozen), then vacant slots take eligible spares, preferring a
 // spare in the zone of the node that left, then the lowest ID. A full slot
 // table never stops it: extra nodes stay spares, missing nodes leave slots
-// vacant.
+// vacant. It runs in time linear in the nodes when in.Nodes is sorted by ID
+// (as the loop passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
-	var plan Plan
-	byID := make(map[string]NodeView, len(in.Nodes))
-	for _, n := range in.Nodes {
-		byID[n.ID] = n
-	}
-	slots := make([]cachenodes.Node, in.NumSlots)
-	vacatedAZ := make(map[int]string)
-	if in.Prev == nil {
-		plan.FirstFill = true
-	} else {
-		for i := range min(in.NumSlots, in.Prev.NumSlots()) {
-			slots[i] = in.Prev.Slot(i)
-		}
-	}
+	plan := Plan{FirstFill: in.Prev == nil}
+	idx := newAssignIndex(in)
+	plan.index = idx
 	budget := in.Budget
-	for i, holder := range slots {
+	vacatedAZ := make(map[int]string)
+	for i := range in.NumSlots {
+		holder := idx.prevSlot(i)
 		if holder.IsZero() {
 			continue
 		}
-		v, known := byID[holder.ID]
+		v, known := idx.holderView(in, i)
 		if !known {
-			continue
+			continue // not known to the loop: nothing observed against it
 		}
 		var ev Eviction
 		switch {
@@ -130,98 +124,230 @@ func Decide(in Input) Plan {
 		budget--
 		plan.Evictions = append(plan.Evictions, ev)
 		vacatedAZ[i] = holder.AZ
-		slots[i] = cachenodes.Node{}
 	}
 	if in.Frozen {
 		return plan
 	}
-	inSlot := make(map[string]bool, len(slots))
-	for _, n := range slots {
-		if !n.IsZero() {
-			inSlot[n.ID] = true
-		}
-	}
+	vacant := make([]int, 0, len(plan.Evictions))
+	evicted := make(map[int]bool, len(plan.Evictions))
 	for _, ev := range plan.Evictions {
-		inSlot[ev.Node.ID] = true // an evicted node does not come straight back
+		evicted[ev.Slot] = true
 	}
-	var spares []NodeView
-	for _, n := range in.Nodes {
-		if !inSlot[n.ID] && n.eligibleSpare() {
-			spares = append(spares, n)
+	for i := range in.NumSlots {
+		if idx.prevSlot(i).IsZero() || evicted[i] {
+			vacant = append(vacant, i)
 		}
 	}
-	slices.SortFunc(spares, func(a, b NodeView) int { return cmp.Compare(a.ID, b.ID) })
-	for i := range slots {
-		if !slots[i].IsZero() || len(spares) == 0 {
-			continue
+	if len(vacant) == 0 {
+		return plan
+	}
+	// Candidates are the eligible spares, by ID; an evicted node is a
+	// holder of the previous map, so it is not among them.
+	cands := make([]int, 0, len(in.Nodes)-len(idx.holder))
+	for j := range in.Nodes {
+		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() {
+			cands = append(cands, j)
 		}
-		pick := 0
-		if az, ok := vacatedAZ[i]; ok {
-			if j := slices.IndexFunc(spares, func(s NodeView) bool { return s.AZ == az }); j >= 0 {
-				pick = j
+	}
+	if !idx.sorted {
+		slices.SortFunc(cands, func(a, b int) int { return cmp.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
+	}
+	taken := make([]bool, len(cands))
+	cursor := 0
+	for _, slot := range vacant {
+		for cursor < len(cands) && taken[cursor] {
+			cursor++
+		}
+		if cursor == len(cands) {
+			break
+		}
+		pick := cursor
+		if az, ok := vacatedAZ[slot]; ok {
+			for k := cursor; k < len(cands); k++ {
+				if !taken[k] && in.Nodes[cands[k]].AZ == az {
+					pick = k
+					break
+				}
 			}
 		}
-		plan.Placements = append(plan.Placements, Placement{Slot: i, Node: spares[pick].Node})
-		spares = slices.Delete(spares, pick, pick+1)
+		taken[pick] = true
+		plan.Placements = append(plan.Placements, Placement{Slot: slot, Node: in.Nodes[cands[pick]].Node})
 	}
 	return plan
+}
+
+// assignIndex is what Decide learned of the input, handed to Build so a
+// pass reads the nodes once.
+type assignIndex struct {
+	prev     *cachenodes.SlotMap
+	numSlots int
+	holder   map[string]int // slot holder ID -> slot
+	view     []int32        // index in Nodes of each slot's holder; -1 if unknown
+	slotOf   []int32        // slot of each node of Nodes in the previous map; -1 if none
+	sorted   bool           // in.Nodes is sorted by ID
+}
+
+func newAssignIndex(in Input) *assignIndex {
+	idx := &assignIndex{prev: in.Prev, numSlots: in.NumSlots, view: make([]int32, in.NumSlots), slotOf: make([]int32, len(in.Nodes)), sorted: true}
+	idx.holder = make(map[string]int, in.NumSlots)
+	for i := range in.NumSlots {
+		idx.view[i] = -1
+		if n := idx.prevSlot(i); !n.IsZero() {
+			idx.holder[n.ID] = i
+		}
+	}
+	for j := range in.Nodes {
+		id := in.Nodes[j].ID
+		if j > 0 && in.Nodes[j-1].ID >= id {
+			idx.sorted = false
+		}
+		idx.slotOf[j] = -1
+		if i, ok := idx.holder[id]; ok {
+			idx.view[i] = int32(j)
+			idx.slotOf[j] = int32(i)
+		}
+	}
+	return idx
+}
+
+// prevSlot returns the node of slot i in the previous map.
+func (idx *assignIndex) prevSlot(i int) cachenodes.Node {
+	if idx.prev == nil || i >= idx.prev.NumSlots() {
+		return cachenodes.Node{}
+	}
+	return idx.prev.Slot(i)
+}
+
+// holderView returns the view of slot i's previous holder, if known.
+func (idx *assignIndex) holderView(in Input, i int) (NodeView, bool) {
+	if j := idx.view[i]; j >= 0 {
+		return in.Nodes[j], true
+	}
+	return NodeView{}, false
 }
 
 // Build applies the evictions of plan and the placements that were carried
 // out (done; with a flush unless FirstFill) to the previous map, refreshes
 // the addresses of listed slot holders and the spares list, and returns the
 // next map. The generation rises by one exactly when a slot's node changed;
-// updated_at moves whenever the document changed.
+// updated_at moves whenever the document changed; an unchanged document is
+// returned as in.Prev itself, without building anything.
 func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.SlotMap, error) {
-	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: make([]cachenodes.Node, in.NumSlots), UpdatedAt: now}
-	if in.Prev != nil {
-		prev := in.Prev.Spec()
-		spec.Generation = prev.Generation
-		spec.UpdatedAt = prev.UpdatedAt
-		copy(spec.Slots, prev.Slots)
+	idx := plan.index
+	if idx == nil {
+		idx = newAssignIndex(in)
 	}
+	// The few slots this pass changes; every other slot keeps its holder.
+	changed := make(map[int]cachenodes.Node, len(plan.Evictions)+len(done))
 	for _, ev := range plan.Evictions {
-		if spec.Slots[ev.Slot].ID == ev.Node.ID {
-			spec.Slots[ev.Slot] = cachenodes.Node{}
+		if idx.prevSlot(ev.Slot).ID == ev.Node.ID {
+			changed[ev.Slot] = cachenodes.Node{}
 		}
 	}
+	placed := make(map[string]bool, len(done))
 	for _, p := range done {
-		if spec.Slots[p.Slot].IsZero() {
-			spec.Slots[p.Slot] = p.Node
+		if cur, ok := changed[p.Slot]; (ok && cur.IsZero()) || (!ok && idx.prevSlot(p.Slot).IsZero()) {
+			changed[p.Slot] = p.Node
+			placed[p.Node.ID] = true
 		}
 	}
-	byID := make(map[string]NodeView, len(in.Nodes))
-	for _, n := range in.Nodes {
-		byID[n.ID] = n
-	}
-	inSlot := make(map[string]bool, in.NumSlots)
-	for i, n := range spec.Slots {
-		if n.IsZero() {
-			continue
+	slotAt := func(i int) cachenodes.Node {
+		if n, ok := changed[i]; ok {
+			return n
 		}
-		inSlot[n.ID] = true
-		if v, ok := byID[n.ID]; ok && v.Listed && v.Addr != "" {
-			spec.Slots[i] = v.Node
+		n := idx.prevSlot(i)
+		if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
+			return v.Node
+		}
+		return n
+	}
+	isSpare := func(j int) bool {
+		n := &in.Nodes[j]
+		if i := idx.slotOf[j]; i >= 0 {
+			if cur, ok := changed[int(i)]; !ok || cur.ID == n.ID {
+				return false // still holds its slot
+			}
+		}
+		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID])
+	}
+
+	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && idx.sorted {
+		same := true
+		for i := 0; same && i < in.NumSlots; i++ {
+			same = slotAt(i) == in.Prev.Slot(i)
+		}
+		k, nspares := 0, in.Prev.NumSpares()
+		for j := 0; same && j < len(in.Nodes); j++ {
+			if isSpare(j) {
+				same = k < nspares && in.Prev.Spare(k) == in.Nodes[j].Node
+				k++
+			}
+		}
+		if same && k == nspares {
+			return in.Prev, nil
 		}
 	}
-	spec.Spares = []cachenodes.Node{}
-	for _, n := range in.Nodes {
-		if !inSlot[n.ID] && n.listedSpare() {
-			spec.Spares = append(spec.Spares, n.Node)
+
+	spares := len(plan.Evictions) + 16
+	if in.Prev != nil {
+		spares += in.Prev.NumSpares()
+	}
+	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: make([]cachenodes.Node, in.NumSlots), Spares: make([]cachenodes.Node, 0, spares), UpdatedAt: now}
+	for i := range spec.Slots {
+		spec.Slots[i] = slotAt(i)
+	}
+	for j := range in.Nodes {
+		if isSpare(j) {
+			spec.Spares = append(spec.Spares, in.Nodes[j].Node)
 		}
 	}
-	slices.SortFunc(spec.Spares, func(a, b cachenodes.Node) int { return cmp.Compare(a.ID, b.ID) })
+	if !idx.sorted {
+		slices.SortFunc(spec.Spares, func(a, b cachenodes.Node) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	switch {
+	case in.Prev == nil:
+		spec.Generation = 1
+	case !sameIDs(in.Prev, spec.Slots):
+		spec.Generation = in.Prev.Generation() + 1
+	default:
+		spec.Generation = in.Prev.Generation()
+		if in.Prev.Pool() == in.Pool && sameDoc(in.Prev, spec) {
+			return in.Prev, nil
+		}
+	}
 	next, err := cachenodes.NewSlotMap(spec)
 	if err != nil {
 		return nil, fmt.Errorf("building the next slot map: %w", err)
 	}
-	if in.Prev == nil || !next.SameSlots(in.Prev) {
-		spec.Generation++
-		spec.UpdatedAt = now
-	} else if !next.Equal(in.Prev) {
-		spec.UpdatedAt = now
-	} else {
-		return in.Prev, nil
+	return next, nil
+}
+
+func sameIDs(m *cachenodes.SlotMap, slots []cachenodes.Node) bool {
+	if m.NumSlots() != len(slots) {
+		return false
 	}
-	return cachenodes.NewSlotMap(spec)
+	for i, n := range slots {
+		if m.Slot(i).ID != n.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// sameDoc reports whether m holds exactly the slots and spares of spec.
+func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
+	if m.NumSlots() != len(spec.Slots) || m.NumSpares() != len(spec.Spares) {
+		return false
+	}
+	for i, n := range spec.Slots {
+		if m.Slot(i) != n {
+			return false
+		}
+	}
+	for i, n := range spec.Spares {
+		if m.Spare(i) != n {
+			return false
+		}
+	}
+	return true
 }

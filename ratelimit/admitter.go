@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -29,16 +30,33 @@ const (
 // when callers on several goroutines read their clocks in one order and
 // reach the Admitter in another.
 //
+// After a refusal the Admitter notes until when the bucket is known to hold
+// less than one token; until then it refuses without locking, which is what
+// the limiter would answer (a refusal changes nothing in it, and its tokens
+// only grow with time). A flood of boots during an incident, mostly refused,
+// therefore costs one atomic load per boot.
+//
 // A limit of 0 admits nothing. The zero value is not usable; build one with
 // NewAdmitter. An Admitter is safe for concurrent use; Allow and Admit do
 // not allocate.
 type Admitter struct {
+	// emptyUntil is the time, in nanoseconds after base, before which the
+	// bucket holds less than one token; 0 means unknown, and closed (the
+	// limit is 0) means until further notice.
+	emptyUntil atomic.Int64
+	// base is the first time seen; it is written once, under mu, before
+	// emptyUntil is first set, and never again.
+	base time.Time
+
 	mu    sync.Mutex
 	lim   *rate.Limiter
 	last  time.Time // latest time passed to lim
 	limit float64
 	burst int
 }
+
+// closed is emptyUntil while the limit is 0.
+const closed = math.MaxInt64
 
 // NewAdmitter returns an Admitter enforcing limit boots per second with the
 // given burst, starting with a full bucket.
@@ -83,6 +101,7 @@ func (a *Admitter) Set(limit float64, burst int, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.monotonic(now)
+	a.emptyUntil.Store(0)
 	a.lim.SetLimitAt(t, rateLimit(limit))
 	a.lim.SetBurstAt(t, bucketSize(limit, burst))
 	a.limit, a.burst = limit, burst
@@ -98,8 +117,15 @@ func (a *Admitter) Limit() (limit float64, burst int) {
 // Allow reports whether one boot may happen at now, and takes its token if
 // so.
 func (a *Admitter) Allow(now time.Time) bool {
+	if _, empty := a.knownEmpty(now); empty {
+		return false
+	}
 	a.mu.Lock()
-	ok := a.lim.AllowN(a.monotonic(now), 1)
+	t := a.monotonic(now)
+	ok := a.lim.AllowN(t, 1)
+	if !ok {
+		a.noteEmpty(t)
+	}
 	a.mu.Unlock()
 	return ok
 }
@@ -107,14 +133,57 @@ func (a *Admitter) Allow(now time.Time) bool {
 // Admit is Allow that also says, on refusal, how long to wait before the
 // next token: whole seconds, at least 1s (for a Retry-After header).
 func (a *Admitter) Admit(now time.Time) (ok bool, retryAfter time.Duration) {
+	if until, empty := a.knownEmpty(now); empty {
+		if until == closed {
+			return false, ClosedRetryAfter
+		}
+		return false, wholeSeconds(time.Duration(until) - now.Sub(a.base))
+	}
 	a.mu.Lock()
 	t := a.monotonic(now)
 	ok = a.lim.AllowN(t, 1)
 	if !ok {
+		a.noteEmpty(t)
 		retryAfter = a.retryAfter(t)
 	}
 	a.mu.Unlock()
 	return ok, retryAfter
+}
+
+// knownEmpty reports whether the bucket is known to hold less than one
+// token at now, and until when. It takes no lock.
+func (a *Admitter) knownEmpty(now time.Time) (until int64, empty bool) {
+	until = a.emptyUntil.Load()
+	switch until {
+	case 0:
+		return 0, false
+	case closed:
+		return closed, true
+	}
+	// a.base was written before the Store that until came from.
+	return until, int64(now.Sub(a.base)) < until
+}
+
+// noteEmpty records, after a refusal at t, until when the bucket will hold
+// less than one token (rounded down, so no admission is refused that the
+// limiter would grant; at most MaxRetryAfter ahead). It requires a.mu.
+func (a *Admitter) noteEmpty(t time.Time) {
+	if a.base.IsZero() {
+		a.base = t
+	}
+	if !(a.limit > 0) {
+		a.emptyUntil.Store(closed)
+		return
+	}
+	need := 1 - a.lim.TokensAt(t)
+	if !(need > 0) {
+		return
+	}
+	wait := min(need/a.limit, MaxRetryAfter.Seconds())
+	until := int64(t.Sub(a.base)) + int64(wait*float64(time.Second))
+	if until > 0 && until < closed {
+		a.emptyUntil.Store(until)
+	}
 }
 
 // RetryAfter returns how long from now until a token is free: whole
@@ -132,12 +201,17 @@ func (a *Admitter) retryAfter(t time.Time) time.Duration {
 		return ClosedRetryAfter
 	}
 	need := 1 - a.lim.TokensAt(t)
-	secs := math.Ceil(need / a.limit)
+	return wholeSeconds(time.Duration(min(need/a.limit, MaxRetryAfter.Seconds()) * float64(time.Second)))
+}
+
+// wholeSeconds rounds d up to whole seconds, at least 1s and at most
+// MaxRetryAfter.
+func wholeSeconds(d time.Duration) time.Duration {
 	switch {
-	case !(secs >= 1):
+	case d <= time.Second:
 		return time.Second
-	case secs >= MaxRetryAfter.Seconds():
+	case d >= MaxRetryAfter:
 		return MaxRetryAfter
 	}
-	return time.Duration(secs) * time.Second
+	return (d + time.Second - 1).Truncate(time.Second)
 }

@@ -1,11 +1,13 @@
 package ratelimit
 
 import (
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"golang.org/x/time/rate"
 )
 
 // admitted counts how many of n Allow calls at the real clock succeed.
@@ -172,6 +174,47 @@ func TestAdmitterConcurrentNeverExceedsBurst(t *testing.T) {
 	wg.Wait()
 	if total != 20 {
 		t.Fatalf("admitted %d, want 20 (the burst; 7ns cannot refill a 1/s bucket)", total)
+	}
+}
+
+// TestAdmitterDecidesLikeTheLimiter drives an Admitter and a plain
+// rate.Limiter with the same nondecreasing times and the same changes: the
+// Admitter's lock-free refusals must never differ from the limiter's
+// answer.
+func TestAdmitterDecidesLikeTheLimiter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	limits := []float64{0, 0.3, 1, 5, 50, 1000}
+	for run := range 20 {
+		limit, burst := limits[rng.IntN(len(limits))], 1+rng.IntN(10)
+		a := NewAdmitter(limit, burst)
+		ref := rate.NewLimiter(rateLimit(limit), bucketSize(limit, burst))
+		now := t0
+		for i := range 3000 {
+			now = now.Add(time.Duration(rng.IntN(int(40 * time.Millisecond))))
+			if rng.IntN(200) == 0 {
+				limit, burst = limits[rng.IntN(len(limits))], 1+rng.IntN(10)
+				a.Set(limit, burst, now)
+				ref.SetLimitAt(now, rateLimit(limit))
+				ref.SetBurstAt(now, bucketSize(limit, burst))
+			}
+			want := ref.AllowN(now, 1)
+			var got bool
+			var retry time.Duration
+			if i%2 == 0 {
+				got = a.Allow(now)
+			} else {
+				got, retry = a.Admit(now)
+			}
+			if got != want {
+				t.Fatalf("run %d, call %d at %v (limit %v, burst %d): admitter %v, limiter %v", run, i, now.Sub(t0), limit, burst, got, want)
+			}
+			if i%2 == 1 && !got {
+				wantRetry := a.RetryAfter(now)
+				if retry != wantRetry || retry < time.Second || retry%time.Second != 0 {
+					t.Fatalf("run %d, call %d: retry after %v from the fast path, %v from the limiter", run, i, retry, wantRetry)
+				}
+			}
+		}
 	}
 }
 

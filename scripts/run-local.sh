@@ -75,49 +75,52 @@ trap 'signalled=1; exit 143' TERM
 # busy PORT: something accepts TCP connections on 127.0.0.1:PORT.
 busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# pick PREFERRED: PREFERRED when free, else a free port from 20000 up
-# (skipping ports already picked by this script).
+# pick VAR PREFERRED: set VAR to PREFERRED when free, else to a free port
+# from 20000 up, never one this script picked already.
 picked=" "
 pick() {
-	local p=$1
+	local p=$2
 	if busy "$p" || [[ "$picked" == *" $p "* ]]; then
 		p=$((20000 + RANDOM % 20000))
 		while busy "$p" || [[ "$picked" == *" $p "* ]]; do p=$((p + 1)); done
 	fi
 	picked+="$p "
-	echo "$p"
+	printf -v "$1" '%s' "$p"
 }
 
-# wait_for WHAT SECONDS COMMAND...: run COMMAND until it succeeds.
+# wait_for WHAT SECONDS PID COMMAND...: run COMMAND until it succeeds; fail
+# when SECONDS pass or process PID (unless "-") exits first.
 wait_for() {
-	local what=$1 secs=$2
-	shift 2
+	local what=$1 secs=$2 pid=$3
+	shift 3
 	local deadline=$((SECONDS + secs))
 	until "$@" >/dev/null 2>&1; do
-		[ "$SECONDS" -lt "$deadline" ] || die "$what did not come up within ${secs}s (logs in $tmp)"
+		if [ "$pid" != - ] && ! kill -0 "$pid" 2>/dev/null; then
+			die "$what exited before it was ready (logs in $tmp)"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || die "$what was not ready within ${secs}s (logs in $tmp)"
 		sleep 0.1
 	done
 }
 
-http_port=$(pick 8500)
-dns_port=-1
-serf_lan=$(pick 8301)
-serf_wan=$(pick 8302)
-server_port=$(pick 8300)
+pick http_port 8500
+pick serf_lan 8301
+pick serf_wan 8302
+pick server_port 8300
 consul_addr=127.0.0.1:$http_port
-if [ "$http_port" != 8500 ]; then
-	echo "run-local: port 8500 is taken; Consul HTTP on $http_port (serf $serf_lan/$serf_wan, server $server_port)"
+if [ "$http_port $serf_lan $serf_wan $server_port" != "8500 8301 8302 8300" ]; then
+	echo "run-local: default Consul ports taken; using HTTP $http_port, serf LAN $serf_lan, serf WAN $serf_wan, server $server_port"
 fi
 echo "run-local: logs in $tmp"
 
 "$consul_bin" agent -dev -bind 127.0.0.1 -client 127.0.0.1 \
-	-http-port "$http_port" -dns-port "$dns_port" -grpc-port -1 \
+	-http-port "$http_port" -dns-port -1 -grpc-port -1 \
 	-serf-lan-port "$serf_lan" -serf-wan-port "$serf_wan" -server-port "$server_port" \
 	-node mcrib-local -log-level warn -hcl 'disable_update_check = true' \
 	>"$tmp/consul.log" 2>&1 &
 pids+=($!)
-leader() { curl -sf "http://$consul_addr/v1/status/leader" | grep -q 127.0.0.1; }
-wait_for "Consul" 60 leader
+leader() { curl -sf --max-time 2 "http://$consul_addr/v1/status/leader" | grep -q 127.0.0.1; }
+wait_for "Consul" 60 "$!" leader
 
 memcached_user=()
 [ "$(id -u)" = 0 ] && memcached_user=(-u root)
@@ -132,13 +135,13 @@ answers() { # answers PORT: memcached on PORT answers `version`.
 }
 azs=(a b c)
 for i in 1 2 3 4 5 6; do
-	port=$(pick $((11210 + i)))
+	pick port $((11210 + i))
 	"$memcached_bin" -l 127.0.0.1 -p "$port" -U 0 -m 64 -t 2 "${memcached_user[@]}" \
 		>"$tmp/memcached-mc-$i.log" 2>&1 &
 	pids+=($!)
-	wait_for "memcached mc-$i on port $port" 20 answers "$port"
+	wait_for "memcached mc-$i on port $port" 20 "$!" answers "$port"
 	az=${azs[$(((i - 1) % 3))]}
-	curl -sf -X PUT "http://$consul_addr/v1/agent/service/register" -d @- >/dev/null <<JSON ||
+	curl -sf --max-time 2 -X PUT "http://$consul_addr/v1/agent/service/register" -d @- >/dev/null <<JSON ||
 {"ID": "mc-$i", "Name": "memcached", "Address": "127.0.0.1", "Port": $port,
  "Meta": {"az": "$az"},
  "Check": {"Name": "memcached tcp 127.0.0.1:$port", "TCP": "127.0.0.1:$port",
@@ -148,7 +151,12 @@ JSON
 	echo "run-local: memcached mc-$i on 127.0.0.1:$port (az $az)"
 done
 
-listen_port=$(pick 7070)
+all_passing() {
+	[ "$(curl -sf --max-time 2 "http://$consul_addr/v1/health/state/passing" | grep -c '"ServiceID": *"mc-[1-6]"')" = 6 ]
+}
+wait_for "the six memcached checks to pass" 30 - all_passing
+
+pick listen_port 7070
 listen=127.0.0.1:$listen_port
 "$mcrib_bin" serve --consul "$consul_addr" --slots 4 --listen "$listen" --hold 30s "$@" \
 	>"$tmp/mcrib.log" 2>&1 &
@@ -157,8 +165,8 @@ pids+=("$mcrib_pid")
 # Show mcrib's log here too; tail stops by itself within a second of mcrib
 # exiting, so it prints mcrib's last words on shutdown as well.
 tail -n +1 -f --pid="$mcrib_pid" "$tmp/mcrib.log" &
-healthz() { curl -sf "http://$listen/healthz"; }
-wait_for "mcrib" 30 healthz
+healthz() { curl -sf --max-time 2 "http://$listen/healthz"; }
+wait_for "mcrib" 30 "$mcrib_pid" healthz
 
 echo
 echo "mcrib dashboard and API: http://$listen/"

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func (c *Consul) StartClientAgent(t testing.TB, ip string) *ConsulAgent {
 	}
 	a := &ConsulAgent{
 		IP:       ip,
-		NodeName: "agent-" + strings.ReplaceAll(ip, ".", "-"),
+		NodeName: c.agentName(ip),
 		DataDir:  t.TempDir(),
 		bin:      c.bin,
 		server:   c,
@@ -95,6 +96,25 @@ func (c *Consul) StartClientAgent(t testing.TB, ip string) *ConsulAgent {
 	}
 	t.Fatalf("testenv: starting consul client agent on %s: %v\n%s", ip, err, a.proc.tail(30))
 	return nil
+}
+
+// agentName returns "agent-127-0-0-2" for ip 127.0.0.2, with a suffix when
+// c already has an agent of that name.
+func (c *Consul) agentName(ip string) string {
+	base := "agent-" + strings.ReplaceAll(ip, ".", "-")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := base
+	for n := 2; ; n++ {
+		taken := false
+		for _, a := range c.agents {
+			taken = taken || a.NodeName == name
+		}
+		if !taken {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, n)
+	}
 }
 
 // start runs the agent and waits until it has joined the server.
@@ -181,7 +201,7 @@ func (a *ConsulAgent) servicesSynced() bool {
 // Stop sends SIGTERM to the agent and waits for it to exit. The agent leaves
 // the cluster gracefully first (this takes about 4s), so its node and
 // services are gone from the server's catalog and health endpoints when Stop
-// returns.
+// returns (unless the server is stopped too).
 //
 // Consul 1.13 keeps syncing check updates to the servers while it leaves, so
 // a check that changes during the leave can register the node again right
@@ -193,6 +213,9 @@ func (a *ConsulAgent) Stop(t testing.TB) {
 	t.Helper()
 	if err := a.proc.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("testenv: stopping consul agent %s: %v", a.NodeName, err)
+	}
+	if a.server.proc.exited() {
+		return // nobody to leave: the node stays as it was in the catalog
 	}
 	if deregistered, err := a.removeLeftNode(); err != nil {
 		t.Fatalf("testenv: removing the left node %s from the catalog: %v", a.NodeName, err)

@@ -114,13 +114,18 @@ func (c *Consul) start() error {
 	return c.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, c.ready)
 }
 
-// ready reports whether the server has a leader and accepts a KV write.
+// ready reports whether the server has a leader and accepts KV writes.
 func (c *Consul) ready() bool {
 	leader, err := c.probe.Status().Leader()
 	if err != nil || leader == "" {
 		return false
 	}
-	_, err = c.probe.KV().Put(&api.KVPair{Key: "testenv/ready", Value: []byte("1")}, nil)
+	// Leave no key behind: tests may list the whole KV store.
+	const key = "testenv-ready"
+	if _, err := c.probe.KV().Put(&api.KVPair{Key: key, Value: []byte("1")}, nil); err != nil {
+		return false
+	}
+	_, err = c.probe.KV().Delete(key, nil)
 	return err == nil
 }
 
