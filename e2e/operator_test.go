@@ -170,6 +170,29 @@ func TestReplicasElectOneLeader(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, "the leader sees the unfreeze", func() bool { return !lead.status().Frozen })
 
+	// Boots sent to either replica share one pool-wide limit.
+	if code, body, _ := follow.call("PUT", "/v1/ratelimit", `{"mode":"manual","limit":5,"burst":5}`, ""); code != 200 {
+		t.Fatalf("PUT /v1/ratelimit on the follower: %d %s", code, body)
+	}
+	testenv.Eventually(t, 10*time.Second, "both replicas enforce 5/s", func() bool {
+		var a, b struct{ Limit float64 }
+		return lead.getJSON("/v1/ratelimit", &a) == 200 && follow.getJSON("/v1/ratelimit", &b) == 200 && a.Limit == 5 && b.Limit == 5
+	})
+	time.Sleep(time.Second) // refill the bucket
+	admitted := 0
+	for i := range 40 {
+		target := lead
+		if i%2 == 1 {
+			target = follow
+		}
+		if code, _, _ := target.call("POST", "/v1/boot", "", ""); code == 200 {
+			admitted++
+		}
+	}
+	if admitted < 5 || admitted > 7 {
+		t.Fatalf("40 rapid boots over both replicas admitted %d, want 5 to 7 (one pool-wide limit)", admitted)
+	}
+
 	killed := time.Now()
 	lead.cmd.Process.Signal(syscall.SIGKILL)
 	<-lead.done

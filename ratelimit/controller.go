@@ -197,7 +197,7 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 			c.doc.AutoReason = reason
 		} else {
 			c.doc.Limit = next
-			c.doc.Burst = DefaultBurst(next)
+			c.doc.Burst = c.doc.autoBurst(next)
 			c.doc.Reason = reason
 			c.doc.AutoLimit = next
 			c.doc.AutoReason = ""

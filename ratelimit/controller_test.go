@@ -317,3 +317,22 @@ func TestControllerWaits(t *testing.T) {
 		t.Errorf("MinStep = %v, want 10", got)
 	}
 }
+
+// TestControllerKeepsPinnedAutoBurst: an operator's burst in auto mode
+// stays while the controller moves the limit.
+func TestControllerKeepsPinnedAutoBurst(t *testing.T) {
+	cfg := ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: time.Second}
+	doc := applySetting(InitialDocument(cfg, t0), Setting{Mode: ModeAuto, Burst: 7}, "op", t0, cfg, 0, false)
+	if doc.Burst != 7 || doc.AutoBurst != 7 {
+		t.Fatalf("after {auto, burst 7}: burst %d, auto_burst %d", doc.Burst, doc.AutoBurst)
+	}
+	c := NewController(cfg, doc)
+	d := c.Observe(t0.Add(time.Minute), 0.1)
+	if !d.Changed || d.Limit >= 1000 || d.Burst != 7 {
+		t.Fatalf("a cut with a pinned burst: %+v, want the limit cut and burst 7", d)
+	}
+	doc = applySetting(c.Document(), Setting{Mode: ModeAuto}, "op", t0.Add(2*time.Minute), cfg, 0, false)
+	if doc.AutoBurst != 0 || doc.Burst != DefaultBurst(doc.Limit) {
+		t.Fatalf("{auto} without burst: burst %d auto_burst %d, want the derived burst", doc.Burst, doc.AutoBurst)
+	}
+}

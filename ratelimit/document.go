@@ -37,8 +37,13 @@ type Document struct {
 	// Limit is the enforced boot limit in boots per second (finite, >= 0).
 	Limit float64 `json:"limit"`
 	// Burst is the number of boots admitted at once after a quiet spell
-	// (>= 1). In auto mode it is DefaultBurst(Limit).
+	// (>= 1). In auto mode it is AutoBurst when an operator pinned one,
+	// else DefaultBurst(Limit).
 	Burst int `json:"burst"`
+	// AutoBurst, when above 0, is the burst an operator pinned for auto
+	// mode ({"mode": "auto", "burst": B}); the controller keeps it as it
+	// moves the limit.
+	AutoBurst int `json:"auto_burst,omitempty"`
 	// HitRate is the pool's smoothed hit rate (0..1) when the document was
 	// last written; Service.Document overlays the live value.
 	HitRate float64 `json:"hit_rate"`
@@ -65,6 +70,14 @@ func Key(kvPrefix, pool string) string {
 		return pool + "/bootlimit"
 	}
 	return prefix + "/" + pool + "/bootlimit"
+}
+
+// autoBurst returns the burst that goes with limit in auto mode for d.
+func (d Document) autoBurst(limit float64) int {
+	if d.AutoBurst > 0 {
+		return d.AutoBurst
+	}
+	return DefaultBurst(limit)
 }
 
 // DefaultBurst returns the burst that goes with limit when none is given:

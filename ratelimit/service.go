@@ -231,7 +231,7 @@ func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, err
 		default:
 			s.apply(snap, false)
 			base = snap.Doc
-			if st.Mode == ModeAuto && base.Mode == ModeAuto {
+			if st.Mode == ModeAuto && base.Mode == ModeAuto && st.Burst == base.AutoBurst {
 				return s.Document(), nil
 			}
 		}

@@ -37,8 +37,9 @@ const (
 
 // Setting is an operator's change of the boot limit (PUT /v1/ratelimit).
 // In ModeManual, Limit is the pinned limit in boots per second and Burst the
-// burst, 0 meaning DefaultBurst(Limit). In ModeAuto, Limit and Burst are 0:
-// the controller takes over from the current limit. The zero value is not a
+// burst, 0 meaning DefaultBurst(Limit). In ModeAuto, Limit is 0: the
+// controller takes over from the current limit; Burst, when above 0, pins
+// the burst the controller keeps while it moves the limit. The zero value is not a
 // valid setting.
 type Setting struct {
 	Mode  string
@@ -54,8 +55,8 @@ func (s Setting) Validate() error {
 		if s.Limit != 0 {
 			return invalid("limit is only accepted in manual mode; in auto mode the controller sets it")
 		}
-		if s.Burst != 0 {
-			return invalid("burst is only accepted in manual mode; in auto mode it follows the limit")
+		if s.Burst < 0 || s.Burst > maxBurst {
+			return invalid(msgBurst)
 		}
 	case ModeManual:
 		if !finite(s.Limit) || s.Limit < 0 {
@@ -124,22 +125,18 @@ func ParseSetting(body []byte) (Setting, error) {
 		if hasLimit {
 			return Setting{}, invalid("limit is only accepted in manual mode; in auto mode the controller sets it")
 		}
-		if hasBurst {
-			return Setting{}, invalid("burst is only accepted in manual mode; in auto mode it follows the limit")
-		}
-		return s, nil
-	}
-	if !hasLimit {
+	} else if !hasLimit {
 		return Setting{}, invalid("manual mode needs a limit: a finite number of boots per second, at least 0")
+	} else {
+		if !isNumber(limit) {
+			return Setting{}, invalid(msgLimit)
+		}
+		v, err := strconv.ParseFloat(string(limit), 64)
+		if err != nil || !finite(v) || v < 0 {
+			return Setting{}, invalid(msgLimit)
+		}
+		s.Limit = v
 	}
-	if !isNumber(limit) {
-		return Setting{}, invalid(msgLimit)
-	}
-	v, err := strconv.ParseFloat(string(limit), 64)
-	if err != nil || !finite(v) || v < 0 {
-		return Setting{}, invalid(msgLimit)
-	}
-	s.Limit = v
 	if hasBurst {
 		if !isNumber(burst) {
 			return Setting{}, invalid(msgBurst)
@@ -198,10 +195,13 @@ func applySetting(base Document, st Setting, by string, now time.Time, cfg Contr
 		to := min(max(from, cfg.Floor), cfg.Ceiling)
 		next.Mode = ModeAuto
 		next.Limit = to
-		next.Burst = DefaultBurst(to)
+		next.AutoBurst = st.Burst
+		next.Burst = next.autoBurst(to)
 		next.AutoLimit = to
 		next.AutoReason = ""
 		switch {
+		case to == from && base.Mode == ModeAuto:
+			next.Reason = fmt.Sprintf("burst set to %d in auto mode%s", next.Burst, byWhom)
 		case to == from:
 			next.Reason = fmt.Sprintf("set to auto%s, resuming from %s boots/s", byWhom, fmtLimit(to))
 		case to > from:

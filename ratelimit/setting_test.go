@@ -17,6 +17,7 @@ func TestParseSetting(t *testing.T) {
 		{`{"mode": "manual", "limit": 2.5, "burst": 3}`, Setting{Mode: ModeManual, Limit: 2.5, Burst: 3}},
 		{`{"limit": 1e3, "mode": "manual"}`, Setting{Mode: ModeManual, Limit: 1000}},
 		{`{"mode": "auto"}`, Setting{Mode: ModeAuto}},
+		{`{"mode": "auto", "burst": 7}`, Setting{Mode: ModeAuto, Burst: 7}},
 		{" \n{\"mode\": \"auto\"}\n ", Setting{Mode: ModeAuto}},
 	}
 	for _, tt := range tests {
@@ -57,7 +58,7 @@ func TestParseSettingRefuses(t *testing.T) {
 		{`{"mode": "manual", "limit": 5, "burst": "2"}`, msgBurst},
 		{`{"mode": "manual", "limit": 5, "burst": 1e12}`, msgBurst},
 		{`{"mode": "auto", "limit": 5}`, "limit is only accepted in manual mode; in auto mode the controller sets it"},
-		{`{"mode": "auto", "burst": 5}`, "burst is only accepted in manual mode; in auto mode it follows the limit"},
+		{`{"mode": "auto", "burst": 0}`, msgBurst},
 		{`{"mode": "manual", "limit": 5, "rate": 5}`, `unknown field "rate"; the fields are mode, limit and burst`},
 		{`{"mode": "manual", "limit": 5, "z": 1, "a": 2}`, `unknown field "a", "z"; the fields are mode, limit and burst`},
 		{`{"mode": "manual", "limit": 5} {"mode": "auto"}`, "the body must hold exactly one JSON object and nothing after it"},
@@ -102,7 +103,7 @@ func TestSettingValidate(t *testing.T) {
 		{},
 		{Mode: "x"},
 		{Mode: ModeAuto, Limit: 5},
-		{Mode: ModeAuto, Burst: 5},
+		{Mode: ModeAuto, Burst: -5},
 		{Mode: ModeManual, Limit: -1},
 		{Mode: ModeManual, Limit: 5, Burst: -1},
 	}
@@ -111,7 +112,7 @@ func TestSettingValidate(t *testing.T) {
 			t.Errorf("%+v.Validate() = %v, want ErrInvalidSetting", s, err)
 		}
 	}
-	for _, s := range []Setting{{Mode: ModeAuto}, {Mode: ModeManual}, {Mode: ModeManual, Limit: 5, Burst: 2}} {
+	for _, s := range []Setting{{Mode: ModeAuto}, {Mode: ModeAuto, Burst: 5}, {Mode: ModeManual}, {Mode: ModeManual, Limit: 5, Burst: 2}} {
 		if err := s.Validate(); err != nil {
 			t.Errorf("%+v.Validate() = %v", s, err)
 		}

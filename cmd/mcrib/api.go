@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httputil"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,12 +69,17 @@ type apiServer struct {
 	token   string
 	logger  *slog.Logger
 	metrics http.Handler
+	// leader tells whether this process leads and who does; a follower
+	// forwards boots to the leader so the limit holds for the whole pool.
+	leader  func() (leading bool, leaderID string)
+	forward *httputil.ReverseProxy
 	// routes maps a path to its handlers by method.
 	routes map[string]map[string]handler
 }
 
-func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger) *apiServer {
-	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics}
+func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
+	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader}
+	a.forward = a.newBootForwarder()
 	a.routes = map[string]map[string]handler{
 		"/v1/slotmap":   {http.MethodGet: a.getSlotMap},
 		"/v1/status":    {http.MethodGet: a.getStatus},
@@ -258,7 +264,12 @@ func (a *apiServer) putRateLimit(w http.ResponseWriter, r *http.Request) error {
 	}
 	by := a.who(r)
 	doc, err := a.boot.Set(r.Context(), st, by)
-	if err != nil {
+	switch {
+	case errors.Is(err, ratelimit.ErrInvalidSetting):
+		return errorf(http.StatusBadRequest, "%s", err.Error())
+	case errors.Is(err, ratelimit.ErrConflict):
+		return errorf(http.StatusConflict, "the boot limit kept changing under this call; try again")
+	case err != nil:
 		return errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", by, "what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst)
@@ -267,6 +278,45 @@ func (a *apiServer) putRateLimit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) postBoot(w http.ResponseWriter, r *http.Request) error {
+	if a.leader != nil && r.Header.Get(forwardedHeader) == "" {
+		if leading, id := a.leader(); !leading && id != "" {
+			a.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, id)))
+			return nil
+		}
+	}
+	return a.admitLocally(w)
+}
+
+// forwardedHeader marks a boot a follower forwarded, so it is never
+// forwarded twice.
+const forwardedHeader = "X-Mcrib-Forwarded"
+
+type leaderKey struct{}
+
+// newBootForwarder returns the proxy a follower sends boots through; when
+// the leader cannot be reached, the follower admits from its own copy of
+// the limit.
+func (a *apiServer) newBootForwarder() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			id, _ := pr.In.Context().Value(leaderKey{}).(string)
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = id
+			pr.Out.Host = id
+			pr.Out.Header.Set(forwardedHeader, "1")
+		},
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 2 * time.Second},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			a.logger.Warn("forwarding a boot to the leader failed; admitting locally", "err", err)
+			if err := a.admitLocally(w); err != nil {
+				writeError(w, err)
+			}
+		},
+	}
+}
+
+// admitLocally answers a boot from this process's limiter.
+func (a *apiServer) admitLocally(w http.ResponseWriter) error {
 	ok, retry := a.boot.Admit()
 	if a.rec != nil {
 		a.rec.BootAdmission(ok)

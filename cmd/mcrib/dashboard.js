@@ -67,11 +67,21 @@
     return n === null ? "—" : (n * 100).toFixed(1) + " %";
   }
 
+  // fmtSeconds renders an age in seconds, with minutes or hours added
+  // when it is long.
+  function fmtSeconds(s) {
+    if (s < 120) return s + " s";
+    return s + " s (" + fmtAge(s) + ")";
+  }
+
   // fmtAge renders a number of seconds for a person.
   function fmtAge(s) {
     if (s < 120) return s + " s";
-    if (s < 7200) return s + " s (" + Math.floor(s / 60) + " min)";
-    return s + " s (" + (s / 3600).toFixed(1) + " h)";
+    const m = Math.floor(s / 60);
+    if (m < 120) return m + " min";
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + " h " + (m % 60) + " min";
+    return Math.floor(h / 24) + " d " + (h % 24) + " h";
   }
 
   function pad(n) {
@@ -160,7 +170,7 @@
 
     const rec = byId("reconcile");
     const age = ageOf(st.last_reconcile_at);
-    setText(rec, age === null ? "never" : fmtAge(age) + " ago");
+    setText(rec, age === null ? "never" : fmtSeconds(age) + " ago");
     setClass(rec, "bad", age === null || age > RECONCILE_OLD_S);
     setClass(rec, "good", age !== null && age <= RECONCILE_OLD_S);
 
@@ -248,7 +258,7 @@
     const state = str(n.state) || "unknown";
     const td = el("td", null, el("span", "pill state-" + state.replace(/[^a-z]/g, ""), state));
     const absent = ageOf(n.absent_since);
-    if (absent !== null) td.append(el("span", "muted", " absent " + fmtAge(absent)));
+    if (absent !== null) td.append(el("span", "muted small", " absent " + fmtAge(absent)));
     return td;
   }
 
@@ -293,15 +303,12 @@
         sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n)].join("|"),
         build: () => {
           if (!id) {
+            const note = el("td", "vacant-note", "no node: keys of this slot miss until a node is placed");
+            note.colSpan = 6;
             const tr = el("tr", "vacant",
               el("td", "num", String(slot)),
               el("td", "vacant-label", "VACANT"),
-              el("td", "muted", "keys of this slot miss"),
-              el("td", "muted", "—"),
-              el("td", "muted", "—"),
-              el("td", "muted", "—"),
-              el("td", "muted", "—"),
-              el("td", "num muted", "—"));
+              note);
             tr.setAttribute("data-slot", String(slot));
             return tr;
           }

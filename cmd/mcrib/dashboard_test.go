@@ -12,8 +12,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -165,39 +167,53 @@ func dashFetch(t *testing.T, h http.Handler, path string) string {
 	return rec.Body.String()
 }
 
-// dashFakeAPI is a fake of the read API the dashboard polls. Each dashAnswer is
+// dashSource answers one path of the fake API; n counts the requests to
+// that path since the fake was last set, from 1.
+type dashSource func(n int, now time.Time) (code int, body string)
+
+// dashFakeAPI is a fake of the read API the dashboard polls. Answers are
 // built per request, so times can be relative to now.
 type dashFakeAPI struct {
-	mu        sync.Mutex
-	status    func(now time.Time) (int, string)
-	slotmap   func(now time.Time) (int, string)
-	ratelimit func(now time.Time) (int, string)
+	mu      sync.Mutex
+	sources map[string]dashSource
+	counts  map[string]int
 }
 
-func (f *dashFakeAPI) set(status, slotmap, ratelimit func(time.Time) (int, string)) {
+func (f *dashFakeAPI) set(status, slotmap, ratelimit dashSource) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status, f.slotmap, f.ratelimit = status, slotmap, ratelimit
+	f.sources = map[string]dashSource{"/v1/status": status, "/v1/slotmap": slotmap, "/v1/ratelimit": ratelimit}
+	f.counts = map[string]int{}
 }
 
 func (f *dashFakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	src := map[string]func(time.Time) (int, string){
-		"/v1/status": f.status, "/v1/slotmap": f.slotmap, "/v1/ratelimit": f.ratelimit,
-	}[r.URL.Path]
+	src := f.sources[r.URL.Path]
+	f.counts[r.URL.Path]++
+	n := f.counts[r.URL.Path]
 	f.mu.Unlock()
 	if src == nil || r.Method != http.MethodGet {
 		http.Error(w, `{"error":"not in the fake"}`, http.StatusNotFound)
 		return
 	}
-	code, body := src(time.Now())
+	code, body := src(n, time.Now())
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	io.WriteString(w, body)
 }
 
-func dashAnswer(code int, body string) func(time.Time) (int, string) {
-	return func(time.Time) (int, string) { return code, body }
+func dashAnswer(code int, body string) dashSource {
+	return func(int, time.Time) (int, string) { return code, body }
+}
+
+// dashFailAfter answers with ok for the first k requests, then with fail.
+func dashFailAfter(k int, ok, fail dashSource) dashSource {
+	return func(n int, now time.Time) (int, string) {
+		if n <= k {
+			return ok(n, now)
+		}
+		return fail(n, now)
+	}
 }
 
 // dashFrozenReason has markup in it: the page must show it as text.
@@ -206,8 +222,8 @@ const dashFrozenReason = `INC-4711 <b>db failover</b> & cache refill`
 // dashStatusDoc is a status document of pool payments-east, generation 4817,
 // whose last reconcile was reconcileAge ago, with four slots (slot 2
 // vacant), spare mc-9 and down node mc-7. mutate edits it before encoding.
-func dashStatusDoc(reconcileAge time.Duration, mutate func(map[string]any)) func(time.Time) (int, string) {
-	return func(now time.Time) (int, string) {
+func dashStatusDoc(reconcileAge time.Duration, mutate func(map[string]any)) dashSource {
+	return func(_ int, now time.Time) (int, string) {
 		ts := func(d time.Duration) string { return now.Add(-d).UTC().Format(time.RFC3339) }
 		node := func(id, addr, az string, slot any, consul string, reachable bool, state string, absentSince any, flaps int, suppressed bool) map[string]any {
 			return map[string]any{"id": id, "addr": addr, "az": az, "slot": slot, "consul": consul, "reachable": reachable,
@@ -268,7 +284,7 @@ func TestDashboardInChromium(t *testing.T) {
 	frozenPool := dashStatusDoc(45*time.Second, nil)
 	tests := []struct {
 		name   string
-		status func(time.Time) (int, string)
+		status dashSource
 		check  func(t *testing.T, d *dashNode)
 	}{
 		{
@@ -354,32 +370,55 @@ func TestDashboardInChromium(t *testing.T) {
 			status: dashAnswer(http.StatusInternalServerError, `{"error":"the loop is wedged"}`),
 			check: func(t *testing.T, d *dashNode) {
 				dashWantShown(t, d, "error", true)
-				dashWantContains(t, d, "error", "cannot reach mcrib", "v1/status", "500", "the loop is wedged")
+				dashWantContains(t, d, "error", "cannot reach mcrib", "v1/status", "HTTP 500", "the loop is wedged")
 				dashWantShown(t, d, "frozen-banner", false)
+				dashWantText(t, d, "pool", "—")
 				// The slot map still answers: its rows are shown, without node states.
 				if rows := d.byID(t, "slots").elementsNamed("tr"); len(rows) != 4 {
 					t.Errorf("#slots has %d rows, want 4", len(rows))
 				}
 			},
 		},
+		{
+			name:   "status fails after one answer",
+			status: dashFailAfter(1, frozenPool, dashAnswer(http.StatusInternalServerError, `{"error":"the loop is wedged"}`)),
+			check: func(t *testing.T, d *dashNode) {
+				dashWantShown(t, d, "error", true)
+				dashWantContains(t, d, "error", "cannot reach mcrib", "HTTP 500", "the loop is wedged", "last good answer")
+				// The old answer stays on screen, marked stale.
+				dashWantText(t, d, "pool", "payments-east")
+				dashWantShown(t, d, "frozen-banner", true)
+				for id, stale := range map[string]bool{"band": true, "banners": true, "slots-panel": true, "bootlimit-panel": false} {
+					if got := d.byID(t, id).hasClass("stale"); got != stale {
+						t.Errorf("#%s stale = %v, want %v", id, got, stale)
+					}
+				}
+			},
+		},
 	}
-	for _, tt := range tests {
+	shots := os.Getenv("MCRIB_SCREENSHOT") != ""
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake.set(tt.status, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
 			out := dashRunChromium(t, bin, "--dump-dom", srv.URL+"/")
 			tt.check(t, dashParseDOM(t, out))
+			if !shots {
+				return
+			}
+			// The first case is the screenshot to look at; the others are
+			// kept next to it.
+			shot := "/tmp/mcrib-dashboard.png"
+			if i > 0 {
+				shot = fmt.Sprintf("/tmp/mcrib-dashboard-%d.png", i)
+			}
+			os.Remove(shot)
+			fake.set(tt.status, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
+			dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,900", srv.URL+"/")
+			if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+				t.Fatalf("no screenshot at %s: %v", shot, err)
+			}
+			t.Logf("screenshot of %q written to %s", tt.name, shot)
 		})
-	}
-
-	if os.Getenv("MCRIB_SCREENSHOT") != "" {
-		fake.set(frozenPool, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
-		const shot = "/tmp/mcrib-dashboard.png"
-		os.Remove(shot)
-		dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,900", srv.URL+"/")
-		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
-			t.Fatalf("no screenshot at %s: %v", shot, err)
-		}
-		t.Logf("screenshot written to %s", shot)
 	}
 }
 
@@ -436,20 +475,50 @@ func dashRunChromium(t *testing.T, bin string, args ...string) string {
 	return stdout.String()
 }
 
-// dashKillGroup kills process group pgid and waits up to 5 s for it to be gone.
+// dashKillGroup kills process group pgid and waits up to 5 s until none of
+// its processes runs any more. Zombies count as gone: once chromium itself
+// is reaped, its orphaned children are init's to reap.
 func dashKillGroup(t *testing.T, pgid int) {
 	t.Helper()
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+	for dashGroupRuns(pgid) {
+		if time.Now().After(deadline) {
+			t.Logf("chromium process group %d still runs 5 s after SIGKILL", pgid)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("chromium process group %d still exists 5 s after SIGKILL", pgid)
+}
+
+// dashGroupRuns reports whether a process of group pgid is alive and not a
+// zombie, reading /proc; without /proc it asks kill(2).
+func dashGroupRuns(pgid int) bool {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		if fields[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
 
 func dashTail(s string, n int) string {

@@ -113,9 +113,11 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
 		return 1
 	}
-	api := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger)
+	handler := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger, func() (bool, string) {
+		return elector.IsLeader(), elector.LeaderID()
+	})
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
