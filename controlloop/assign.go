@@ -133,8 +133,14 @@ func Decide(in Input) Plan {
 	for _, ev := range plan.Evictions {
 		evicted[ev.Slot] = true
 	}
+	// Slots vacated in this pass come first, so each takes a spare of its
+	// departed node's zone before an already vacant slot (with no zone to
+	// prefer) takes the lowest ID.
+	for _, ev := range plan.Evictions {
+		vacant = append(vacant, ev.Slot)
+	}
 	for i := range in.NumSlots {
-		if idx.prevSlot(i).IsZero() || evicted[i] {
+		if idx.prevSlot(i).IsZero() {
 			vacant = append(vacant, i)
 		}
 	}

@@ -680,6 +680,15 @@ func TestDecideBuild(t *testing.T) {
 			wantGen: 2, wantTouched: true,
 		},
 		{
+			name: "a vacated slot takes its zone's spare before an already vacant slot",
+			prev: []string{"", "b1"}, prevSpares: []string{"b2", "c1"}, prevGen: 3,
+			nodes:     []NodeView{vDue("b1"), vUp("b2"), vUp("c1")},
+			budget:    1,
+			wantEvict: []string{"1=b1/hold_expired"}, wantPlace: []string{"1=b2", "0=c1"},
+			wantSlots: []string{"c1", "b2"}, wantSpares: []string{},
+			wantGen: 4, wantTouched: true,
+		},
+		{
 			name: "zone preference only among eligible spares",
 			prev: []string{"c1", "b1"}, prevSpares: []string{"b2", "c3"}, prevGen: 1,
 			nodes: []NodeView{vUp("c1"), vDue("b1"), vFlapping("b2"), vUnreachable("b3"),

@@ -382,6 +382,10 @@
     syncRows(byId("spares"), spareRows);
     setText(byId("spares-summary"), "(" + spares.length + ")");
     setClass(byId("spares-summary"), "bad-text", spares.length === 0);
+    const count = byId("spare-count");
+    setText(count, String(spares.length));
+    setClass(count, "bad", spares.length === 0);
+    setClass(count, "good", spares.length > 0);
 
     const downRows = down.map((n) => ({
       sig: [n.id, n.addr, n.az, nodeSig(n)].join("|"),
@@ -398,9 +402,13 @@
         return tr;
       },
     }));
-    if (downRows.length === 0) downRows.push(emptyRow(6, "none"));
+    if (!st) {
+      downRows.push(emptyRow(6, "unknown: v1/status has not answered yet"));
+    } else if (downRows.length === 0) {
+      downRows.push(emptyRow(6, "none"));
+    }
     syncRows(byId("down"), downRows);
-    setText(byId("down-summary"), "(" + down.length + ")");
+    setText(byId("down-summary"), st ? "(" + down.length + ")" : "");
     setClass(byId("down-summary"), "bad-text", down.length > 0);
   }
 
@@ -411,8 +419,9 @@
     if (!bl) return;
     const manual = str(bl.mode) === "manual";
     const mode = byId("bl-mode");
-    setText(mode, manual ? "MANUAL (pinned by an operator)" : str(bl.mode) === "auto" ? "auto (follows the hit rate)" : str(bl.mode) || "—");
+    setText(mode, manual ? "MANUAL" : str(bl.mode) || "—");
     setClass(mode, "warn", manual);
+    setText(byId("bl-mode-note"), manual ? "pinned by an operator" : str(bl.mode) === "auto" ? "follows the hit rate" : "");
     setText(byId("bl-limit"), fmtNum(bl.limit) + " boots/s");
     const meter = byId("bl-meter");
     const ceiling = num(bl.ceiling);

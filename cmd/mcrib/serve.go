@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -254,6 +255,11 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	}
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
+	}
+	if _, known := boot.HitRate(); !known {
+		// No interval with traffic measured here (yet, or a follower): NaN,
+		// so a rule like mcrib_hit_rate < 0.8 does not fire on an idle pool.
+		g.HitRate = math.NaN()
 	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++
