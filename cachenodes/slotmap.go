@@ -25,6 +25,9 @@ type SlotMap struct {
 	updatedAt  time.Time
 	slots      []Node
 	spares     []Node
+	// slotOf maps each slot holder's ID to its slot; built once by
+	// NewSlotMap (it is the duplicate check's set), read-only after.
+	slotOf map[string]int
 }
 
 // SlotMapSpec is the plain description NewSlotMap validates into a SlotMap.
@@ -90,6 +93,7 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		updatedAt:  spec.UpdatedAt.UTC(),
 		slots:      append([]Node(nil), spec.Slots...),
 		spares:     append([]Node(nil), spec.Spares...),
+		slotOf:     seen,
 	}, nil
 }
 
@@ -132,12 +136,11 @@ func (m *SlotMap) NumSpares() int { return len(m.spares) }
 // Spare returns spare i.
 func (m *SlotMap) Spare(i int) Node { return m.spares[i] }
 
-// SlotOf returns the slot that node id holds, or -1.
+// SlotOf returns the slot that node id holds, or -1. It takes constant
+// time.
 func (m *SlotMap) SlotOf(id string) int {
-	for i, n := range m.slots {
-		if n.ID == id && id != "" {
-			return i
-		}
+	if i, ok := m.slotOf[id]; ok && id != "" {
+		return i
 	}
 	return -1
 }

@@ -149,7 +149,7 @@ func Decide(in Input) Plan {
 	}
 	// Candidates are the eligible spares, by ID; an evicted node is a
 	// holder of the previous map, so it is not among them.
-	cands := make([]int, 0, len(in.Nodes)-len(idx.holder))
+	cands := make([]int, 0, len(in.Nodes)-idx.holders)
 	for j := range in.Nodes {
 		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() {
 			cands = append(cands, j)
@@ -187,20 +187,16 @@ func Decide(in Input) Plan {
 type assignIndex struct {
 	prev     *cachenodes.SlotMap
 	numSlots int
-	holder   map[string]int // slot holder ID -> slot
-	view     []int32        // index in Nodes of each slot's holder; -1 if unknown
-	slotOf   []int32        // slot of each node of Nodes in the previous map; -1 if none
-	sorted   bool           // in.Nodes is sorted by ID
+	holders  int     // how many of Nodes hold a slot
+	view     []int32 // index in Nodes of each slot's holder; -1 if unknown
+	slotOf   []int32 // slot of each node of Nodes in the previous map; -1 if none
+	sorted   bool    // in.Nodes is sorted by ID
 }
 
 func newAssignIndex(in Input) *assignIndex {
 	idx := &assignIndex{prev: in.Prev, numSlots: in.NumSlots, view: make([]int32, in.NumSlots), slotOf: make([]int32, len(in.Nodes)), sorted: true}
-	idx.holder = make(map[string]int, in.NumSlots)
-	for i := range in.NumSlots {
+	for i := range idx.view {
 		idx.view[i] = -1
-		if n := idx.prevSlot(i); !n.IsZero() {
-			idx.holder[n.ID] = i
-		}
 	}
 	for j := range in.Nodes {
 		id := in.Nodes[j].ID
@@ -208,9 +204,13 @@ func newAssignIndex(in Input) *assignIndex {
 			idx.sorted = false
 		}
 		idx.slotOf[j] = -1
-		if i, ok := idx.holder[id]; ok {
+		if in.Prev == nil {
+			continue
+		}
+		if i := in.Prev.SlotOf(id); i >= 0 && i < in.NumSlots {
 			idx.view[i] = int32(j)
 			idx.slotOf[j] = int32(i)
+			idx.holders++
 		}
 	}
 	return idx
