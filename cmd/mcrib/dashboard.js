@@ -135,7 +135,7 @@
         body = null;
       }
       if (!resp.ok) {
-        let msg = body && typeof body.error === "string" ? body.error : text.trim().slice(0, 200);
+        const msg = body && typeof body.error === "string" ? body.error : text.trim().slice(0, 200);
         throw new Error("GET " + path + ": HTTP " + resp.status + (msg ? ": " + msg : ""));
       }
       if (body === null || typeof body !== "object") throw new Error("GET " + path + ": the answer is not JSON");
@@ -294,9 +294,10 @@
     }
     const nodes = nodesById();
     let vacant = 0;
-    const rows = sm.slots.map((s, i) => {
-      const slot = num(s && s.slot) === null ? i : s.slot;
-      const id = str(s && s.node_id);
+    const rows = sm.slots.map((entry, i) => {
+      const s = entry && typeof entry === "object" ? entry : {};
+      const slot = num(s.slot) === null ? i : s.slot;
+      const id = str(s.node_id);
       const n = id ? nodes.get(id) : null;
       if (!id) vacant++;
       return {
