@@ -1,14 +1,27 @@
 package testenv
 
 import (
+	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
+)
+
+// portLow and portHigh bound the ports FreePort hands out: below Linux's
+// default ephemeral range (32768-60999) and above the well-known services.
+const (
+	portLow  = 20000
+	portHigh = 32000
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
 // port is not reserved: another process may take it before the caller binds
 // it, which the process starters in this package detect and retry.
+//
+// Ports come from below the kernel's ephemeral range (see portLow and
+// portHigh), so the outgoing connections of every other test cannot take
+// a port while a process is restarted on it.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	ports, err := freePorts("127.0.0.1", 1, false)
@@ -30,15 +43,18 @@ func freePorts(ip string, n int, udp bool) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for attempts := 0; len(ports) < n; attempts++ {
-		if attempts > 20*n {
+		if attempts > 200*n {
 			return nil, errNoFreePort
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		port := portLow + rand.IntN(portHigh-portLow)
+		if slices.Contains(ports, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 		if err != nil {
-			return nil, err
+			continue // taken; try another port.
 		}
 		closers = append(closers, l.Close)
-		port := l.Addr().(*net.TCPAddr).Port
 		if udp {
 			pc, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
 			if err != nil {
