@@ -3,11 +3,11 @@
 # GET /healthz on the same server as the baseline, in the same run.
 # Starts its own Consul dev agent, one memcached and mcrib serve on free
 # loopback ports; stops them all on exit.
-#   usage: scripts/bench-boot.sh [duration, default 10s] [connections, default 32]
+#   usage: scripts/bench-boot.sh [duration, default 10s] [connections, default 8; env threads (default 1)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s}
-conns=${2:-32}
+conns=${2:-8}
 for bin in bin/consul bin/mcrib; do
   [ -x "$bin" ] || { echo "bench-boot: $bin is missing: run 'make build' first" >&2; exit 1; }
 done
@@ -40,9 +40,9 @@ cat >"$tmp/post.lua" <<'LUA'
 wrk.method = "POST"
 LUA
 echo "== baseline: GET /healthz, $dur, $conns connections"
-wrk -t2 -c"$conns" -d"$dur" --latency "http://$api/healthz" | tee "$tmp/base.txt"
+wrk -t"${threads:-1}" -c"$conns" -d"$dur" --latency "http://$api/healthz" | tee "$tmp/base.txt"
 echo "== POST /v1/boot (limit 1e9: every boot admitted), $dur, $conns connections"
-wrk -t2 -c"$conns" -d"$dur" --latency -s "$tmp/post.lua" "http://$api/v1/boot" | tee "$tmp/boot.txt"
+wrk -t"${threads:-1}" -c"$conns" -d"$dur" --latency -s "$tmp/post.lua" "http://$api/v1/boot" | tee "$tmp/boot.txt"
 rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
 p99() { awk '$1=="99%" {print $2}' "$1"; }
 echo "== summary"
