@@ -344,7 +344,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 		}
 		l.tr.ensure(l.current, now)
 		l.tr.prune(l.current)
-		l.autoFrozen = ""
+		l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
 		l.lastReconcile, l.passErr = now, nil
 		cur := l.current
 		l.mu.Unlock()
@@ -362,18 +362,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 		return "waiting", nil
 	}
 	l.tr.ensure(prev, now)
-	serving, absent := l.tr.absentHolders(prev)
-	tripped, reason := l.guard.Check(serving, absent)
-	if l.tr.fault != "" {
-		tripped, reason = true, l.tr.fault
-	}
-	if tripped && l.autoFrozen != reason {
-		l.opts.Logger.Warn("automatic freeze", "reason", reason)
-	}
-	l.autoFrozen = ""
-	if tripped {
-		l.autoFrozen = reason
-	}
+	tripped := l.autoFreezeLocked(prev)
 	in := Input{
 		Pool:     l.opts.Pool,
 		NumSlots: l.opts.NumSlots,
@@ -423,6 +412,30 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 	}
 	l.writeRouterConfig(next)
 	return "ok", nil
+}
+
+// autoFreezeLocked decides the automatic freeze over the slot holders of
+// m: the mass-absence guard, or a fault of discovery. It records the reason
+// for the status, logs when it changes, and reports whether it is on.
+// l.mu must be held.
+func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
+	serving, absent := l.tr.absentHolders(m)
+	tripped, reason := l.guard.Check(serving, absent)
+	if l.tr.fault != "" {
+		tripped, reason = true, l.tr.fault
+	}
+	if !tripped {
+		reason = ""
+	}
+	if reason != l.autoFrozen {
+		if tripped {
+			l.opts.Logger.Warn("automatic freeze", "reason", reason)
+		} else {
+			l.opts.Logger.Info("automatic freeze lifted")
+		}
+	}
+	l.autoFrozen = reason
+	return tripped
 }
 
 func (l *Loop) setPassError(err error, consul bool) {
