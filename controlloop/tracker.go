@@ -49,6 +49,9 @@ type nodeState struct {
 	// unreachable for longer than the flush-after threshold.
 	needsFlush bool
 	flushing   bool
+	// flushMark is cmd_flush when needsFlush was set: a higher count means
+	// somebody (the leader, when this process follows) flushed it since.
+	flushMark uint64
 
 	penalty flapdamp.Penalty
 }
@@ -163,10 +166,13 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 	if !s.reachable && s.probed && holdsSlot && !restarted {
 		if down := now.Sub(s.unreachableSince); t.cfg.FlushAfter == 0 || down > t.cfg.FlushAfter {
 			s.needsFlush = true
+			s.flushMark = st.CmdFlush
 		}
 	}
-	if restarted {
-		s.needsFlush = false // an empty memcached holds nothing stale
+	if restarted || (s.needsFlush && st.CmdFlush > s.flushMark) {
+		// An empty memcached holds nothing stale; and a flush since the
+		// return (by the leader, when this process follows) did the job.
+		s.needsFlush = false
 	}
 	s.probed = true
 	s.reachable = true

@@ -239,3 +239,29 @@ func TestTrackerMaintenanceIsNoFlap(t *testing.T) {
 		t.Fatalf("node a: maintenance %v present %v", tr.nodes["a"].maintenance, tr.nodes["a"].present)
 	}
 }
+
+// TestTrackerSeesAnotherProcessFlush: a follower that saw a node come back
+// marks it for a flush; when cmd_flush shows the leader flushed it, the mark
+// goes, so a later takeover does not flush a warm node again.
+func TestTrackerSeesAnotherProcessFlush(t *testing.T) {
+	tr := newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: time.Minute}})
+	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
+	up := cachenodes.Stats{PID: 7, Uptime: time.Hour, CmdFlush: 2}
+	tr.observeProbe("a", up, nil, true, t0)
+	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(time.Second))
+	up.Uptime += 2 * time.Second
+	tr.observeProbe("a", up, nil, true, t0.Add(2*time.Second))
+	if !tr.nodes["a"].needsFlush {
+		t.Fatal("a returning slot holder is not marked for a flush")
+	}
+	up.Uptime += time.Second
+	tr.observeProbe("a", up, nil, true, t0.Add(3*time.Second))
+	if !tr.nodes["a"].needsFlush {
+		t.Fatal("the mark went without a flush")
+	}
+	up.CmdFlush++
+	tr.observeProbe("a", up, nil, true, t0.Add(4*time.Second))
+	if tr.nodes["a"].needsFlush {
+		t.Fatal("cmd_flush rose but the node is still marked for a flush")
+	}
+}
