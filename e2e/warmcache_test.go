@@ -293,3 +293,17 @@ func TestSlotCountIsFixed(t *testing.T) {
 		t.Fatalf("want one line, got %q", out)
 	}
 }
+
+// TestStopWhileConsulDown: SIGTERM ends mcrib within 5 s even when Consul
+// cannot be reached to release the lock.
+func TestStopWhileConsulDown(t *testing.T) {
+	p := newPool(t, 2)
+	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", "2")...)
+	filled(t, p, m, 2)
+	p.consul.Stop(t)
+	testenv.Eventually(t, 15*time.Second, "/readyz 503 while Consul is down", func() bool { return m.ready() == 503 })
+	code, took := m.stop()
+	if code != 0 || took > 5*time.Second {
+		t.Fatalf("SIGTERM with Consul down: exit %d after %s, want 0 within 5s", code, took)
+	}
+}
