@@ -2,6 +2,8 @@ package controlloop
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,6 +55,37 @@ func registerFake(t *testing.T, c *api.Client, id string, port int) {
 	}
 }
 
+// checkNoLoopGoroutines fails the test when a goroutine of the loop, its
+// Consul watch or its prober is still running.
+func checkNoLoopGoroutines(t *testing.T) {
+	t.Helper()
+	var left string
+	testenv.Eventually(t, 5*time.Second, "the loop's goroutines end", func() bool {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		left = ""
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if strings.Contains(g, "controlloop.(*Loop)") || strings.Contains(g, "cachenodes.(*ConsulSource).Run") {
+				left = g
+			}
+		}
+		return left == ""
+	})
+}
+
+// runLoop runs loop until the test ends, then checks it left nothing.
+func runLoop(t *testing.T, loop *Loop) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		checkNoLoopGoroutines(t)
+	})
+}
+
 // TestDeposedLeaderCannotWrite holds a session that does not hold the
 // leader lock: the check-and-set write fails, nothing is written, and the
 // loop steps down.
@@ -84,10 +117,7 @@ func TestDeposedLeaderCannotWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { loop.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runLoop(t, loop)
 	testenv.Eventually(t, 10*time.Second, "the deposed loop steps down", func() bool { return lead.stepDown.Load() > 0 })
 	if p, _, err := c.KV().Get("mcrib/default/slotmap", nil); err != nil || p != nil {
 		t.Fatalf("a deposed leader wrote the slot map: %v %v", p, err)
@@ -125,10 +155,7 @@ func TestLoopWritesOnlyWhenChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { loop.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runLoop(t, loop)
 	var first uint64
 	testenv.Eventually(t, 10*time.Second, "the first fill is stored", func() bool {
 		p, _, err := c.KV().Get("mcrib/p/slotmap", nil)
