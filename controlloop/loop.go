@@ -244,11 +244,20 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 	l.mu.Lock()
 	accepted := l.tr.observeMembership(m, l.opts.Clock.Now())
 	fault := l.tr.fault
+	evs := l.tr.drain()
 	l.mu.Unlock()
+	l.logEvents(evs)
 	if !accepted {
 		l.opts.Logger.Warn("discovery fault", "reason", fault)
 	}
 	l.Kick()
+}
+
+// logEvents writes node transitions to the log, one line each.
+func (l *Loop) logEvents(evs []nodeEvent) {
+	for _, e := range evs {
+		l.opts.Logger.Info("node "+e.Event, "node", e.Node, "detail", e.Detail)
+	}
 }
 
 func (l *Loop) onWatchError(err error) {
@@ -306,7 +315,9 @@ func (l *Loop) probeRound(ctx context.Context) {
 	for _, t := range targets {
 		l.tr.observeProbe(t.id, t.stats, t.err, t.holdsSlot, now)
 	}
+	evs := l.tr.drain()
 	l.mu.Unlock()
+	l.logEvents(evs)
 	l.Kick()
 }
 

@@ -42,6 +42,9 @@ type NodeStatus struct {
 	AbsentSince *time.Time `json:"absent_since"`
 	Flaps       int        `json:"flaps"`
 	Suppressed  bool       `json:"suppressed"`
+	// HoldRemainingSeconds counts down while a slot holder is absent and
+	// unreachable (0: due for replacement); null while it is not counting.
+	HoldRemainingSeconds *float64 `json:"hold_remaining_seconds"`
 }
 
 // Status returns the loop's view now.
@@ -106,6 +109,10 @@ func (l *Loop) Status() Status {
 		}
 		if slot >= 0 {
 			ns.Slot = &slot
+			if d, counting := l.tr.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now); counting {
+				secs := d.Seconds()
+				ns.HoldRemainingSeconds = &secs
+			}
 		}
 		ns.State = stateName(s, slot >= 0)
 		st.Nodes = append(st.Nodes, ns)

@@ -70,6 +70,26 @@ type tracker struct {
 	// fault describes the last answer taken as a fault of discovery; "" when
 	// the last answer was accepted.
 	fault string
+
+	// events are the node transitions observed since the last drain, for
+	// the log: an operator reads there why a node is held, flushed or moved.
+	events []nodeEvent
+}
+
+// nodeEvent is one transition of one node.
+type nodeEvent struct {
+	Node, Event, Detail string
+}
+
+func (t *tracker) event(id, what, detail string) {
+	t.events = append(t.events, nodeEvent{Node: id, Event: what, Detail: detail})
+}
+
+// drain returns and forgets the events observed so far.
+func (t *tracker) drain() []nodeEvent {
+	evs := t.events
+	t.events = nil
+	return evs
 }
 
 func newTracker(cfg trackerConfig) *tracker {
@@ -135,9 +155,22 @@ func (t *tracker) observeMembership(m cachenodes.Membership, now time.Time) bool
 func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
 	switch {
 	case present:
+		if !s.absentSince.IsZero() && s.probed {
+			t.event(s.node.ID, "present", "Consul lists it with every check passing again after "+now.Sub(s.absentSince).Round(time.Millisecond).String())
+		}
 		s.absentSince = time.Time{}
 	case s.absentSince.IsZero():
 		s.absentSince = now
+		if s.present {
+			why := "Consul no longer lists it"
+			switch {
+			case s.maintenance:
+				why = "Consul maintenance mode"
+			case s.listed:
+				why = "a Consul check is not passing"
+			}
+			t.event(s.node.ID, "absent", why)
+		}
 		if s.present && flap {
 			s.penalty.Flap(now, t.cfg.Damping)
 		}
@@ -155,6 +188,7 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 	}
 	if err != nil {
 		if s.reachable || !s.probed {
+			t.event(id, "unreachable", err.Error())
 			s.reachable = false
 			s.unreachableSince = now
 			s.penalty.Flap(now, t.cfg.Damping)
@@ -163,11 +197,20 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 		return
 	}
 	restarted := s.haveStats && (st.PID != s.stats.PID || st.Uptime < s.stats.Uptime)
-	if !s.reachable && s.probed && holdsSlot && !restarted {
-		if down := now.Sub(s.unreachableSince); t.cfg.FlushAfter == 0 || down > t.cfg.FlushAfter {
+	if !s.reachable && s.probed {
+		down := now.Sub(s.unreachableSince)
+		detail := "answers probes again after " + down.Round(time.Millisecond).String()
+		switch {
+		case restarted:
+			detail += "; memcached restarted meanwhile (empty), no flush needed"
+		case holdsSlot && (t.cfg.FlushAfter == 0 || down > t.cfg.FlushAfter):
 			s.needsFlush = true
 			s.flushMark = st.CmdFlush
+			detail += "; it may have missed deletes: flush before it serves again"
+		case holdsSlot:
+			detail += "; within --flush-after-unreachable, contents kept"
 		}
+		t.event(id, "reachable", detail)
 	}
 	if restarted || (s.needsFlush && st.CmdFlush > s.flushMark) {
 		// An empty memcached holds nothing stale; and a flush since the

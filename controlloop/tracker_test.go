@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,5 +264,35 @@ func TestTrackerSeesAnotherProcessFlush(t *testing.T) {
 	tr.observeProbe("a", up, nil, true, t0.Add(4*time.Second))
 	if tr.nodes["a"].needsFlush {
 		t.Fatal("cmd_flush rose but the node is still marked for a flush")
+	}
+}
+
+// TestTrackerEventsTellWhy: the transitions an operator reads in the log.
+func TestTrackerEventsTellWhy(t *testing.T) {
+	tr := newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: time.Minute}})
+	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
+	st := cachenodes.Stats{PID: 7, Uptime: time.Hour}
+	tr.observeProbe("a", st, nil, true, t0)
+	tr.drain()
+	tr.observeMembership(members(inst("b", true), inst("a", false)), t0.Add(time.Second))
+	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(2*time.Second))
+	st.Uptime += 3 * time.Second
+	tr.observeProbe("a", st, nil, true, t0.Add(3*time.Second))
+	tr.observeMembership(members(inst("b", true), inst("a", true)), t0.Add(4*time.Second))
+	var got []string
+	for _, e := range tr.drain() {
+		got = append(got, e.Node+" "+e.Event+": "+e.Detail)
+	}
+	want := []string{
+		"a absent: a Consul check is not passing",
+		"a unreachable: connection refused",
+		"a reachable: answers probes again after 1s; it may have missed deletes: flush before it serves again",
+		"a present: Consul lists it with every check passing again after 3s",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(tr.drain()) != 0 {
+		t.Fatal("drain did not forget the events")
 	}
 }

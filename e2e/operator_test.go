@@ -57,6 +57,9 @@ func TestFreezeBlocksReplacement(t *testing.T) {
 	if st.ReplacementsBlocked < 1 {
 		t.Fatalf("replacements_blocked %d, want >= 1", st.ReplacementsBlocked)
 	}
+	if n, _ := nodeStatus(st, victim.ID); n.HoldRemainingSeconds == nil || *n.HoldRemainingSeconds != 0 {
+		t.Fatalf("the dead node's hold_remaining_seconds is %v, want 0 (due, held back by the freeze)", n.HoldRemainingSeconds)
+	}
 	sameSlots(t, "while frozen", before, m.slotMap())
 
 	if code, body, _ := m.call("DELETE", "/v1/freeze", "", token); code != 200 || !strings.Contains(string(body), `"frozen":false`) {

@@ -60,7 +60,7 @@ func TestAgentRestartKeepsSlots(t *testing.T) {
 		agents[id].Stop(t)
 		testenv.Eventually(t, 10*time.Second, id+" absent in mcrib's status", func() bool {
 			n, ok := nodeStatus(m.status(), id)
-			return ok && n.Consul == "absent" && n.State == "held" && n.Reachable
+			return ok && n.Consul == "absent" && n.State == "held" && n.Reachable && n.HoldRemainingSeconds == nil
 		})
 		time.Sleep(3 * time.Second) // the absence must outlast --hold (2s)
 		sameSlots(t, "while "+id+"'s agent is down", before, m.slotMap())
