@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
+)
+
+// mcrouterServers reads the servers of pool "default" from an mcrouter
+// config file.
+func mcrouterServers(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var cfg struct {
+		Pools map[string]struct {
+			Servers []string `json:"servers"`
+		} `json:"pools"`
+		Route struct {
+			Type string `json:"type"`
+			Pool string `json:"pool"`
+			Hash struct {
+				HashFunc string `json:"hash_func"`
+			} `json:"hash"`
+		} `json:"route"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf("the mcrouter config is not JSON: %v\n%s", err, data)
+	}
+	if cfg.Route.Type != "PoolRoute" || cfg.Route.Pool != "default" || cfg.Route.Hash.HashFunc != "Crc32" {
+		t.Fatalf("mcrouter route %+v, want PoolRoute over pool default with Crc32", cfg.Route)
+	}
+	return cfg.Pools["default"].Servers
+}
+
+// TestMaintenanceReplacesWithoutHold puts serving nodes into Consul
+// maintenance: each is replaced at once, without waiting for the 10-minute
+// hold, but never beyond --max-replacements-per-minute; the mcrouter config
+// follows the slot map; the metrics and the JSON log say what happened.
+func TestMaintenanceReplacesWithoutHold(t *testing.T) {
+	p := newPool(t, 6)
+	router := filepath.Join(t.TempDir(), "mcrouter.json")
+	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", "4", "--hold", "10m",
+		"--max-replacements-per-minute", "1", "--mcrouter-config", router, "--log-format", "json")...)
+	before := filled(t, p, m, 4)
+	testenv.Eventually(t, 10*time.Second, "the mcrouter config written", func() bool {
+		servers := mcrouterServers(t, router)
+		return len(servers) == 4 && servers[0] == before.Slot(0).Addr && servers[3] == before.Slot(3).Addr
+	})
+
+	first, second := before.Slot(1), before.Slot(2)
+	if err := p.consul.Client.Agent().EnableServiceMaintenance(first.ID, "kernel upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.consul.Client.Agent().EnableServiceMaintenance(second.ID, "kernel upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "one node in maintenance replaced, without the hold", func() bool {
+		sm := m.slotMap()
+		return sm != nil && (sm.Slot(1).ID != first.ID) != (sm.Slot(2).ID != second.ID)
+	})
+	time.Sleep(2 * time.Second) // the ceiling holds the other one back
+	sm := m.slotMap()
+	if (sm.Slot(1).ID != first.ID) == (sm.Slot(2).ID != second.ID) {
+		t.Fatalf("with a ceiling of 1 per minute both or neither were replaced: %v", sm.Slots())
+	}
+	st := m.status()
+	if st.AutoFrozen || st.ReplacementsBlocked != 1 {
+		t.Fatalf("auto_frozen %v, replacements_blocked %d; want no automatic freeze (maintenance is deliberate) and 1 blocked by the ceiling", st.AutoFrozen, st.ReplacementsBlocked)
+	}
+	if n, _ := nodeStatus(st, first.ID); n.Consul != "maintenance" {
+		t.Fatalf("%s shows consul %q, want maintenance", first.ID, n.Consul)
+	}
+	testenv.Eventually(t, 10*time.Second, "the mcrouter config follows", func() bool {
+		servers := mcrouterServers(t, router)
+		return len(servers) == 4 && servers[1] == sm.Slot(1).Addr && servers[2] == sm.Slot(2).Addr
+	})
+
+	resp, err := http.Get(m.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`mcrib_slot_replacements_total{reason="maintenance"} 1`,
+		`mcrib_slot_replacements_total{reason="hold_expired"} 0`,
+		`mcrib_flushes_total{reason="placement"} 1`,
+		`mcrib_replacements_blocked 1`,
+		`mcrib_leader 1`,
+		`mcrib_ready 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(body), "mcrib_slotmap_generation "+itoa(sm.Generation())) {
+		t.Errorf("/metrics lacks the generation %d", sm.Generation())
+	}
+
+	resp, err = http.Get(m.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "mcrib") {
+		t.Fatalf("GET /: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+
+	replaced := false
+	for _, line := range strings.Split(strings.TrimSpace(m.log.String()), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue // the one plain line on stdout
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("--log-format json wrote a line that is not JSON: %q", line)
+		}
+		if rec["msg"] == "slot replacement" && rec["reason"] == "maintenance" {
+			replaced = true
+		}
+	}
+	if !replaced {
+		t.Fatalf("no JSON log line for the replacement")
+	}
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
