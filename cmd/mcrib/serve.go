@@ -40,12 +40,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "mcrib serve: --listen: %v\n", err)
 		return 1
 	}
+	defer ln.Close() // also closed by the server's Shutdown; a second Close is harmless
 	id := ln.Addr().String()
 	prefix := controlloop.PoolPrefix(cfg.KVPrefix, cfg.Pool)
 
 	elector, err := leader.New(leader.Options{Client: consul, Key: prefix + controlloop.KeyLeader, ID: id, Logger: logger})
 	if err != nil {
-		ln.Close()
 		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
 		return 1
 	}
@@ -58,7 +58,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	)
 	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) }})
 	if err != nil {
-		ln.Close()
 		fmt.Fprintf(stderr, "mcrib serve: setting up metrics: %v\n", err)
 		return 1
 	}
@@ -81,7 +80,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		Metrics:                  rec,
 	})
 	if err != nil {
-		ln.Close()
 		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
 		return 1
 	}
@@ -90,7 +88,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	cancel()
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
-		ln.Close()
 		fmt.Fprintf(stderr, "mcrib serve: --slots: %v\n", errors.Unwrap(err))
 		return 2
 	case err != nil:
@@ -110,7 +107,6 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		IsLeader: elector.IsLeader,
 	})
 	if err != nil {
-		ln.Close()
 		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
 		return 1
 	}
