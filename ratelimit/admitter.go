@@ -30,6 +30,10 @@ const (
 // when callers on several goroutines read their clocks in one order and
 // reach the Admitter in another.
 //
+// At high limits an admission takes a few tokens at once and keeps the
+// rest for the next boots, which then take one without a lock (prefetch
+// says how many; under a thousand boots/s it is one).
+//
 // After a refusal the Admitter notes until when the bucket is known to hold
 // less than one token; until then it refuses without locking, which is what
 // the limiter would answer (a refusal changes nothing in it, and its tokens
@@ -40,6 +44,9 @@ const (
 // NewAdmitter. An Admitter is safe for concurrent use; Allow and Admit do
 // not allocate.
 type Admitter struct {
+	// local holds tokens taken from the limiter ahead of their boots (see
+	// prefetch); an admission takes one with a compare-and-swap, no lock.
+	local atomic.Int64
 	// emptyUntil is the time, in nanoseconds after base, before which the
 	// bucket holds less than one token; 0 means unknown, and closed (the
 	// limit is 0) means until further notice.
@@ -53,6 +60,26 @@ type Admitter struct {
 	last  time.Time // latest time passed to lim
 	limit float64
 	burst int
+	chunk int // tokens taken from lim per locked admission; see prefetch
+}
+
+// prefetch returns how many tokens one locked admission takes from the
+// limiter: the rest wait in local for the next boots, which then need no
+// lock. It is at most a millisecond's worth of tokens, an eighth of the
+// burst and 64, so a high limit admits without contention while a low one
+// (under a thousand boots/s, or a burst under 16) takes exactly one token
+// per boot, as a plain limiter does. Prefetched tokens are taken from the
+// bucket before their boots happen, never after: the limit and the burst
+// hold as they would without it.
+func prefetch(limit float64, burst int) int {
+	if math.IsInf(limit, 1) {
+		return 64
+	}
+	perMilli := limit / 1000
+	if !(perMilli >= 2) {
+		return 1
+	}
+	return max(1, min(int(perMilli), burst/8, 64))
 }
 
 // closed is emptyUntil while the limit is 0.
@@ -65,6 +92,7 @@ func NewAdmitter(limit float64, burst int) *Admitter {
 		lim:   rate.NewLimiter(rateLimit(limit), bucketSize(limit, burst)),
 		limit: limit,
 		burst: burst,
+		chunk: prefetch(limit, burst),
 	}
 }
 
@@ -102,9 +130,34 @@ func (a *Admitter) Set(limit float64, burst int, now time.Time) {
 	defer a.mu.Unlock()
 	t := a.monotonic(now)
 	a.emptyUntil.Store(0)
+	a.local.Store(0) // tokens taken under the old limit do not outlive it
 	a.lim.SetLimitAt(t, rateLimit(limit))
 	a.lim.SetBurstAt(t, bucketSize(limit, burst))
-	a.limit, a.burst = limit, burst
+	a.limit, a.burst, a.chunk = limit, burst, prefetch(limit, burst)
+}
+
+// takeLocal takes one prefetched token, if there is one.
+func (a *Admitter) takeLocal() bool {
+	for {
+		n := a.local.Load()
+		if n <= 0 {
+			return false
+		}
+		if a.local.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// allowLocked takes a token for one boot at t from the limiter, and when
+// the chunk is larger than one, the chunk at once if the bucket holds it,
+// keeping the rest in local. It requires a.mu.
+func (a *Admitter) allowLocked(t time.Time) bool {
+	if k := a.chunk; k > 1 && a.lim.AllowN(t, k) {
+		a.local.Add(int64(k - 1))
+		return true
+	}
+	return a.lim.AllowN(t, 1)
 }
 
 // Limit returns the limit and the burst being enforced.
@@ -117,12 +170,15 @@ func (a *Admitter) Limit() (limit float64, burst int) {
 // Allow reports whether one boot may happen at now, and takes its token if
 // so.
 func (a *Admitter) Allow(now time.Time) bool {
+	if a.takeLocal() {
+		return true
+	}
 	if _, empty := a.knownEmpty(now); empty {
 		return false
 	}
 	a.mu.Lock()
 	t := a.monotonic(now)
-	ok := a.lim.AllowN(t, 1)
+	ok := a.allowLocked(t)
 	if !ok {
 		a.noteEmpty(t)
 	}
@@ -133,6 +189,9 @@ func (a *Admitter) Allow(now time.Time) bool {
 // Admit is Allow that also says, on refusal, how long to wait before the
 // next token: whole seconds, at least 1s (for a Retry-After header).
 func (a *Admitter) Admit(now time.Time) (ok bool, retryAfter time.Duration) {
+	if a.takeLocal() {
+		return true, 0
+	}
 	if until, empty := a.knownEmpty(now); empty {
 		if until == closed {
 			return false, ClosedRetryAfter
@@ -141,7 +200,7 @@ func (a *Admitter) Admit(now time.Time) (ok bool, retryAfter time.Duration) {
 	}
 	a.mu.Lock()
 	t := a.monotonic(now)
-	ok = a.lim.AllowN(t, 1)
+	ok = a.allowLocked(t)
 	if !ok {
 		a.noteEmpty(t)
 		retryAfter = a.retryAfter(t)

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -267,5 +268,64 @@ func TestShareOf(t *testing.T) {
 		if l != tt.wantLimit || b != tt.wantBurst {
 			t.Errorf("shareOf(%v, %d, %d) = %v, %d; want %v, %d", tt.limit, tt.burst, tt.n, l, b, tt.wantLimit, tt.wantBurst)
 		}
+	}
+}
+
+func TestPrefetch(t *testing.T) {
+	for _, tc := range []struct {
+		limit float64
+		burst int
+		want  int
+	}{
+		{5, 5, 1},
+		{1000, 100, 1},
+		{1999, 1000, 1},
+		{3000, 10, 1},
+		{10_000, 1000, 10},
+		{10_000, 40, 5},
+		{1e9, 1000, 64},
+		{math.Inf(1), 1, 64},
+		{0, 1, 1},
+	} {
+		if got := prefetch(tc.limit, tc.burst); got != tc.want {
+			t.Errorf("prefetch(%v, %d) = %d, want %d", tc.limit, tc.burst, got, tc.want)
+		}
+	}
+}
+
+// TestAdmitterPrefetchAdmitsNoMoreThanPlain runs the same boots through an
+// Admitter that prefetches and a plain rate.Limiter: the Admitter never
+// admits more at any point, and at most one chunk fewer.
+func TestAdmitterPrefetchAdmitsNoMoreThanPlain(t *testing.T) {
+	const limit, burst = 1e6, 800
+	a := NewAdmitter(limit, burst)
+	if a.chunk != 64 {
+		t.Fatalf("chunk %d, want 64 at 1e6/s with burst 800", a.chunk)
+	}
+	plain := rate.NewLimiter(rate.Limit(limit), burst)
+	base := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	got, want := 0, 0
+	for i := range 200_000 {
+		now := base.Add(time.Duration(i/2) * 500 * time.Nanosecond) // 4 boots per µs offered, 1 per µs allowed
+		if a.Allow(now) {
+			got++
+		}
+		if plain.AllowN(now, 1) {
+			want++
+		}
+		if got > want || got < want-64 {
+			t.Fatalf("after %d boots: the admitter admitted %d, the plain limiter %d", i+1, got, want)
+		}
+	}
+	// A cut drops what was prefetched under the old limit.
+	a.Set(5, 5, base.Add(time.Second))
+	n := 0
+	for range 100 {
+		if a.Allow(base.Add(time.Second)) {
+			n++
+		}
+	}
+	if n > 5 {
+		t.Fatalf("after a cut to 5/s burst 5, %d boots admitted at once", n)
 	}
 }
