@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/leader"
 )
 
 // Keys under <kv-prefix>/<pool>/ (CONTRACT.md section 2).
@@ -89,16 +90,19 @@ func (s *store) writeSlotMap(ctx context.Context, m *cachenodes.SlotMap, st stor
 	if err != nil {
 		return false, fmt.Errorf("encoding the slot map: %w", err)
 	}
-	var ops api.TxnOps
+	freeze := &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.key(KeyFreeze)}
+	if st.freeze != nil {
+		freeze = &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.key(KeyFreeze), Index: st.freezeIndex}
+	}
 	if session != "" {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.key(KeyLeader), Session: session}})
+		return leader.CASWithSession(ctx, s.client, s.key(KeyLeader), session, s.key(KeySlotMap), body, st.slotIndex, freeze)
 	}
-	if st.freeze == nil {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.key(KeyFreeze)}})
-	} else {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.key(KeyFreeze), Index: st.freezeIndex}})
+	// No leadership configured (a single process): the same write without
+	// the session check.
+	ops := api.TxnOps{
+		{KV: freeze},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.key(KeySlotMap), Value: body, Index: st.slotIndex}},
 	}
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.key(KeySlotMap), Value: body, Index: st.slotIndex}})
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", s.key(KeySlotMap), err)

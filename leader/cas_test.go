@@ -62,16 +62,19 @@ func TestCASWithSession(t *testing.T) {
 		wantOK    bool
 		wantErr   error
 		wantValue string // "" means the key must not exist afterwards
+		check     string // when set, an extra check that this key does not exist
 	}{
-		{"create when absent", heldLock, holder, false, "zero", true, nil, "new"},
-		{"update at current index", heldLock, holder, true, "current", true, nil, "new"},
-		{"stale index", heldLock, holder, true, "stale", false, nil, "current"},
-		{"index 0 when the key exists", heldLock, holder, true, "zero", false, nil, "current"},
-		{"session that does not hold the lock", heldLock, other, true, "current", false, nil, "current"},
-		{"session that does not hold the lock, key absent", heldLock, other, false, "zero", false, nil, ""},
-		{"lock held by nobody", freeLock, holder, true, "current", false, nil, "current"},
-		{"lock key absent", "mcrib/cas-none/leader", holder, true, "current", false, nil, "current"},
-		{"no session", heldLock, "", true, "current", false, leader.ErrNotLeader, "current"},
+		{"create when absent", heldLock, holder, false, "zero", true, nil, "new", ""},
+		{"update at current index", heldLock, holder, true, "current", true, nil, "new", ""},
+		{"stale index", heldLock, holder, true, "stale", false, nil, "current", ""},
+		{"index 0 when the key exists", heldLock, holder, true, "zero", false, nil, "current", ""},
+		{"session that does not hold the lock", heldLock, other, true, "current", false, nil, "current", ""},
+		{"session that does not hold the lock, key absent", heldLock, other, false, "zero", false, nil, "", ""},
+		{"lock held by nobody", freeLock, holder, true, "current", false, nil, "current", ""},
+		{"lock key absent", "mcrib/cas-none/leader", holder, true, "current", false, nil, "current", ""},
+		{"no session", heldLock, "", true, "current", false, leader.ErrNotLeader, "current", ""},
+		{"extra check passes", heldLock, holder, true, "current", true, nil, "new", "mcrib/cas/absent"},
+		{"extra check fails", heldLock, holder, true, "current", false, nil, "current", freeLock},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +89,11 @@ func TestCASWithSession(t *testing.T) {
 					index = stale
 				}
 			}
-			ok, err := leader.CASWithSession(t.Context(), client, tt.lockKey, tt.session, key, []byte("new"), index)
+			var checks []*api.KVTxnOp
+			if tt.check != "" {
+				checks = append(checks, &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: tt.check})
+			}
+			ok, err := leader.CASWithSession(t.Context(), client, tt.lockKey, tt.session, key, []byte("new"), index, checks...)
 			if ok != tt.wantOK || !errors.Is(err, tt.wantErr) {
 				t.Fatalf("CASWithSession = %v, %v; want %v, %v", ok, err, tt.wantOK, tt.wantErr)
 			}
