@@ -417,7 +417,7 @@ func TestParseInterspersed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs, addr := cli{}.flagSet("ratelimit")
+			fs, addr := clientFlags("ratelimit")
 			burst := fs.String("burst", "", "")
 			pos, err := parseInterspersed(fs, tt.args)
 			if err != nil {

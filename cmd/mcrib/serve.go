@@ -25,20 +25,18 @@ import (
 // lock release included, stays within 5 s.
 const shutdownGrace = 3 * time.Second
 
-// runServe runs the control plane with cfg until ctx is done and returns the
-// process exit code: 0 after a clean stop, 1 when it cannot start, 2 when
-// the stored pool does not fit the flags.
-func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) int {
+// runServe runs the control plane with cfg until ctx is done. It returns nil
+// after a clean stop; an error when it cannot start (exit 1), or an
+// *exitError with code 2 when the stored pool does not fit the flags.
+func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	logger := newLogger(cfg.LogFormat, stderr)
 	consul, err := newConsulClient(cfg.Consul)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: --consul: %v\n", err)
-		return 2
+		return badFlag(fmt.Errorf("--consul: %w", err))
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: --listen: %v\n", err)
-		return 1
+		return fmt.Errorf("--listen: %w", err)
 	}
 	defer ln.Close() // also closed by the server's Shutdown; a second Close is harmless
 	id := ln.Addr().String()
@@ -46,8 +44,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 
 	elector, err := leader.New(leader.Options{Client: consul, Key: prefix + controlloop.KeyLeader, ID: id, Logger: logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
-		return 1
+		return err
 	}
 	prober := cachenodes.NewProber(cachenodes.ProberOptions{Timeout: min(max(cfg.ProbeInterval, 250*time.Millisecond), time.Second)})
 	// The gauges are read at scrape time, once the loop and the limiter
@@ -58,8 +55,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	)
 	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) }})
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: setting up metrics: %v\n", err)
-		return 1
+		return fmt.Errorf("setting up metrics: %w", err)
 	}
 	loop, err = controlloop.New(controlloop.Options{
 		Consul:                   consul,
@@ -80,16 +76,14 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		Metrics:                  rec,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
-		return 1
+		return err
 	}
 	loadCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = loop.Load(loadCtx)
 	cancel()
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
-		fmt.Fprintf(stderr, "mcrib serve: --slots: %v\n", errors.Unwrap(err))
-		return 2
+		return badFlag(fmt.Errorf("--slots: %w", errors.Unwrap(err)))
 	case err != nil:
 		logger.Warn("consul is not reachable at start; serving what is known and retrying", "err", err)
 	}
@@ -107,8 +101,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 		IsLeader: elector.IsLeader,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "mcrib serve: %v\n", err)
-		return 1
+		return err
 	}
 	handler := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger, func() (bool, string) {
 		return elector.IsLeader(), elector.LeaderID()
@@ -150,12 +143,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	code := 0
+	var stopErr error
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
 		logger.Error("the HTTP API stopped", "err", err)
-		code = 1
+		stopErr = reported(1)
 	}
 	logger.Info("mcrib stopping")
 	stop()
@@ -164,7 +157,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) in
 	srv.Shutdown(shutCtx)
 	wg.Wait()
 	logger.Info("mcrib stopped")
-	return code
+	return stopErr
 }
 
 // bootLoadWait bounds how long serve waits for the boot-limit document
