@@ -402,30 +402,3 @@ func TestTopLevel(t *testing.T) {
 		})
 	}
 }
-
-func TestParseInterspersed(t *testing.T) {
-	tests := []struct {
-		args      []string
-		wantPos   []string
-		wantAddr  string
-		wantBurst string
-	}{
-		{args: []string{"set", "5", "--burst", "3"}, wantPos: []string{"set", "5"}, wantBurst: "3"},
-		{args: []string{"--addr", "x:1", "set", "-5"}, wantPos: []string{"set", "-5"}, wantAddr: "x:1"},
-		{args: []string{"set", "--burst=-2", "7"}, wantPos: []string{"set", "7"}, wantBurst: "-2"},
-		{args: []string{"--", "--addr", "y"}, wantPos: []string{"--addr", "y"}},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs, addr := clientFlags("ratelimit")
-			burst := fs.String("burst", "", "")
-			pos, err := parseInterspersed(fs, tt.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(pos, "|") != strings.Join(tt.wantPos, "|") || *addr != tt.wantAddr || *burst != tt.wantBurst {
-				t.Errorf("got pos %q addr %q burst %q, want %q %q %q", pos, *addr, *burst, tt.wantPos, tt.wantAddr, tt.wantBurst)
-			}
-		})
-	}
-}

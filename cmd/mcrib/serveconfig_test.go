@@ -102,6 +102,14 @@ func TestParseServeConfigSources(t *testing.T) {
 			func(c *serveConfig) { c.TokenFile, c.Token = tokenFile, "s3cret" }},
 		{"token file from env", nil, map[string]string{"MCRIB_TOKEN_FILE": tokenFile},
 			func(c *serveConfig) { c.TokenFile, c.Token = tokenFile, "s3cret" }},
+		{"typed values from env", nil, map[string]string{"MCRIB_SLOTS": " 8 ", "MCRIB_PROBE_INTERVAL": "500ms", "MCRIB_BOOT_LIMIT_MAX": "2.5e2", "MCRIB_HIT_RATE_LOW": "0.5"},
+			func(c *serveConfig) {
+				c.Slots, c.ProbeInterval, c.BootLimitMax, c.HitRateLow = 8, 500*time.Millisecond, 250, 0.5
+			}},
+		{"a flag beats a bad env value", []string{"--slots", "8"}, map[string]string{"MCRIB_SLOTS": "many"},
+			func(c *serveConfig) { c.Slots = 8 }},
+		{"an empty env value counts as unset", nil, map[string]string{"MCRIB_HOLD": "", "MCRIB_POOL": ""},
+			func(c *serveConfig) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +174,11 @@ func TestServeBadValues(t *testing.T) {
 		{env: map[string]string{"MCRIB_SLOTS": "0"}, want: []string{"--slots", "MCRIB_SLOTS"}},
 		{env: map[string]string{"MCRIB_MAX_ABSENT_FRACTION": "2"}, want: []string{"--max-absent-fraction", "MCRIB_MAX_ABSENT_FRACTION"}},
 		{env: map[string]string{"MCRIB_TOKEN_FILE": filepath.Join(dir, "missing")}, want: []string{"--token-file", "MCRIB_TOKEN_FILE"}},
+		{args: []string{"--hold", "soon"}, line: `mcrib serve: invalid value "soon" for --hold: not a duration (like 45s, 2m or 1m30s)`},
+		{args: []string{"--slots", "1.5"}, line: `mcrib serve: invalid value "1.5" for --slots: not a whole number`},
+		{args: []string{"--boot-limit-max", "lots"}, line: `mcrib serve: invalid value "lots" for --boot-limit-max: not a number`},
+		{env: map[string]string{"MCRIB_SLOTS": "many"}, line: `mcrib serve: invalid value "many" in MCRIB_SLOTS for --slots: not a whole number`},
+		{env: map[string]string{"MCRIB_HIT_RATE_LOW": "0.95"}, line: "mcrib serve: --hit-rate-low (0.95) must not be above --hit-rate-target (0.90) (from MCRIB_HIT_RATE_LOW)"},
 	}
 	for _, tt := range tests {
 		name := strings.Join(tt.args, " ")

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/ratelimit"
+)
+
+// TestStatusDocumentRoundTrip checks that the document the API composes
+// carries the limiter's hit rate and boot-limit document (not the loop's
+// empty fields of the same names), and that the CLI reads it back whole.
+func TestStatusDocumentRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	slot := 0
+	st := controlloop.Status{
+		Pool: "default", Leader: true, LeaderID: "host-a:7070", Generation: 7, LastReconcileAt: &at,
+		ConsulReachable: true, HitRate: 0.1, BootLimit: "the loop's own value must not show",
+		Nodes: []controlloop.NodeStatus{{ID: "mc-1", Addr: "127.0.0.1:11211", Slot: &slot, Consul: "present", Reachable: true, State: "serving"}},
+	}
+	boot := ratelimit.Document{Mode: "manual", Limit: 250, Burst: 25, HitRate: 0.72, Floor: 10, Ceiling: 1000,
+		UpdatedAt: at, Reason: "pinned", AutoLimit: 500}
+	doc := newStatusDocument(st, boot)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"hit_rate":0.72`, `"boot_limit":{"mode":"manual","limit":250,"burst":25`, `"leader_id":"host-a:7070"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("status document %s does not contain %s", b, want)
+		}
+	}
+	if n := strings.Count(string(b), `"hit_rate"`); n != 2 { // the document's and the boot limit's
+		t.Errorf("status document %s has %d hit_rate fields, want 2", b, n)
+	}
+
+	var got statusDocument
+	sent, err := decodeDocument(b, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := doc
+	want.Status.HitRate, want.Status.BootLimit = 0, nil // shadowed: never on the wire
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded\n %+v\nwant\n %+v", got, want)
+	}
+	for _, f := range []string{"hit_rate", "boot_limit.burst", "consul_reachable", "nodes.0.reachable", "nodes.0.flaps"} {
+		if !sent.has(f) {
+			t.Errorf("field %s not seen as sent", f)
+		}
+	}
+}
