@@ -18,29 +18,32 @@ import (
 // operator API and prints the answer, raw with --json or through its
 // renderer.
 
-// read runs the GET of a read-only command that takes only --json and
-// --addr. It returns the body, or nil after printing it raw for --json.
-func (c cli) read(ctx context.Context, cmd, path string, args []string) ([]byte, error) {
+// read runs a read-only command that takes only --json and --addr: GET
+// path, then print the answer raw for --json, else through show.
+func (c cli) read(ctx context.Context, cmd, path string, args []string, show func(body []byte) error) error {
 	fs, addr := clientFlags(cmd)
 	asJSON := fs.Bool("json", false, "print the raw JSON document")
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(pos) > 0 {
-		return nil, usageError("unexpected argument %q", pos[0])
+		return usageError("unexpected argument %q", pos[0])
 	}
 	cl, err := newClient(*addr, c.getenv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.close()
 	b, err := cl.get(ctx, path)
-	if err != nil || !*asJSON {
-		return b, err
+	if err != nil {
+		return err
 	}
-	c.printRaw(b)
-	return nil, nil
+	if *asJSON {
+		c.printRaw(b)
+		return nil
+	}
+	return show(b)
 }
 
 // printRaw writes a JSON answer as it came, ending in a newline.
@@ -53,31 +56,27 @@ func (c cli) printRaw(b []byte) {
 
 // status prints GET /v1/status.
 func (c cli) status(ctx context.Context, args []string) error {
-	b, err := c.read(ctx, "status", "/v1/status", args)
-	if err != nil || b == nil {
-		return err
-	}
-	var doc statusDocument
-	sent, err := decodeDocument(b, &doc)
-	if err != nil {
-		return fmt.Errorf("reading the status document: %w", err)
-	}
-	printStatus(c.stdout, doc, sent)
-	return nil
+	return c.read(ctx, "status", "/v1/status", args, func(b []byte) error {
+		var doc statusDocument
+		sent, err := decodeDocument(b, &doc)
+		if err != nil {
+			return fmt.Errorf("reading the status document: %w", err)
+		}
+		printStatus(c.stdout, doc, sent)
+		return nil
+	})
 }
 
 // slots prints GET /v1/slotmap.
 func (c cli) slots(ctx context.Context, args []string) error {
-	b, err := c.read(ctx, "slots", "/v1/slotmap", args)
-	if err != nil || b == nil {
-		return err
-	}
-	m, err := cachenodes.ParseSlotMap(b)
-	if err != nil {
-		return fmt.Errorf("reading the slot map document: %w", err)
-	}
-	printSlots(c.stdout, m)
-	return nil
+	return c.read(ctx, "slots", "/v1/slotmap", args, func(b []byte) error {
+		m, err := cachenodes.ParseSlotMap(b)
+		if err != nil {
+			return fmt.Errorf("reading the slot map document: %w", err)
+		}
+		printSlots(c.stdout, m)
+		return nil
+	})
 }
 
 // freeze sends PUT /v1/freeze.
