@@ -106,6 +106,7 @@ func (b *Bed) AddHost(t testing.TB, name string) *Host {
 	t.Helper()
 	if !hostNameRE.MatchString(name) {
 		t.Fatalf("testenv: host name %q is not lower-case letters, digits and dashes (at most 31)", name)
+		return nil
 	}
 	b.mu.Lock()
 	i := len(b.hosts)
@@ -113,11 +114,13 @@ func (b *Bed) AddHost(t testing.TB, name string) *Host {
 		if h.Name == name {
 			b.mu.Unlock()
 			t.Fatalf("testenv: the bed already has a host named %q", name)
+			return nil
 		}
 	}
 	if i >= maxHostsPerBed {
 		b.mu.Unlock()
 		t.Fatalf("testenv: a bed holds at most %d hosts", maxHostsPerBed)
+		return nil
 	}
 	h := &Host{
 		Name:  name,
@@ -143,6 +146,7 @@ func (b *Bed) AddHost(t testing.TB, name string) *Host {
 	}
 	if err != nil {
 		t.Fatalf("testenv: creating host %s: %v", name, err)
+		return nil
 	}
 	return h
 }

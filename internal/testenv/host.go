@@ -73,6 +73,7 @@ func (h *Host) setLink(t testing.TB, state string) {
 	t.Helper()
 	if h.link == "" {
 		t.Fatalf("testenv: the root namespace of a bed cannot be cut")
+		return
 	}
 	if err := runIP(h.bed.ip, "link", "set", h.link, state); err != nil {
 		t.Fatalf("testenv: setting the link of host %s %s: %v", h.Name, state, err)
@@ -99,7 +100,9 @@ func (h *Host) Unblackhole(t testing.TB, addr string) {
 
 func (h *Host) route(t testing.TB, verb, addr string) {
 	t.Helper()
-	h.checkAddr(t, addr)
+	if !h.checkAddr(t, addr) {
+		return
+	}
 	if err := runIP(h.bed.ip, h.ipArgs("route", verb, "blackhole", addr+"/32")...); err != nil {
 		t.Fatalf("testenv: blackhole route to %s on host %s: %v", addr, h.Name, err)
 	}
@@ -114,7 +117,9 @@ func (h *Host) route(t testing.TB, verb, addr string) {
 // arrive). Other hosts and the root namespace still reach addr.
 func (h *Host) Drop(t testing.TB, addr string) {
 	t.Helper()
-	h.checkAddr(t, addr)
+	if !h.checkAddr(t, addr) {
+		return
+	}
 	args := h.ipArgs("neigh", "replace", addr, "lladdr", dropMAC, "dev", h.dev(), "nud", "permanent")
 	if err := runIP(h.bed.ip, args...); err != nil {
 		t.Fatalf("testenv: dropping traffic to %s on host %s: %v", addr, h.Name, err)
@@ -125,7 +130,9 @@ func (h *Host) Drop(t testing.TB, addr string) {
 // again on its next packet.
 func (h *Host) Undrop(t testing.TB, addr string) {
 	t.Helper()
-	h.checkAddr(t, addr)
+	if !h.checkAddr(t, addr) {
+		return
+	}
 	if err := runIP(h.bed.ip, h.ipArgs("neigh", "del", addr, "dev", h.dev())...); err != nil {
 		t.Fatalf("testenv: undoing Drop of %s on host %s: %v", addr, h.Name, err)
 	}
@@ -133,11 +140,13 @@ func (h *Host) Undrop(t testing.TB, addr string) {
 
 // checkAddr fails the test unless addr is an address of the bed other than
 // the host's own: faults never touch anything outside the bed.
-func (h *Host) checkAddr(t testing.TB, addr string) {
+func (h *Host) checkAddr(t testing.TB, addr string) bool {
 	t.Helper()
 	if !h.bed.contains(addr) || addr == h.Addr {
 		t.Fatalf("testenv: %q is not another address of test bed %s", addr, h.bed.prefix)
+		return false
 	}
+	return true
 }
 
 // ipArgs returns args for ip, run in the host's namespace.

@@ -85,6 +85,17 @@ func (p *Program) WaitReady(t testing.TB, timeout time.Duration, ready func() bo
 	}
 }
 
+// Wait waits up to timeout for the program to exit on its own, and returns
+// its exit code (-1 when a signal ended it). It fails the test, with the
+// program's last lines of output, when the program still runs then.
+func (p *Program) Wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	if !poll(timeout, pollInterval, p.proc.exited) {
+		t.Fatalf("testenv: %s still runs after %v\n%s", p.Name, timeout, p.proc.tail(p.proc.tailLines))
+	}
+	return p.proc.exitCode()
+}
+
 // Stop sends sig to the program's process group and waits for it to exit
 // (SIGKILL after 15s, which fails the test), and returns its exit code,
 // -1 when a signal ended it.
