@@ -18,8 +18,9 @@ import (
 const serfStatusAlive = 1
 
 // ConsulAgent is a Consul client agent (not a server) bound to one loopback
-// address, joined to a Consul server. Its zero value is not usable; use
-// Consul.StartClientAgent. Methods are safe for concurrent use, but Stop,
+// address or to a host of a test bed, joined to a Consul server. Its zero
+// value is not usable; use Consul.StartClientAgent or
+// Consul.StartClientAgentOn. Methods are safe for concurrent use, but Stop,
 // Kill and Start must not race with each other.
 //
 // The agent runs with leave_on_terminate = true, so Stop makes it leave the
@@ -31,7 +32,8 @@ const serfStatusAlive = 1
 // with the same data directory (which Start does). Tests should still
 // register again after Start: Register is idempotent.
 type ConsulAgent struct {
-	// IP is the loopback address the agent binds, e.g. "127.0.0.2".
+	// IP is the address the agent binds, e.g. "127.0.0.2", or its host's
+	// Addr.
 	IP string
 	// HTTPAddr is the agent's HTTP API address, "<IP>:<port>".
 	HTTPAddr string
@@ -63,18 +65,40 @@ func (c *Consul) StartClientAgent(t testing.TB, ip string) *ConsulAgent {
 	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
 		t.Fatalf("testenv: client agent address %q is not a loopback IP", ip)
 	}
+	return c.startClientAgent(t, ip, nil)
+}
+
+// StartClientAgentOn starts a Consul client agent like StartClientAgent, on
+// host h of a test bed: bound to h.Addr, on Consul's default ports (HTTP
+// 8500, Serf LAN 8301) when h is a host of its own, or on free ports on
+// Bed.Root. Its node name is h.Name. A host holds one Consul agent at most;
+// processes on h reach the agent at HTTPAddr.
+func (c *Consul) StartClientAgentOn(t testing.TB, h *Host) *ConsulAgent {
+	t.Helper()
+	return c.startClientAgent(t, h.Addr, h)
+}
+
+// startClientAgent starts a client agent bound to ip, on h unless it is nil.
+func (c *Consul) startClientAgent(t testing.TB, ip string, h *Host) *ConsulAgent {
+	t.Helper()
 	a := &ConsulAgent{
-		IP:       ip,
-		NodeName: c.agentName(ip),
-		DataDir:  t.TempDir(),
-		bin:      c.bin,
-		server:   c,
+		IP:      ip,
+		DataDir: t.TempDir(),
+		bin:     c.bin,
+		server:  c,
 	}
-	a.proc = newProcess(t, "consul agent "+ip)
+	if h != nil {
+		a.NodeName = c.agentName(h.Name)
+		a.proc = newProcess(t, "consul agent on "+h.Name)
+		a.proc.prefix = h.execPrefix()
+	} else {
+		a.NodeName = c.agentName("agent-" + strings.ReplaceAll(ip, ".", "-"))
+		a.proc = newProcess(t, "consul agent "+ip)
+	}
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < startAttempts(h); attempt++ {
 		var p []int
-		p, err = freePorts(ip, 2, true)
+		p, err = consulPorts(h, ip, 2)
 		if err != nil {
 			t.Fatalf("testenv: finding ports on %s for a consul agent: %v", ip, err)
 		}
@@ -98,10 +122,9 @@ func (c *Consul) StartClientAgent(t testing.TB, ip string) *ConsulAgent {
 	return nil
 }
 
-// agentName returns "agent-127-0-0-2" for ip 127.0.0.2, with a suffix when
-// c already has an agent of that name.
-func (c *Consul) agentName(ip string) string {
-	base := "agent-" + strings.ReplaceAll(ip, ".", "-")
+// agentName returns base, with a suffix when c already has an agent of
+// that name.
+func (c *Consul) agentName(base string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	name := base
@@ -268,3 +291,21 @@ func (a *ConsulAgent) Start(t testing.TB) {
 
 // PID returns the process ID of the agent, or 0 when it is not running.
 func (a *ConsulAgent) PID() int { return a.proc.pid() }
+
+// Pause sends SIGSTOP to the agent: it keeps its sockets but neither
+// gossips nor answers its HTTP API until Resume, so the server soon marks
+// its node failed.
+func (a *ConsulAgent) Pause(t testing.TB) {
+	t.Helper()
+	if err := a.proc.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("testenv: pausing consul agent %s: %v", a.NodeName, err)
+	}
+}
+
+// Resume sends SIGCONT to the agent after Pause.
+func (a *ConsulAgent) Resume(t testing.TB) {
+	t.Helper()
+	if err := a.proc.signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("testenv: resuming consul agent %s: %v", a.NodeName, err)
+	}
+}

@@ -25,22 +25,25 @@ const consulReadyTimeout = 60 * time.Second
 const consulProbeTimeout = 2 * time.Second
 
 // Consul is a Consul dev server (`consul agent -dev`: a single server, state
-// in memory only) on free loopback ports. Its zero value is not usable; use
-// StartConsul. Methods are safe for concurrent use, but Stop and Start must
-// not race with each other.
+// in memory only), on free loopback ports or on a host of a test bed. Its
+// zero value is not usable; use StartConsul or StartConsulOn. Methods are
+// safe for concurrent use, but Stop and Start must not race with each
+// other.
 type Consul struct {
-	// HTTPAddr is the HTTP API address, "127.0.0.1:<port>".
+	// HTTPAddr is the HTTP API address, "<ip>:<port>": "127.0.0.1:<port>"
+	// from StartConsul.
 	HTTPAddr string
 	// Client is an API client for HTTPAddr.
 	Client *api.Client
 	// SerfLANAddr is the Serf LAN address that client agents join,
-	// "127.0.0.1:<port>".
+	// "<ip>:<port>".
 	SerfLANAddr string
 	// NodeName is the server's node name in the catalog.
 	NodeName string
 
 	bin    string
 	nodeID string
+	ip     string // the address the server binds
 	ports  consulServerPorts
 	proc   *process
 	probe  *api.Client // like Client, with a timeout on every request
@@ -59,22 +62,47 @@ type consulServerPorts struct {
 // and accepts a KV write. It is stopped when the test ends.
 func StartConsul(t testing.TB) *Consul {
 	t.Helper()
+	return startConsul(t, nil)
+}
+
+// StartConsulOn starts a Consul dev server like StartConsul, on host h of a
+// test bed: bound to h.Addr (which it advertises), on Consul's default
+// ports (HTTP 8500, Serf LAN 8301) when h is a host of its own, or on free
+// ports on Bed.Root. Its node name is h.Name. A host holds one Consul agent
+// at most.
+func StartConsulOn(t testing.TB, h *Host) *Consul {
+	t.Helper()
+	return startConsul(t, h)
+}
+
+// startConsul starts a dev server on h, or on loopback when h is nil.
+func startConsul(t testing.TB, h *Host) *Consul {
+	t.Helper()
 	c := &Consul{
 		bin:      ConsulBinary(t),
 		nodeID:   newUUID(t),
 		NodeName: "consul-server",
+		ip:       "127.0.0.1",
 	}
-	c.proc = newProcess(t, "consul server")
+	name := "consul server"
+	if h != nil {
+		c.NodeName, c.ip = h.Name, h.Addr
+		name += " on " + h.Name
+	}
+	c.proc = newProcess(t, name)
+	if h != nil {
+		c.proc.prefix = h.execPrefix()
+	}
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < startAttempts(h); attempt++ {
 		var p []int
-		p, err = freePorts("127.0.0.1", 4, true)
+		p, err = consulPorts(h, c.ip, 4)
 		if err != nil {
 			t.Fatalf("testenv: finding ports for consul: %v", err)
 		}
 		c.ports = consulServerPorts{http: p[0], serfLAN: p[1], serfWAN: p[2], server: p[3]}
-		c.HTTPAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.http))
-		c.SerfLANAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports.serfLAN))
+		c.HTTPAddr = net.JoinHostPort(c.ip, strconv.Itoa(c.ports.http))
+		c.SerfLANAddr = net.JoinHostPort(c.ip, strconv.Itoa(c.ports.serfLAN))
 		c.Client = newAPIClient(t, c.HTTPAddr, 0)
 		c.probe = newAPIClient(t, c.HTTPAddr, consulProbeTimeout)
 		if err = c.start(); err == nil {
@@ -93,8 +121,8 @@ func StartConsul(t testing.TB) *Consul {
 func (c *Consul) start() error {
 	err := c.proc.start(c.bin,
 		"agent", "-dev",
-		"-bind", "127.0.0.1",
-		"-client", "127.0.0.1",
+		"-bind", c.ip,
+		"-client", c.ip,
 		"-http-port", strconv.Itoa(c.ports.http),
 		"-dns-port", "-1",
 		"-grpc-port", "-1",
@@ -190,6 +218,44 @@ func (c *Consul) runningAgents() []*ConsulAgent {
 
 // PID returns the process ID of the server, or 0 when it is not running.
 func (c *Consul) PID() int { return c.proc.pid() }
+
+// Pause sends SIGSTOP to the server: it keeps its sockets but answers
+// nothing, to agents and clients alike, until Resume.
+func (c *Consul) Pause(t testing.TB) {
+	t.Helper()
+	if err := c.proc.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("testenv: pausing consul server: %v", err)
+	}
+}
+
+// Resume sends SIGCONT to the server after Pause.
+func (c *Consul) Resume(t testing.TB) {
+	t.Helper()
+	if err := c.proc.signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("testenv: resuming consul server: %v", err)
+	}
+}
+
+// consulPorts returns n ports for a Consul agent bound to ip on h, in the
+// order HTTP, Serf LAN, Serf WAN, server RPC: Consul's defaults on a host of
+// a test bed, whose namespace has all its ports free, else free ports.
+func consulPorts(h *Host, ip string, n int) ([]int, error) {
+	if h != nil && h.NetNS != "" {
+		return []int{8500, 8301, 8302, 8300}[:n], nil
+	}
+	return freePorts(ip, n, true)
+}
+
+// startAttempts returns how often a process on h is started before giving
+// up when it exits at once: three times on free ports, which another
+// process may take between choice and bind; once on a host of a test bed,
+// whose fixed ports nobody else takes.
+func startAttempts(h *Host) int {
+	if h != nil && h.NetNS != "" {
+		return 1
+	}
+	return 3
+}
 
 // newAPIClient returns a Consul API client for addr that ignores the CONSUL_*
 // environment (no token, no TLS), with its own connection pool, closed when

@@ -2,6 +2,21 @@
 // run against: a Consul dev server, Consul client agents on 127.0.0.x
 // addresses, and memcached processes, all on free loopback ports.
 //
+// For tests across hosts, NewBed builds a test bed: a Linux bridge and one
+// network namespace per host (Bed.AddHost), each with its own address in a
+// /24 of 198.18.0.0/15 that no other live bed holds. StartConsulOn,
+// Consul.StartClientAgentOn, StartMemcachedOn and StartProgram run the same
+// parts, or any program such as a built bin/mcrib, on a host; the host's
+// faults (Host.Cut and Heal, Host.Blackhole, Host.Drop) and SIGSTOP of a
+// process (Pause and Resume) partition them. Beds need root: without it the
+// test is skipped, or failed when CI is set (see below). A bed holds an
+// flock on /run/mcrib-testenv/bed-<n>.lock while it lives; NewBed removes
+// the bridges, veths and namespaces of beds whose lock nobody holds, left by
+// test binaries that died before their cleanups ran.
+//
+// For benchmarks that need more memcached nodes than processes can give,
+// StartFakeMemcached serves thousands of fake nodes from the test binary.
+//
 // Every function takes a testing.TB and registers a t.Cleanup that kills and
 // reaps every process it started, so nothing outlives the test. Each child
 // runs in its own process group and is also sent SIGKILL by the kernel if the

@@ -16,12 +16,20 @@ import (
 // memcachedReadyTimeout bounds how long StartMemcached waits for an answer.
 const memcachedReadyTimeout = 20 * time.Second
 
-// Memcached is a memcached process listening on 127.0.0.1. Its zero value is
-// not usable; use StartMemcached. Methods are safe for concurrent use, but
-// Kill, Start, Pause and Resume must not race with each other.
+// memcachedHostPort is the port of memcached on a host of a test bed:
+// memcached's default, as the host's namespace has all its ports free.
+const memcachedHostPort = 11211
+
+// Memcached is a memcached process listening on 127.0.0.1, or on the
+// address of a host of a test bed. Its zero value is not usable; use
+// StartMemcached or StartMemcachedOn. Methods are safe for concurrent use,
+// but Kill, Start, Pause and Resume must not race with each other.
 type Memcached struct {
-	// Addr is "127.0.0.1:<Port>".
+	// Addr is "<IP>:<Port>".
 	Addr string
+	// IP is the address memcached listens on: "127.0.0.1", or its host's
+	// Addr.
+	IP string
 	// Port is the TCP port memcached listens on; it stays the same across
 	// Kill and Start.
 	Port int
@@ -35,12 +43,42 @@ type Memcached struct {
 // `version` command. The process is killed when the test ends.
 func StartMemcached(t testing.TB) *Memcached {
 	t.Helper()
-	m := &Memcached{bin: MemcachedBinary(t)}
-	m.proc = newProcess(t, "memcached")
+	return startMemcached(t, nil)
+}
+
+// StartMemcachedOn starts memcached like StartMemcached, on host h of a
+// test bed: listening on h.Addr, port 11211 when h is a host of its own, or
+// a free port on Bed.Root.
+func StartMemcachedOn(t testing.TB, h *Host) *Memcached {
+	t.Helper()
+	return startMemcached(t, h)
+}
+
+// startMemcached starts memcached on h, or on 127.0.0.1 when h is nil.
+func startMemcached(t testing.TB, h *Host) *Memcached {
+	t.Helper()
+	m := &Memcached{bin: MemcachedBinary(t), IP: "127.0.0.1"}
+	name := "memcached"
+	if h != nil {
+		m.IP = h.Addr
+		name += " on " + h.Name
+	}
+	m.proc = newProcess(t, name)
+	if h != nil {
+		m.proc.prefix = h.execPrefix()
+	}
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		m.Port = FreePort(t)
-		m.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port))
+	for attempt := 0; attempt < startAttempts(h); attempt++ {
+		if h != nil && h.NetNS != "" {
+			m.Port = memcachedHostPort
+		} else {
+			ports, perr := freePorts(m.IP, 1, false)
+			if perr != nil {
+				t.Fatalf("testenv: finding a port for memcached: %v", perr)
+			}
+			m.Port = ports[0]
+		}
+		m.Addr = net.JoinHostPort(m.IP, strconv.Itoa(m.Port))
 		if err = m.start(); err == nil {
 			return m
 		}
@@ -55,7 +93,7 @@ func StartMemcached(t testing.TB) *Memcached {
 
 // start runs memcached on m.Port and waits until it answers.
 func (m *Memcached) start() error {
-	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(m.Port), "-U", "0", "-m", "64", "-t", "2"}
+	args := []string{"-l", m.IP, "-p", strconv.Itoa(m.Port), "-U", "0", "-m", "64", "-t", "2"}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root")
 	}

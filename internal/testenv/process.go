@@ -24,6 +24,11 @@ type process struct {
 	name    string // for messages, e.g. "consul server"
 	logPath string
 
+	// Set before the first start, then read-only:
+	prefix    []string // runs the program through prefix when set, e.g. ip netns exec
+	env       []string // added to the test binary's environment
+	tailLines int      // lines of output logged when the test failed
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // current or last command; nil before the first start
 	done   chan struct{} // closed when the current command has exited and been reaped
@@ -40,19 +45,20 @@ func newProcess(t testing.TB, name string) *process {
 	// before the directory is removed.
 	dir := t.TempDir()
 	p := &process{
-		name:    name,
-		logPath: dir + "/" + strings.ReplaceAll(name, " ", "-") + ".log",
+		name:      name,
+		logPath:   dir + "/" + strings.ReplaceAll(name, " ", "-") + ".log",
+		tailLines: 40,
 	}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("testenv: last lines of %s output (%s):\n%s", p.name, p.logPath, p.tail(40))
+			t.Logf("testenv: last lines of %s output (%s):\n%s", p.name, p.logPath, p.tail(p.tailLines))
 		}
 	})
 	return p
 }
 
-// start runs bin with args. The child gets its own process group, and the
+// start runs bin with args (through p.prefix when set). The child gets its own process group, and the
 // kernel sends it SIGKILL when the thread that started it exits; that thread
 // is locked to a goroutine that lives exactly as long as the child, so in
 // practice the child dies with the test binary.
@@ -67,8 +73,15 @@ func (p *process) start(bin string, args ...string) error {
 	if err != nil {
 		return fmt.Errorf("opening log of %s: %w", p.name, err)
 	}
+	if len(p.prefix) > 0 {
+		args = append(append(p.prefix[1:len(p.prefix):len(p.prefix)], bin), args...)
+		bin = p.prefix[0]
+	}
 	fmt.Fprintf(f, "=== testenv start #%d: %s %s\n", p.starts, bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -179,6 +192,17 @@ func (p *process) pid() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// exitCode returns the exit code of the last command, -1 when it was
+// killed by a signal, is running or never ran.
+func (p *process) exitCode() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.running() || p.cmd.ProcessState == nil {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
 }
 
 // tail returns the last n lines of the log file.

@@ -27,7 +27,7 @@ type Registration struct {
 const checkTimeout = 500 * time.Millisecond
 
 // Register registers m as a service on the agent that c talks to (a client
-// agent's Client, or the server's Client): address 127.0.0.1, m's port, r's
+// agent's Client, or the server's Client): m's address and port, r's
 // tags and meta, and one TCP check on m.Addr, passing until its first run.
 // Registering the same ID again replaces the service and its checks, so
 // Register is idempotent.
@@ -44,7 +44,7 @@ func Register(t testing.TB, c *api.Client, m *Memcached, r Registration) {
 	reg := &api.AgentServiceRegistration{
 		ID:      r.ID,
 		Name:    name,
-		Address: "127.0.0.1",
+		Address: m.IP,
 		Port:    m.Port,
 		Tags:    r.Tags,
 		Meta:    r.Meta,
