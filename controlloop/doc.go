@@ -11,4 +11,14 @@
 // before placing; a spare is flushed as part of its placement; a node that
 // was unreachable is flushed when it answers again; an empty or sharply
 // shrunken Consul answer is a fault of discovery; nothing moves while frozen.
+//
+// Loop.Reconcile is one pass (reconcile.go), carried out by the actions of
+// actions.go; Loop.Run (loop.go) only schedules passes: on kicks, on the
+// ticks of the probe interval, through a pass limiter, with a backoff after
+// a failed pass, all on the clock of Options.Clock. The probe loop
+// (probe.go) reads every node's stats once a probe interval; the boot
+// limiter takes its hit counters from there (Loop.HitCounters). The loop
+// meets the outside world through small interfaces: Store (the pool's keys,
+// ConsulStore in Consul KV), Leadership (the leader lock, *leader.Elector),
+// Discovery (*cachenodes.ConsulSource) and Prober (*cachenodes.Prober).
 package controlloop

@@ -2,50 +2,51 @@ package controlloop
 
 import (
 	"context"
-	"runtime"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/leader"
 )
 
-// fakeLeadership claims to lead with a given session.
-type fakeLeadership struct {
+// sessionLeadership leads with a session of its own on a real Consul and
+// confirms it with leader.Held, stepping down when the lock is not held.
+type sessionLeadership struct {
+	client   *api.Client
+	lease    leader.Lease
 	leading  atomic.Bool
-	session  string
 	stepDown atomic.Int32
 }
 
-func (f *fakeLeadership) IsLeader() bool   { return f.leading.Load() }
-func (f *fakeLeadership) Session() string  { return f.session }
-func (f *fakeLeadership) LeaderID() string { return "me" }
-func (f *fakeLeadership) StepDown()        { f.stepDown.Add(1); f.leading.Store(false) }
-
-// fakeProber answers for every address and counts flushes.
-type fakeProber struct {
-	mu      sync.Mutex
-	flushes map[string]int
-}
-
-func (p *fakeProber) Stats(ctx context.Context, addr string) (cachenodes.Stats, error) {
-	return cachenodes.Stats{PID: 1, Uptime: time.Hour}, nil
-}
-
-func (p *fakeProber) Flush(ctx context.Context, addr string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.flushes == nil {
-		p.flushes = map[string]int{}
+func (f *sessionLeadership) Lease() (leader.Lease, bool) {
+	if !f.leading.Load() {
+		return leader.Lease{}, false
 	}
-	p.flushes[addr]++
-	return nil
+	return f.lease, true
 }
+
+func (f *sessionLeadership) Confirm(ctx context.Context) (leader.Lease, error) {
+	lease, ok := f.Lease()
+	if !ok {
+		return leader.Lease{}, leader.ErrNotLeader
+	}
+	held, err := leader.Held(ctx, f.client, lease)
+	if err != nil {
+		return lease, err
+	}
+	if !held {
+		f.stepDown.Add(1)
+		f.leading.Store(false)
+		return leader.Lease{}, leader.ErrNotLeader
+	}
+	return lease, nil
+}
+
+func (f *sessionLeadership) LeaderID() string { return "me" }
 
 func registerFake(t *testing.T, c *api.Client, id string, port int) {
 	t.Helper()
@@ -55,34 +56,17 @@ func registerFake(t *testing.T, c *api.Client, id string, port int) {
 	}
 }
 
-// checkNoLoopGoroutines fails the test when a goroutine of the loop, its
-// Consul watch or its prober is still running.
-func checkNoLoopGoroutines(t *testing.T) {
-	t.Helper()
-	var left string
-	testenv.Eventually(t, 5*time.Second, "the loop's goroutines end", func() bool {
-		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		left = ""
-		for _, g := range strings.Split(stacks, "\n\n") {
-			if strings.Contains(g, "controlloop.(*Loop)") || strings.Contains(g, "cachenodes.(*ConsulSource).Run") {
-				left = g
-			}
-		}
-		return left == ""
-	})
-}
-
-// runLoop runs loop until the test ends, then checks it left nothing.
+// runLoop runs loop until the test ends; the goroutine-leak check then
+// finds anything it left running.
 func runLoop(t *testing.T, loop *Loop) {
 	t.Helper()
+	leakcheck.Check(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { loop.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		checkNoLoopGoroutines(t)
 	})
 }
 
@@ -107,7 +91,7 @@ func TestDeposedLeaderCannotWrite(t *testing.T) {
 	if ok, _, err := c.KV().Acquire(&api.KVPair{Key: "mcrib/default/leader", Value: []byte("other"), Session: other}, nil); err != nil || !ok {
 		t.Fatalf("acquiring the lock for the other session: %v %v", ok, err)
 	}
-	lead := &fakeLeadership{session: mine}
+	lead := &sessionLeadership{client: c, lease: leader.NewLease("mcrib/default/leader", mine)}
 	lead.leading.Store(true)
 	loop, err := New(Options{
 		Consul: c, Pool: "default", KVPrefix: "mcrib", NumSlots: 2, Service: "memcached",

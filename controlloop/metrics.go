@@ -20,7 +20,7 @@ type Metrics interface {
 
 // Label values the loop uses, so an exporter can create each at 0.
 var (
-	PassResults        = []string{"ok", "error", "conflict", "follower", "waiting"}
+	PassResults        = []string{OutcomeOK, OutcomeError, OutcomeConflict, OutcomeFollower, OutcomeWaiting}
 	ReplacementReasons = []string{"hold_expired", "maintenance"}
 	FlushReasons       = []string{"placement", "returned"}
 )

@@ -2,8 +2,12 @@ package controlloop
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // Status is the loop's part of the status document (CONTRACT.md section
@@ -49,10 +53,10 @@ type NodeStatus struct {
 
 // Status returns the loop's view now.
 func (l *Loop) Status() Status {
-	now := l.opts.Clock.Now()
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	leading, _ := l.leading()
+	_, leading := l.lead.Lease()
 	st := Status{
 		Pool:                 l.opts.Pool,
 		Leader:               leading,
@@ -67,8 +71,8 @@ func (l *Loop) Status() Status {
 		ReplacementsBlocked:  l.blocked,
 		Nodes:                []NodeStatus{},
 	}
-	if l.opts.Leadership != nil && st.LeaderID == "" {
-		st.LeaderID = l.opts.Leadership.LeaderID()
+	if st.LeaderID == "" {
+		st.LeaderID = l.lead.LeaderID()
 	}
 	if l.passErr != nil {
 		st.LastError = l.passErr.Error()
@@ -134,4 +138,52 @@ func stateName(s *nodeState, holdsSlot bool) string {
 		return StateSpare
 	}
 	return StateDown
+}
+
+// SlotMap returns the current slot map, or nil before one is known.
+func (l *Loop) SlotMap() *cachenodes.SlotMap {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.current
+}
+
+// Ready returns nil when this process completed a reconcile within
+// 3 × max(probe interval, 1s) and can reach Consul; otherwise an error
+// whose message is the reason.
+func (l *Loop) Ready() error {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	limit := 3 * max(l.opts.ProbeInterval, time.Second)
+	switch {
+	case l.consulErr != nil:
+		return fmt.Errorf("consul is unreachable: %v", l.consulErr)
+	case l.lastReconcile.IsZero() && l.passErr != nil:
+		return fmt.Errorf("no reconcile has completed yet: %v", l.passErr)
+	case l.lastReconcile.IsZero():
+		return errors.New("no reconcile has completed yet")
+	case now.Sub(l.lastReconcile) > limit:
+		msg := fmt.Sprintf("the last reconcile completed %s ago, more than the %s allowed", now.Sub(l.lastReconcile).Round(time.Millisecond), limit)
+		if l.passErr != nil {
+			msg += fmt.Sprintf(": %v", l.passErr)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// ServingAddrs returns the addresses of the nodes that hold a slot now.
+func (l *Loop) ServingAddrs() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]string)
+	if l.current == nil {
+		return out
+	}
+	for _, n := range l.current.Slots() {
+		if !n.IsZero() {
+			out[n.ID] = n.Addr
+		}
+	}
+	return out
 }

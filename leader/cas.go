@@ -29,3 +29,11 @@ func CASWithSession(ctx context.Context, client *api.Client, lockKey, session, k
 	}
 	return ok, nil
 }
+
+// CAS writes value at key with check-and-set at index, in one transaction
+// that also checks that l still holds its lock and any further checks the
+// caller adds, as CASWithSession does. The zero Lease is refused with
+// ErrNotLeader.
+func (l Lease) CAS(ctx context.Context, client *api.Client, key string, value []byte, index uint64, checks ...*api.KVTxnOp) (ok bool, err error) {
+	return CASWithSession(ctx, client, l.key, l.session, key, value, index, checks...)
+}

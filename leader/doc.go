@@ -27,4 +27,8 @@
 // been deposed but has not noticed yet could still act. CASWithSession closes
 // that gap for KV writes: it writes with check-and-set in one transaction
 // that also checks that the lock is still held by the writer's session.
+// An Elector hands out each term as an opaque Lease (Elector.Lease), whose
+// CAS is that write; Elector.Confirm is the one call that asks the lock
+// itself, before an action only the leader may take, and steps down when
+// the lock is lost.
 package leader

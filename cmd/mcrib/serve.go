@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/metrics"
 	"github.com/mcrib/mcrib/ratelimit"
@@ -40,9 +41,9 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	}
 	defer ln.Close() // also closed by the server's Shutdown; a second Close is harmless
 	id := ln.Addr().String()
-	prefix := controlloop.PoolPrefix(cfg.KVPrefix, cfg.Pool)
+	keys := kvlayout.For(cfg.KVPrefix, cfg.Pool)
 
-	elector, err := leader.New(leader.Options{Client: consul, Key: prefix + controlloop.KeyLeader, ID: id, Logger: logger})
+	elector, err := leader.New(leader.Options{Client: consul, Key: keys.Leader(), ID: id, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -90,14 +91,14 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 
 	boot, err = ratelimit.NewService(ratelimit.ServiceOptions{
 		Client: consul,
-		Key:    prefix + controlloop.KeyBootLimit,
+		Key:    keys.BootLimit(),
 		Config: ratelimit.ControllerConfig{
 			Floor: cfg.BootLimitMin, Ceiling: cfg.BootLimitMax,
 			Low: cfg.HitRateLow, Target: cfg.HitRateTarget,
 			Interval: cfg.StatsInterval,
 		},
 		Logger:   logger,
-		Stats:    servingStats(loop, prober),
+		Stats:    loop.HitCounters,
 		IsLeader: elector.IsLeader,
 	})
 	if err != nil {
@@ -196,32 +197,6 @@ func newConsulClient(addr string) (*api.Client, error) {
 	conf := api.DefaultConfig()
 	conf.Address = addr
 	return api.NewClient(conf)
-}
-
-// servingStats returns the hit counters of every node that holds a slot,
-// read fresh from memcached, and how many could not be read.
-func servingStats(loop *controlloop.Loop, prober *cachenodes.Prober) func(ctx context.Context) (map[string]ratelimit.Counters, int) {
-	return func(ctx context.Context) (map[string]ratelimit.Counters, int) {
-		addrs := loop.ServingAddrs()
-		out := make(map[string]ratelimit.Counters, len(addrs))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		unreadable := 0
-		for id, addr := range addrs {
-			wg.Go(func() {
-				st, err := prober.Stats(ctx, addr)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					unreadable++
-					return
-				}
-				out[id] = ratelimit.Counters{Hits: st.GetHits, Misses: st.GetMisses, PID: st.PID, Uptime: st.Uptime}
-			})
-		}
-		wg.Wait()
-		return out, unreadable
-	}
 }
 
 // gauges reads the loop and the limiter for a metrics scrape.

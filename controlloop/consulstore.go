@@ -1,0 +1,112 @@
+package controlloop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// ConsulStore is the Store of one pool in Consul KV, under
+// <kv-prefix>/<pool>/ (CONTRACT.md section 2). Build it with
+// NewConsulStore; it is safe for concurrent use.
+type ConsulStore struct {
+	client *api.Client
+	keys   kvlayout.Pool
+}
+
+var _ Store = (*ConsulStore)(nil)
+
+// NewConsulStore returns the store of pool under kvPrefix in client's
+// Consul.
+func NewConsulStore(client *api.Client, kvPrefix, pool string) *ConsulStore {
+	return &ConsulStore{client: client, keys: kvlayout.For(kvPrefix, pool)}
+}
+
+// Read returns the pool's keys in one round trip.
+func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
+	prefix := s.keys.Prefix()
+	pairs, _, err := s.client.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", prefix, err)
+	}
+	var st Snapshot
+	for _, p := range pairs {
+		name, _ := s.keys.Name(p.Key)
+		switch name {
+		case kvlayout.SlotMap:
+			m, err := cachenodes.ParseSlotMap(p.Value)
+			if err != nil {
+				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+			}
+			st.SlotMap, st.SlotMapIndex = m, p.ModifyIndex
+		case kvlayout.Freeze:
+			var f FreezeDoc
+			if err := json.Unmarshal(p.Value, &f); err != nil {
+				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+			}
+			f.Frozen = true
+			st.Freeze, st.FreezeIndex = &f, p.ModifyIndex
+		case kvlayout.Leader:
+			if p.Session != "" {
+				st.LeaderID = string(p.Value)
+			}
+		}
+	}
+	return st, nil
+}
+
+// WriteSlotMap stores m with check-and-set against read.SlotMapIndex (0:
+// only if absent), in one transaction that also checks that the freeze key
+// is as read and, unless lease is zero, that lease still holds the leader
+// lock (leader.Lease.CAS).
+func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (ok bool, err error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encoding the slot map: %w", err)
+	}
+	freeze := &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.keys.Freeze()}
+	if read.Freeze != nil {
+		freeze = &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.keys.Freeze(), Index: read.FreezeIndex}
+	}
+	if !lease.IsZero() {
+		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, freeze)
+	}
+	// No leader lock (a process that leads alone): the same write without
+	// the lock check.
+	ops := api.TxnOps{
+		{KV: freeze},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex}},
+	}
+	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", s.keys.SlotMap(), err)
+	}
+	return ok, nil
+}
+
+// PutFreeze stores the freeze document.
+func (s *ConsulStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encoding the freeze document: %w", err)
+	}
+	_, err = s.client.KV().Put(&api.KVPair{Key: s.keys.Freeze(), Value: body}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", s.keys.Freeze(), err)
+	}
+	return nil
+}
+
+// DeleteFreeze removes the freeze document.
+func (s *ConsulStore) DeleteFreeze(ctx context.Context) error {
+	if _, err := s.client.KV().Delete(s.keys.Freeze(), (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("deleting %s: %w", s.keys.Freeze(), err)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package controlloop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// signal wakes the tests that wait for a fake to change. The zero value is
+// ready to use; the fake's mutex guards it.
+type signal struct{ ch chan struct{} }
+
+// chanLocked returns the channel the next notifyLocked closes.
+func (s *signal) chanLocked() chan struct{} {
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) notifyLocked() {
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+// waitUntil waits, up to 5 s, until cond (called with mu held) holds.
+func waitUntil(t *testing.T, mu *sync.Mutex, sig *signal, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		mu.Lock()
+		ok, ch := cond(), sig.chanLocked()
+		mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+// fakeStore is a Store in memory. A counter stands for Consul's index;
+// holder is the lease that holds the leader lock (zero: nobody).
+type fakeStore struct {
+	mu          sync.Mutex
+	changed     signal
+	index       uint64
+	slotMap     *cachenodes.SlotMap
+	slotIndex   uint64
+	freeze      *FreezeDoc
+	freezeIndex uint64
+	holder      leader.Lease
+	leaderID    string
+
+	// failReads makes that many reads fail.
+	failReads int
+	// beforeWrite runs, with mu held, before a write checks anything: the
+	// world changing between a pass's read and its write.
+	beforeWrite func(s *fakeStore)
+
+	reads, writes int
+}
+
+var _ Store = (*fakeStore)(nil)
+
+func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.changed.notifyLocked()
+	s.reads++
+	if s.failReads > 0 {
+		s.failReads--
+		return Snapshot{}, fmt.Errorf("reading the fake store: unreachable")
+	}
+	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID}, nil
+}
+
+func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.changed.notifyLocked()
+	if s.beforeWrite != nil {
+		s.beforeWrite(s)
+	}
+	freezeAsRead := (read.Freeze == nil && s.freeze == nil) || (read.Freeze != nil && s.freeze != nil && read.FreezeIndex == s.freezeIndex)
+	if read.SlotMapIndex != s.slotIndex || !freezeAsRead || (!lease.IsZero() && lease != s.holder) {
+		return false, nil
+	}
+	s.putLocked(m)
+	s.writes++
+	return true, nil
+}
+
+func (s *fakeStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index++
+	s.freeze, s.freezeIndex = &f, s.index
+	return nil
+}
+
+func (s *fakeStore) DeleteFreeze(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeze, s.freezeIndex = nil, 0
+	return nil
+}
+
+// putLocked stores m as a new version.
+func (s *fakeStore) putLocked(m *cachenodes.SlotMap) {
+	s.index++
+	s.slotMap, s.slotIndex = m, s.index
+}
+
+// lose forgets every key, as a restarted dev agent of Consul does; the
+// lock is taken again at once by its holder.
+func (s *fakeStore) lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slotMap, s.slotIndex, s.freeze, s.freezeIndex = nil, 0, nil, 0
+}
+
+// stored returns the stored map and the number of writes.
+func (s *fakeStore) stored() (*cachenodes.SlotMap, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slotMap, s.writes
+}
+
+// fakeLeader is a Leadership whose lock lives in a fakeStore.
+type fakeLeader struct {
+	store *fakeStore
+
+	mu        sync.Mutex
+	lease     leader.Lease // zero while not leading
+	stepDowns int
+}
+
+var _ Leadership = (*fakeLeader)(nil)
+
+func (f *fakeLeader) Lease() (leader.Lease, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease, !f.lease.IsZero()
+}
+
+func (f *fakeLeader) Confirm(ctx context.Context) (leader.Lease, error) {
+	lease, ok := f.Lease()
+	if !ok {
+		return leader.Lease{}, leader.ErrNotLeader
+	}
+	f.store.mu.Lock()
+	held := f.store.holder == lease
+	f.store.mu.Unlock()
+	if held {
+		return lease, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lease = leader.Lease{}
+	f.stepDowns++
+	return leader.Lease{}, fmt.Errorf("%w: lost the fake lock", leader.ErrNotLeader)
+}
+
+func (f *fakeLeader) LeaderID() string { return "" }
+
+// win takes the lock in the store for a new session and leads.
+func (f *fakeLeader) win(session string) {
+	lease := leader.NewLease("mcrib/p/leader", session)
+	f.store.mu.Lock()
+	f.store.holder, f.store.leaderID = lease, "me"
+	f.store.mu.Unlock()
+	f.mu.Lock()
+	f.lease = lease
+	f.mu.Unlock()
+}
+
+// lose hands the lock to another process without telling f.
+func (f *fakeLeader) loseLock() {
+	f.store.mu.Lock()
+	defer f.store.mu.Unlock()
+	f.store.holder, f.store.leaderID = leader.NewLease("mcrib/p/leader", "other"), "other"
+}
+
+func (f *fakeLeader) counts() (leading bool, stepDowns int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.lease.IsZero(), f.stepDowns
+}
+
+// fakeProber answers for every address with a memcached that has run for
+// an hour, but for the addresses marked down, and counts the flushes it
+// did. A flush raises the address's cmd_flush, as memcached does.
+type fakeProber struct {
+	mu      sync.Mutex
+	changed signal
+	stats   map[string]cachenodes.Stats
+	down    map[string]bool
+	flushes map[string]int
+	reads   map[string]int // stats calls per address
+}
+
+var _ Prober = (*fakeProber)(nil)
+
+func (p *fakeProber) Stats(ctx context.Context, addr string) (cachenodes.Stats, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reads == nil {
+		p.reads = map[string]int{}
+	}
+	p.reads[addr]++
+	p.changed.notifyLocked()
+	if p.down[addr] {
+		return cachenodes.Stats{}, fmt.Errorf("dialing %s: connection refused", addr)
+	}
+	return p.statsLocked(addr), nil
+}
+
+func (p *fakeProber) Flush(ctx context.Context, addr string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down[addr] {
+		return fmt.Errorf("dialing %s: connection refused", addr)
+	}
+	if p.flushes == nil {
+		p.flushes = map[string]int{}
+	}
+	p.flushes[addr]++
+	p.flushedLocked(addr)
+	return nil
+}
+
+func (p *fakeProber) statsLocked(addr string) cachenodes.Stats {
+	if st, ok := p.stats[addr]; ok {
+		return st
+	}
+	return cachenodes.Stats{PID: 1, Uptime: time.Hour}
+}
+
+// flushedLocked raises cmd_flush of addr.
+func (p *fakeProber) flushedLocked(addr string) {
+	if p.stats == nil {
+		p.stats = map[string]cachenodes.Stats{}
+	}
+	st := p.statsLocked(addr)
+	st.CmdFlush++
+	p.stats[addr] = st
+}
+
+// setDown marks addr unreachable or reachable again.
+func (p *fakeProber) setDown(addr string, down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down == nil {
+		p.down = map[string]bool{}
+	}
+	p.down[addr] = down
+}
+
+// flushedElsewhere records a flush of addr by another process.
+func (p *fakeProber) flushedElsewhere(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushedLocked(addr)
+}
+
+// setCounters sets the hit counters addr reports.
+func (p *fakeProber) setCounters(addr string, hits, misses uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stats == nil {
+		p.stats = map[string]cachenodes.Stats{}
+	}
+	st := p.statsLocked(addr)
+	st.GetHits, st.GetMisses = hits, misses
+	p.stats[addr] = st
+}
+
+// flushCounts returns a copy of the flush counts.
+func (p *fakeProber) flushCounts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.flushes)
+}
+
+// readCounts returns a copy of the stats calls per address.
+func (p *fakeProber) readCounts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.reads)
+}
+
+// fakeDiscovery hands Run's callbacks the answers sent on answers, and
+// sends on taken once each was handed over.
+type fakeDiscovery struct {
+	answers chan cachenodes.Membership
+	taken   chan struct{}
+}
+
+func (d *fakeDiscovery) Run(ctx context.Context, onAnswer func(cachenodes.Membership), onError func(error)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-d.answers:
+			onAnswer(m)
+			d.taken <- struct{}{}
+		}
+	}
+}
+
+// fakeMetrics records the loop's events.
+type fakeMetrics struct {
+	mu           sync.Mutex
+	changed      signal
+	passes       []string
+	replacements []string
+	flushes      []string
+}
+
+func (m *fakeMetrics) Pass(result string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.passes = append(m.passes, result)
+	m.changed.notifyLocked()
+}
+
+func (m *fakeMetrics) Replacement(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replacements = append(m.replacements, reason)
+}
+
+func (m *fakeMetrics) Flush(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.flushes = append(m.flushes, reason)
+}

@@ -1,0 +1,87 @@
+package controlloop
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/internal/clock"
+)
+
+// Options configures a Loop. Pool, KVPrefix, NumSlots and ProbeInterval
+// are required, and so are Consul and Service unless Store and Discovery
+// are both given. The optional dependencies get working defaults: nil Store
+// the pool's keys in Consul KV (NewConsulStore), nil Discovery a
+// cachenodes.ConsulSource on Service and Tag, nil Leadership a process that
+// always leads (without a lock to check), nil Prober a cachenodes.Prober
+// whose timeout is the probe interval clamped to 250ms..1s, nil Clock the
+// real clock, nil Logger a discarding logger, nil Metrics no metrics.
+type Options struct {
+	Consul   *api.Client
+	Pool     string
+	KVPrefix string
+	NumSlots int
+	Service  string
+	Tag      string
+
+	Hold                     time.Duration
+	ProbeInterval            time.Duration
+	FlushAfterUnreachable    time.Duration
+	MaxAbsentFraction        float64
+	MaxReplacementsPerMinute int
+	// Damping is the flap damping; zero fields get flapdamp's defaults and
+	// a zero BurstWindow the probe interval.
+	Damping flapdamp.DampingConfig
+
+	// MCRouterConfig, when set, is the path of an mcrouter config kept in
+	// step with the slot map.
+	MCRouterConfig string
+
+	Store      Store
+	Discovery  Discovery
+	Leadership Leadership
+	Prober     Prober
+	Clock      clock.Clock
+	Logger     *slog.Logger
+	Metrics    Metrics
+}
+
+// withDefaults checks o and fills in the defaults of its optional fields,
+// all but Discovery, which New builds.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Consul == nil && (o.Store == nil || o.Discovery == nil):
+		return o, errors.New("controlloop: Options.Consul is required")
+	case o.Pool == "" || o.KVPrefix == "" || (o.Service == "" && o.Discovery == nil):
+		return o, errors.New("controlloop: Options.Pool, KVPrefix and Service are required")
+	case o.NumSlots < 1:
+		return o, errors.New("controlloop: Options.NumSlots must be at least 1")
+	case o.ProbeInterval <= 0:
+		return o, errors.New("controlloop: Options.ProbeInterval must be positive")
+	}
+	o.Clock = clock.Or(o.Clock)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
+	if o.Prober == nil {
+		o.Prober = cachenodes.NewProber(cachenodes.ProberOptions{Timeout: min(max(o.ProbeInterval, 250*time.Millisecond), time.Second)})
+	}
+	if o.Leadership == nil {
+		o.Leadership = sole{}
+	}
+	if o.Store == nil {
+		o.Store = NewConsulStore(o.Consul, o.KVPrefix, o.Pool)
+	}
+	if o.Damping.BurstWindow == 0 {
+		o.Damping.BurstWindow = o.ProbeInterval
+	}
+	o.Damping = o.Damping.WithDefaults()
+	return o, nil
+}

@@ -1,0 +1,199 @@
+package controlloop
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// Outcomes of a reconcile pass, the label values of Metrics.Pass.
+const (
+	// OutcomeOK: the leader's pass completed (written or nothing to write).
+	OutcomeOK = "ok"
+	// OutcomeError: the pass failed; Run backs off and retries.
+	OutcomeError = "error"
+	// OutcomeConflict: the check-and-set write failed because the slot
+	// map, the freeze or the leader lock changed under the pass.
+	OutcomeConflict = "conflict"
+	// OutcomeFollower: this process follows the stored map.
+	OutcomeFollower = "follower"
+	// OutcomeWaiting: the leader knows no map yet and has no answer of
+	// discovery to build the first one from.
+	OutcomeWaiting = "waiting"
+)
+
+// errConflict is the error of a pass whose check-and-set write failed.
+var errConflict = errors.New("the slot map changed under this pass (check-and-set failed)")
+
+// Result is the outcome of one reconcile pass.
+type Result struct {
+	// Outcome is one of the Outcome constants.
+	Outcome string
+}
+
+// Reconcile makes one level-based pass: it reads the pool's keys, decides
+// the next slot map from the previous one and what is observed of the
+// nodes, carries out the flushes it needs and writes the difference with
+// check-and-set. A follower only adopts the stored map. A non-nil error
+// means the pass failed (Outcome "error" or "conflict"); the caller backs
+// off and calls again. Run calls it; tests may call it directly.
+func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
+	st, err := l.store.Read(ctx)
+	now := l.clock.Now()
+	if err != nil {
+		l.setPassError(err, true)
+		return Result{Outcome: OutcomeError}, err
+	}
+	if err := l.checkSlots(st.SlotMap); err != nil {
+		l.setPassError(err, false)
+		return Result{Outcome: OutcomeError}, err
+	}
+	lease, leading := l.lead.Lease()
+
+	l.mu.Lock()
+	l.consulErr = nil
+	l.freeze, l.leaderID = st.Freeze, st.LeaderID
+	if !leading {
+		cur := l.followLocked(st.SlotMap, now)
+		l.mu.Unlock()
+		l.writeRouterConfig(cur)
+		return Result{Outcome: OutcomeFollower}, nil
+	}
+	d, ok := l.decideLocked(st, now)
+	l.mu.Unlock()
+	if !ok {
+		return Result{Outcome: OutcomeWaiting}, nil
+	}
+	return l.act(ctx, st, lease, d, now)
+}
+
+// followLocked adopts the stored map m (keeping the known one when nothing
+// is stored) and returns the map now current. l.mu must be held.
+func (l *Loop) followLocked(m *cachenodes.SlotMap, now time.Time) *cachenodes.SlotMap {
+	if m != nil {
+		l.current = m
+	}
+	l.tr.ensure(l.current, now)
+	l.tr.prune(l.current)
+	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
+	l.lastReconcile, l.passErr = now, nil
+	return l.current
+}
+
+// decision is what the leader's pass decided, for act to carry out.
+type decision struct {
+	prev      *cachenodes.SlotMap
+	in        Input
+	plan      Plan
+	returning []cachenodes.Node
+}
+
+// decideLocked decides the leader's pass from st; ok is false while there
+// is nothing to decide from (no map known, no answer of discovery yet).
+// l.mu must be held.
+func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
+	prev := st.SlotMap
+	if prev == nil || (l.current != nil && l.current.Generation() > prev.Generation()) {
+		// The store lost its keys (a restarted dev agent) or holds an older
+		// map: put back the map this process knows rather than start anew.
+		prev = l.current
+	}
+	if prev == nil && !l.tr.haveAnswer {
+		return decision{}, false
+	}
+	l.tr.ensure(prev, now)
+	tripped := l.autoFreezeLocked(prev)
+	in := Input{
+		Pool:     l.opts.Pool,
+		NumSlots: l.opts.NumSlots,
+		Prev:     prev,
+		Nodes:    l.tr.views(now),
+		Frozen:   st.Freeze != nil || tripped,
+		Budget:   l.ceiling.Remaining(now),
+	}
+	plan := Decide(in)
+	l.blocked = plan.Blocked
+	return decision{prev: prev, in: in, plan: plan, returning: l.returningLocked(prev)}, true
+}
+
+// act carries out d: it flushes the returning slot holders and the spares
+// to place, builds the next map and writes it when it differs from st's.
+func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decision, now time.Time) (Result, error) {
+	l.flushReturning(ctx, d.returning)
+	done := l.place(ctx, d.plan)
+	next, err := Build(d.in, d.plan, done, now)
+	if err != nil {
+		l.setPassError(err, false)
+		return Result{Outcome: OutcomeError}, err
+	}
+	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
+		ok, err := l.store.WriteSlotMap(ctx, next, st, lease)
+		if err != nil {
+			l.setPassError(err, true)
+			return Result{Outcome: OutcomeError}, err
+		}
+		if !ok {
+			l.confirmLeadership(ctx)
+			l.setPassError(errConflict, false)
+			return Result{Outcome: OutcomeConflict}, errConflict
+		}
+		l.logChange(d.prev, next, d.plan, done)
+	}
+	l.mu.Lock()
+	l.current = next
+	for range d.plan.Evictions {
+		l.ceiling.Record(now)
+	}
+	l.tr.prune(next)
+	l.lastReconcile, l.passErr = now, nil
+	l.mu.Unlock()
+	for _, ev := range d.plan.Evictions {
+		l.opts.Metrics.Replacement(ev.Reason)
+	}
+	l.writeRouterConfig(next)
+	return Result{Outcome: OutcomeOK}, nil
+}
+
+// confirmLeadership asks the leader lock, after a failed check-and-set,
+// whether this process still leads; Leadership steps down when it does not.
+func (l *Loop) confirmLeadership(ctx context.Context) {
+	if _, err := l.lead.Confirm(ctx); errors.Is(err, leader.ErrNotLeader) {
+		l.opts.Logger.Warn("this process lost the leader lock; stepping down")
+	}
+}
+
+// autoFreezeLocked decides the automatic freeze over the slot holders of
+// m: the mass-absence guard, or a fault of discovery. It records the reason
+// for the status, logs when it changes, and reports whether it is on.
+// l.mu must be held.
+func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
+	serving, absent := l.tr.absentHolders(m)
+	tripped, reason := l.guard.Check(serving, absent)
+	if l.tr.fault != "" {
+		tripped, reason = true, l.tr.fault
+	}
+	if !tripped {
+		reason = ""
+	}
+	if reason != l.autoFrozen {
+		if tripped {
+			l.opts.Logger.Warn("automatic freeze", "reason", reason)
+		} else {
+			l.opts.Logger.Info("automatic freeze lifted")
+		}
+	}
+	l.autoFrozen = reason
+	return tripped
+}
+
+func (l *Loop) setPassError(err error, consul bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.passErr = err
+	if consul {
+		l.consulErr = err
+	}
+}

@@ -1,0 +1,57 @@
+// Package kvlayout is the one place that names mcrib's keys in Consul KV
+// (CONTRACT.md section 2): all the state of a pool lives under
+// <kv-prefix>/<pool>/, one key per document.
+package kvlayout
+
+import "strings"
+
+// Names of the keys under <kv-prefix>/<pool>/.
+const (
+	// SlotMap holds the slot map document, written by the leader only.
+	SlotMap = "slotmap"
+	// Freeze holds the freeze document while membership is frozen.
+	Freeze = "freeze"
+	// BootLimit holds the boot-limit document.
+	BootLimit = "bootlimit"
+	// Drain holds the drain document while a zone is drained.
+	Drain = "drain"
+	// Leader is the leader lock, a Consul session lock.
+	Leader = "leader"
+)
+
+// Pool names the keys of one pool. The zero value names keys under "/";
+// build one with For. A Pool is a plain value, safe for concurrent use.
+type Pool struct {
+	prefix string
+}
+
+// For returns the keys of pool under kvPrefix; slashes around kvPrefix are
+// ignored.
+func For(kvPrefix, pool string) Pool {
+	return Pool{prefix: strings.Trim(kvPrefix, "/") + "/" + pool + "/"}
+}
+
+// Prefix returns "<kv-prefix>/<pool>/", the prefix of every key of the pool.
+func (p Pool) Prefix() string { return p.prefix }
+
+// Key returns the full key of name, one of the names above.
+func (p Pool) Key(name string) string { return p.prefix + name }
+
+// Name returns the name of key under the pool's prefix and whether key is
+// under it.
+func (p Pool) Name(key string) (string, bool) { return strings.CutPrefix(key, p.prefix) }
+
+// SlotMap returns the key of the slot map document.
+func (p Pool) SlotMap() string { return p.Key(SlotMap) }
+
+// Freeze returns the key of the freeze document.
+func (p Pool) Freeze() string { return p.Key(Freeze) }
+
+// BootLimit returns the key of the boot-limit document.
+func (p Pool) BootLimit() string { return p.Key(BootLimit) }
+
+// Drain returns the key of the drain document.
+func (p Pool) Drain() string { return p.Key(Drain) }
+
+// Leader returns the key of the leader lock.
+func (p Pool) Leader() string { return p.Key(Leader) }
