@@ -141,7 +141,7 @@ func New(opts Options) (*Loop, error) {
 		guard:   flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction},
 		kick:    make(chan struct{}, 1),
 		passes:  rate.NewLimiter(rate.Limit(50), 10),
-		tr:      newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping}),
+		tr:      newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval, Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 	}, nil
 }
@@ -354,7 +354,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 			l.current = st.slotMap
 		}
 		l.tr.ensure(l.current, now)
-		l.tr.prune(l.current)
+		l.tr.prune(l.current, now)
 		l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
 		l.lastReconcile, l.passErr = now, nil
 		cur := l.current
@@ -415,7 +415,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 	for range plan.Evictions {
 		l.ceiling.Record(now)
 	}
-	l.tr.prune(next)
+	l.tr.prune(next, now)
 	l.lastReconcile, l.passErr = now, nil
 	l.mu.Unlock()
 	for _, ev := range plan.Evictions {
