@@ -51,6 +51,7 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 	// seen maps a slot holder's ID to its slot; error texts are only
 	// formatted when there is an error.
 	seen := make(map[string]int, len(spec.Slots))
+	addrs := make(map[string]int, len(spec.Slots))
 	for i, n := range spec.Slots {
 		if n.IsZero() {
 			if n.Addr != "" || n.AZ != "" {
@@ -65,6 +66,10 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 			return nil, fmt.Errorf("%w: node %q appears in slot %d and in slot %d", ErrInvalidSlotMap, n.ID, i, at)
 		}
 		seen[n.ID] = i
+		if at, dup := addrs[n.Addr]; dup {
+			return nil, fmt.Errorf("%w: address %s is held by slot %d and by slot %d", ErrInvalidSlotMap, n.Addr, at, i)
+		}
+		addrs[n.Addr] = i
 	}
 	// Spares sorted by ID (as mcrib writes them) are checked for
 	// duplicates among themselves by their neighbours; others by a set.

@@ -78,7 +78,7 @@ func New(opts Options) (*Loop, error) {
 		guard:   flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction},
 		kick:    make(chan struct{}, 1),
 		passes:  rate.NewLimiter(rate.Limit(50), 10),
-		tr:      newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping}),
+		tr:      newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval, Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 	}, nil
 }

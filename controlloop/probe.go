@@ -98,7 +98,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 			continue
 		}
 		s, ok := l.tr.nodes[n.ID]
-		if !ok || !s.probed || !s.reachable || !s.haveStats {
+		if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
 			unreadable++
 			continue
 		}

@@ -77,7 +77,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, now time.Time) *cachenodes.Sl
 		l.current = m
 	}
 	l.tr.ensure(l.current, now)
-	l.tr.prune(l.current)
+	l.tr.prune(l.current, now)
 	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
 	l.lastReconcile, l.passErr = now, nil
 	return l.current
@@ -147,7 +147,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	for range d.plan.Evictions {
 		l.ceiling.Record(now)
 	}
-	l.tr.prune(next)
+	l.tr.prune(next, now)
 	l.lastReconcile, l.passErr = now, nil
 	l.mu.Unlock()
 	for _, ev := range d.plan.Evictions {

@@ -223,6 +223,8 @@ func TestReconcileScenarios(t *testing.T) {
 				{what: "a slot holder is unreachable", do: func(w *world) {
 					w.prober.setDown(cacheNode("a").Addr, true)
 					w.probe()
+					w.clk.Advance(time.Second) // failures over a whole probe interval
+					w.probe()
 				}, want: OutcomeFollower},
 				{what: "it answers after more than flush-after: it needs a flush", do: func(w *world) {
 					w.clk.Advance(20 * time.Second)

@@ -1,7 +1,9 @@
 package controlloop
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -29,6 +31,13 @@ type trackerConfig struct {
 	Hold       flapdamp.Hold
 	FlushAfter time.Duration
 	Damping    flapdamp.DampingConfig
+	// ProbeInterval is how long a node's probes must fail without a break
+	// before this process finds it unreachable (invariant 7): one dropped
+	// SYN or one stalled round is not enough. Zero: the first failure.
+	ProbeInterval time.Duration
+	// Mass is the guard over unreachable slot holders: above its fraction
+	// the episode is taken as the observer's fault.
+	Mass flapdamp.MassGuard
 }
 
 // nodeState is everything observed of one node.
@@ -39,11 +48,30 @@ type nodeState struct {
 	maintenance bool
 	absentSince time.Time
 
-	probed           bool
+	probed bool
+	// failingSince is when this process's probes of the node began to fail
+	// without a break; zero after a success. localDown is set once they
+	// failed for a whole probe interval: this process's own vote.
+	failingSince time.Time
+	localDown    bool
+	lastErr      string
+	// reachable and unreachableSince are the pool's verdict: this
+	// process's view and the other replicas' votes (see verdict).
 	reachable        bool
 	unreachableSince time.Time
 	stats            cachenodes.Stats
 	haveStats        bool
+	holdsSlot        bool
+	// downStats are the last stats read before the verdict turned to
+	// unreachable; restarted is set when a later reading shows another
+	// process (a new pid or a reset uptime): it is empty, nothing is stale.
+	downStats     cachenodes.Stats
+	haveDownStats bool
+	restarted     bool
+	// observerFault is set while the node was unreachable during a mass
+	// episode (more than the guard's fraction of holders at once): taken as
+	// the observer's fault, it costs the node neither slot nor contents.
+	observerFault bool
 
 	// needsFlush is set when a slot holder answers again after being
 	// unreachable for longer than the flush-after threshold.
@@ -53,8 +81,12 @@ type nodeState struct {
 	// somebody (the leader, when this process follows) flushed it since.
 	flushMark uint64
 
-	penalty flapdamp.Penalty
+	penalty *flapdamp.Penalty
 }
+
+// healthy reports whether the node counts as up for flap damping: present
+// in Consul and reachable by the pool's verdict.
+func (s *nodeState) healthy() bool { return s.present && s.reachable }
 
 // tracker folds Consul answers and probe results into per-node state. It
 // takes time as an argument and does no I/O. It is not safe for concurrent
@@ -74,6 +106,25 @@ type tracker struct {
 	// events are the node transitions observed since the last drain, for
 	// the log: an operator reads there why a node is held, flushed or moved.
 	events []nodeEvent
+
+	// penalties outlive a node's state: a spare that keeps dropping out of
+	// Consul keeps its flap history while it is forgotten; an entry goes
+	// once it has decayed (see prune).
+	penalties map[string]*flapdamp.Penalty
+	// peers are the other live replicas' votes: for each replica, the
+	// nodes it cannot reach and since when (see verdict).
+	peers map[string]map[string]time.Time
+	// mass is the reason of the current mass episode of unreachable slot
+	// holders (invariant 7), "" when there is none.
+	mass string
+	// massQuietSince is when the count of unreachable holders fell back to
+	// the guard's fraction during an episode; the episode ends two probe
+	// intervals later, so the holders coming back one by one after the
+	// observer's fault all count as part of it.
+	massQuietSince time.Time
+	// localChanged is set when this process's own vote changed since
+	// takeLocalChange.
+	localChanged bool
 }
 
 // nodeEvent is one transition of one node.
@@ -93,7 +144,7 @@ func (t *tracker) drain() []nodeEvent {
 }
 
 func newTracker(cfg trackerConfig) *tracker {
-	return &tracker{cfg: cfg, nodes: make(map[string]*nodeState)}
+	return &tracker{cfg: cfg, nodes: make(map[string]*nodeState), penalties: make(map[string]*flapdamp.Penalty)}
 }
 
 // DiscoveryFault returns the reason an answer of n instances is a fault of
@@ -114,7 +165,12 @@ func DiscoveryFault(n, prev int, havePrev bool) string {
 func (t *tracker) state(n cachenodes.Node, now time.Time) *nodeState {
 	s, ok := t.nodes[n.ID]
 	if !ok {
-		s = &nodeState{node: n, absentSince: now, reachable: true}
+		p := t.penalties[n.ID]
+		if p == nil {
+			p = new(flapdamp.Penalty)
+			t.penalties[n.ID] = p
+		}
+		s = &nodeState{node: n, absentSince: now, reachable: true, penalty: p}
 		t.nodes[n.ID] = s
 	}
 	return s
@@ -150,9 +206,10 @@ func (t *tracker) observeMembership(m cachenodes.Membership, now time.Time) bool
 	return true
 }
 
-// setPresent records presence; a present node going absent counts as a
-// flap when flap is true.
+// setPresent records presence; a healthy node going absent counts as a
+// flap when flap is true (maintenance is no flap).
 func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
+	wasHealthy := s.healthy()
 	switch {
 	case present:
 		if !s.absentSince.IsZero() && s.probed {
@@ -171,61 +228,218 @@ func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
 			}
 			t.event(s.node.ID, "absent", why)
 		}
-		if s.present && flap {
-			s.penalty.Flap(now, t.cfg.Damping)
-		}
 	}
 	s.present = present
+	if wasHealthy && !s.healthy() && flap {
+		s.penalty.Flap(now, t.cfg.Damping)
+	}
 }
 
 // observeProbe takes one probe result for node id. holdsSlot tells whether
 // the node holds a slot now: only a slot holder coming back from
 // unreachability needs a flush (a spare is flushed when it is placed).
+// A failure counts only once the node's probes have failed without a break
+// for a whole probe interval (invariant 7); the pool's verdict then also
+// weighs the other replicas' votes.
 func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsSlot bool, now time.Time) {
 	s, ok := t.nodes[id]
 	if !ok {
 		return
 	}
+	s.holdsSlot = holdsSlot
 	if err != nil {
-		if s.reachable || !s.probed {
-			t.event(id, "unreachable", err.Error())
-			s.reachable = false
-			s.unreachableSince = now
-			s.penalty.Flap(now, t.cfg.Damping)
+		if s.failingSince.IsZero() || !s.probed {
+			s.failingSince = now
 		}
+		s.lastErr = err.Error()
 		s.probed = true
+		if !s.localDown && now.Sub(s.failingSince) >= t.cfg.ProbeInterval {
+			s.localDown = true
+			t.localChanged = true
+		}
+		t.judge(s, now)
 		return
 	}
-	restarted := s.haveStats && (st.PID != s.stats.PID || st.Uptime < s.stats.Uptime)
-	if !s.reachable && s.probed {
-		down := now.Sub(s.unreachableSince)
-		detail := "answers probes again after " + down.Round(time.Millisecond).String()
-		switch {
-		case restarted:
-			detail += "; memcached restarted meanwhile (empty), no flush needed"
-		case holdsSlot && (t.cfg.FlushAfter == 0 || down > t.cfg.FlushAfter):
-			s.needsFlush = true
-			s.flushMark = st.CmdFlush
-			detail += "; it may have missed deletes: flush before it serves again"
-		case holdsSlot:
-			detail += "; within --flush-after-unreachable, contents kept"
-		}
-		t.event(id, "reachable", detail)
-	}
-	if restarted || (s.needsFlush && st.CmdFlush > s.flushMark) {
-		// An empty memcached holds nothing stale; and a flush since the
-		// return (by the leader, when this process follows) did the job.
-		s.needsFlush = false
+	if s.haveStats && (st.PID != s.stats.PID || st.Uptime < s.stats.Uptime) {
+		s.restarted = true
 	}
 	s.probed = true
+	s.failingSince = time.Time{}
+	if s.localDown {
+		s.localDown = false
+		t.localChanged = true
+	}
+	s.stats, s.haveStats = st, true
+	t.judge(s, now)
+	if s.reachable && s.needsFlush && st.CmdFlush > s.flushMark {
+		// A flush since the node went unreachable (by the leader, when
+		// this process follows) did the job.
+		s.needsFlush = false
+	}
+}
+
+// setPeers takes the other live replicas' votes (replica ID → the nodes
+// it cannot reach and since when) and judges every node again.
+func (t *tracker) setPeers(peers map[string]map[string]time.Time, now time.Time) {
+	t.peers = peers
+	for _, s := range t.nodes {
+		t.judge(s, now)
+	}
+}
+
+// verdict is the pool's view of s: unreachable when most of the replicas
+// that observe it say so (this process counts once it has probed the node;
+// every live replica that published votes counts), since the moment the
+// last of that majority began to count it unreachable.
+func (t *tracker) verdict(s *nodeState) (unreachable bool, since time.Time) {
+	var votes []time.Time
+	voters := len(t.peers)
+	if s.probed {
+		voters++
+		if s.localDown {
+			votes = append(votes, s.failingSince)
+		}
+	}
+	for _, p := range t.peers {
+		if at, ok := p[s.node.ID]; ok {
+			votes = append(votes, at)
+		}
+	}
+	need := voters/2 + 1
+	if voters == 0 || len(votes) < need {
+		return false, time.Time{}
+	}
+	slices.SortFunc(votes, func(a, b time.Time) int { return a.Compare(b) })
+	return true, votes[need-1]
+}
+
+// judge applies the pool's verdict on s: the transitions, the flap, the
+// flush mark of a returning slot holder and the mass rule.
+func (t *tracker) judge(s *nodeState, now time.Time) {
+	down, since := t.verdict(s)
+	switch {
+	case down && s.reachable:
+		wasHealthy := s.healthy()
+		s.reachable = false
+		s.unreachableSince = since
+		s.downStats, s.haveDownStats, s.restarted = s.stats, s.haveStats, false
+		detail := s.lastErr
+		if len(t.peers) > 0 {
+			detail = fmt.Sprintf("%s (most of the %d replicas agree)", cmp.Or(detail, "unreachable from the other replicas"), len(t.peers)+1)
+		}
+		t.event(s.node.ID, "unreachable", cmp.Or(detail, "probes failed"))
+		if wasHealthy {
+			s.penalty.Flap(now, t.cfg.Damping)
+		}
+		if s.holdsSlot {
+			t.checkMass(now)
+		}
+	case down && since.After(s.unreachableSince):
+		// A vote that came later moves the majority's moment later.
+		s.unreachableSince = since
+	case !down && !s.reachable:
+		t.returned(s, now)
+	}
+}
+
+// returned handles a node whose verdict turned back to reachable.
+func (t *tracker) returned(s *nodeState, now time.Time) {
+	downFor := now.Sub(s.unreachableSince)
+	detail := "answers probes again after " + downFor.Round(time.Millisecond).String()
+	switch {
+	case s.restarted:
+		detail += "; memcached restarted meanwhile (empty), no flush needed"
+		s.needsFlush = false
+	case s.observerFault:
+		detail += "; it was unreachable in a mass episode taken as the observer's fault: contents kept"
+	case s.holdsSlot && (t.cfg.FlushAfter == 0 || downFor > t.cfg.FlushAfter):
+		s.needsFlush = true
+		s.flushMark = s.stats.CmdFlush
+		if s.haveDownStats {
+			// The count before the node went away: a flush by anyone since
+			// shows as a higher count.
+			s.flushMark = s.downStats.CmdFlush
+		}
+		detail += "; it may have missed deletes: flush before it serves again"
+	case s.holdsSlot:
+		detail += "; within --flush-after-unreachable, contents kept"
+	}
+	t.event(s.node.ID, "reachable", detail)
 	s.reachable = true
 	s.unreachableSince = time.Time{}
-	s.stats = st
-	s.haveStats = true
+	s.observerFault = false
+	s.restarted = false
+	if t.mass != "" {
+		t.checkMass(now)
+	}
+}
+
+// checkMass applies the mass rule of invariant 7: while more than the
+// guard's fraction of the slot holders are unreachable at once, every one
+// of them is marked as unreachable through the observer's fault. The
+// episode ends once the count has stayed at or below the fraction for two
+// probe intervals (the holders return one by one, each at its next probe);
+// the holders still unreachable then start their own clock.
+func (t *tracker) checkMass(now time.Time) {
+	holders, down := 0, 0
+	for _, s := range t.nodes {
+		if s.holdsSlot {
+			holders++
+			if !s.reachable {
+				down++
+			}
+		}
+	}
+	tripped, reason := t.cfg.Mass.CheckUnreachable(holders, down)
+	switch {
+	case tripped:
+		if t.mass == "" {
+			t.event("", "observer fault", reason)
+		}
+		t.mass, t.massQuietSince = reason, time.Time{}
+		for _, s := range t.nodes {
+			if s.holdsSlot && !s.reachable {
+				s.observerFault = true
+			}
+		}
+	case t.mass == "":
+	case t.massQuietSince.IsZero():
+		t.massQuietSince = now
+	case now.Sub(t.massQuietSince) >= 2*t.cfg.ProbeInterval:
+		t.mass, t.massQuietSince = "", time.Time{}
+		t.event("", "observer fault over", "fewer slot holders are unreachable at once")
+		for _, s := range t.nodes {
+			if s.observerFault && !s.reachable {
+				s.observerFault = false
+				s.unreachableSince = now
+			}
+		}
+	}
+}
+
+// localVotes returns the nodes this process cannot reach and since when:
+// its vote for the other replicas.
+func (t *tracker) localVotes() map[string]time.Time {
+	out := make(map[string]time.Time)
+	for id, s := range t.nodes {
+		if s.localDown {
+			out[id] = s.failingSince
+		}
+	}
+	return out
+}
+
+// takeLocalChange reports whether this process's vote changed since the
+// last call.
+func (t *tracker) takeLocalChange() bool {
+	c := t.localChanged
+	t.localChanged = false
+	return c
 }
 
 // ensure makes sure every slot holder of m has a state, so that a holder
-// Consul does not list counts as absent from now on.
+// Consul does not list counts as absent from now on, and records which
+// nodes hold a slot.
 func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 	if m == nil {
 		return
@@ -235,13 +449,27 @@ func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 			t.state(n, now)
 		}
 	}
+	for id, s := range t.nodes {
+		s.holdsSlot = m.SlotOf(id) >= 0
+	}
+	if t.mass != "" {
+		t.checkMass(now)
+	}
 }
 
-// prune forgets nodes that neither Consul lists nor m holds in a slot.
-func (t *tracker) prune(m *cachenodes.SlotMap) {
+// prune forgets nodes that neither Consul lists nor m holds in a slot. Their
+// flap penalties stay until they have decayed below one flap's hundredth,
+// so a spare that keeps dropping out of Consul keeps its history.
+func (t *tracker) prune(m *cachenodes.SlotMap, now time.Time) {
 	for id, s := range t.nodes {
 		if !s.listed && (m == nil || m.SlotOf(id) < 0) {
 			delete(t.nodes, id)
+		}
+	}
+	floor := t.cfg.Damping.WithDefaults().Penalty / 100
+	for id, p := range t.penalties {
+		if _, tracked := t.nodes[id]; !tracked && p.Value(now, t.cfg.Damping) < floor {
+			delete(t.penalties, id)
 		}
 	}
 }

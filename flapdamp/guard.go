@@ -66,3 +66,24 @@ func percents(a, b float64) (string, string) {
 	}
 	return sa, sb
 }
+
+// CheckUnreachable is the same guard over the slot holders that mcrib's
+// probes (by the pool's verdict) cannot reach: when more than
+// MaxAbsentFraction of them are unreachable at once, the observer (mcrib's
+// host, its network) is more likely at fault than the nodes (invariant 7),
+// and none of them may lose its slot or its contents because of it. The
+// reason is one sentence for auto_freeze_reason. One node alone is never a
+// mass episode: a single unreachable holder is judged on its own, whatever
+// the pool's size.
+func (g MassGuard) CheckUnreachable(holders, unreachable int) (tripped bool, reason string) {
+	if holders <= 0 || unreachable < 2 {
+		return false, ""
+	}
+	frac := float64(unreachable) / float64(holders)
+	if !(frac > g.MaxAbsentFraction) {
+		return false, ""
+	}
+	got, limit := percents(frac, g.MaxAbsentFraction)
+	return true, fmt.Sprintf("%d of %d slot holders (%s%%) are unreachable at once, above the %s%% limit: taken as a fault of the observer or the network between, nothing is flushed or replaced because of it",
+		unreachable, holders, got, limit)
+}
