@@ -17,6 +17,10 @@ const (
 	Drain = "drain"
 	// Leader is the leader lock, a Consul session lock.
 	Leader = "leader"
+	// Unreachable is the folder of the replicas' votes: one key per replica
+	// (its leader ID), held by its session, listing the nodes it cannot
+	// reach (invariant 7). A key whose session is gone is no vote.
+	Unreachable = "unreachable"
 )
 
 // Pool names the keys of one pool. The zero value names keys under "/";
@@ -55,3 +59,13 @@ func (p Pool) Drain() string { return p.Key(Drain) }
 
 // Leader returns the key of the leader lock.
 func (p Pool) Leader() string { return p.Key(Leader) }
+
+// Vote returns the key of replica's vote: <prefix>/<pool>/unreachable/<replica>.
+func (p Pool) Vote(replica string) string { return p.Key(Unreachable + "/" + replica) }
+
+// VoteReplica returns the replica whose vote key is name (a name relative to
+// the pool's prefix, as Name returns it) and whether name is a vote key.
+func (p Pool) VoteReplica(name string) (string, bool) {
+	r, ok := strings.CutPrefix(name, Unreachable+"/")
+	return r, ok && r != ""
+}

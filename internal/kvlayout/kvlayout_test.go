@@ -36,3 +36,20 @@ func TestFor(t *testing.T) {
 		}
 	}
 }
+
+func TestVoteKeys(t *testing.T) {
+	p := For("mcrib", "default")
+	key := p.Vote("198.18.0.2:7070")
+	if key != "mcrib/default/unreachable/198.18.0.2:7070" {
+		t.Fatalf("Vote = %q", key)
+	}
+	name, _ := p.Name(key)
+	if r, ok := p.VoteReplica(name); !ok || r != "198.18.0.2:7070" {
+		t.Fatalf("VoteReplica(%q) = %q, %v", name, r, ok)
+	}
+	for _, name := range []string{"slotmap", "unreachable/", "unreachablex/a"} {
+		if _, ok := p.VoteReplica(name); ok {
+			t.Errorf("VoteReplica(%q) took it for a vote", name)
+		}
+	}
+}
