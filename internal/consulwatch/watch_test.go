@@ -130,16 +130,24 @@ func (h *harness) stop(t *testing.T) {
 	}
 }
 
+// receive returns the next value on ch, or fails the test when none
+// comes.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatalf("%s did not come", what)
+		var zero T
+		return zero
+	}
+}
+
 // next returns the next query.
 func (h *harness) next(t *testing.T) *request {
 	t.Helper()
-	select {
-	case c := <-h.calls:
-		return c
-	case <-time.After(guard):
-		t.Fatal("no query came")
-		return nil
-	}
+	return receive(t, h.calls, "a query")
 }
 
 // noQuery fails the test if a query is pending now.
@@ -155,25 +163,13 @@ func (h *harness) noQuery(t *testing.T, when string) {
 // delivered returns the next delivery.
 func (h *harness) delivered(t *testing.T) change {
 	t.Helper()
-	select {
-	case c := <-h.changes:
-		return c
-	case <-time.After(guard):
-		t.Fatal("nothing was delivered")
-		return change{}
-	}
+	return receive(t, h.changes, "a delivery")
 }
 
 // failed returns the next error reported.
 func (h *harness) failed(t *testing.T) error {
 	t.Helper()
-	select {
-	case err := <-h.errs:
-		return err
-	case <-time.After(guard):
-		t.Fatal("no error was reported")
-		return nil
-	}
+	return receive(t, h.errs, "an error")
 }
 
 // nothingDelivered fails the test if a delivery or an error is pending.
