@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
@@ -180,24 +180,6 @@ func (r *runRecorder) snapshot() ([]Membership, []time.Time, []error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.answers), slices.Clone(r.atimes), slices.Clone(r.errs)
-}
-
-// checkNoGoroutineLeak fails the test if, once the test's other cleanups
-// ran, more goroutines run than when it started. Call it first.
-func checkNoGoroutineLeak(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Errorf("%d goroutines before the test, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 func newTestSource(t *testing.T, client *api.Client, opts ConsulSourceOptions) *ConsulSource {
@@ -373,7 +355,7 @@ func TestMembershipInstance(t *testing.T) {
 }
 
 func TestConsulSourceBlockingQueriesAndIndexReset(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	a := entry("mc-1", "n1", 11211, "passing", "passing")
 	b := entry("mc-2", "n2", 11212, "passing", "passing")
 	f := startFakeConsul(t,
@@ -432,7 +414,7 @@ func TestConsulSourceBlockingQueriesAndIndexReset(t *testing.T) {
 }
 
 func TestConsulSourceSkipsEqualAnswers(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	up := entry("mc-1", "n1", 11211, "passing", "passing")
 	down := entry("mc-1", "n1", 11211, "passing", "critical")
 	downOtherOutput := entry("mc-1", "n1", 11211, "passing", "critical")
@@ -470,7 +452,7 @@ func TestConsulSourceSkipsEqualAnswers(t *testing.T) {
 }
 
 func TestConsulSourceFirstAnswerAlwaysDelivered(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	f := startFakeConsul(t, fakeReply{index: 3, entries: nil})
 	r := startRun(t, newTestSource(t, f.client, ConsulSourceOptions{}))
 	f.waitQueries(t, 2)
@@ -482,7 +464,7 @@ func TestConsulSourceFirstAnswerAlwaysDelivered(t *testing.T) {
 }
 
 func TestConsulSourceBacksOffOnErrors(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	const failures = 8
 	replies := []fakeReply{{index: 3, entries: []*api.ServiceEntry{entry("mc-1", "n1", 1, "critical")}}}
 	for range failures {
@@ -520,19 +502,20 @@ func TestConsulSourceBacksOffOnErrors(t *testing.T) {
 		t.Errorf("delivered %+v, want the answers before and after the errors", answers)
 	}
 	// Gaps after failures 1..8: 5, 10, 20, 40, 40, 40, 40, 40 ms, each
-	// minus up to 20% jitter; uncapped, the last four would sum to 1.2s.
+	// drawn from the upper half of its step (internal/backoff); uncapped,
+	// the last four would sum to at least 600ms.
 	want := []time.Duration{5, 10, 20, 40, 40, 40, 40, 40}
 	var lastFour time.Duration
 	for i := range failures {
 		gap := times[i+1].Sub(times[i])
-		if min := want[i] * time.Millisecond * 8 / 10; gap < min {
+		if min := want[i] * time.Millisecond / 2; gap < min {
 			t.Errorf("retry %d came %v after the failure, want at least %v", i+1, gap, min)
 		}
 		if i >= failures-4 {
 			lastFour += gap
 		}
 	}
-	if lastFour > 600*time.Millisecond {
+	if lastFour > 400*time.Millisecond {
 		t.Errorf("the last four backoffs took %v together; MaxBackoff 40ms does not cap them", lastFour)
 	}
 	// After the success the backoff starts over: the blocking query follows
@@ -543,23 +526,30 @@ func TestConsulSourceBacksOffOnErrors(t *testing.T) {
 }
 
 func TestConsulSourceBackoffValues(t *testing.T) {
-	src := &ConsulSource{firstBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second}
+	client, err := api.NewClient(&api.Config{Address: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestSource(t, client, ConsulSourceOptions{}).watchOptions().Backoff
+	if b.Min != 100*time.Millisecond || b.Max != 5*time.Second {
+		t.Fatalf("backoff from %v to %v, want 100ms to 5s", b.Min, b.Max)
+	}
 	want := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
 		w *= time.Millisecond
 		for range 20 {
-			if got := src.backoff(i + 1); got > w || got < w*8/10 {
-				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", i+1, got, w*8/10, w)
+			if got := b.Delay(i + 1); got >= w || got < w/2 {
+				t.Fatalf("wait after failure %d = %v, want within [%v, %v)", i+1, got, w/2, w)
 			}
 		}
 	}
-	if got := src.backoff(1000); got > 5*time.Second {
-		t.Errorf("backoff(1000) = %v", got)
+	if got := b.Delay(1000); got >= 5*time.Second {
+		t.Errorf("wait after failure 1000 = %v", got)
 	}
 }
 
 func TestConsulSourceMinIntervalBetweenQueries(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	const minInterval = 200 * time.Millisecond
 	var replies []fakeReply
 	for i := range 4 {
@@ -597,7 +587,7 @@ func TestConsulSourceRunReturnsWhenCancelled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkNoGoroutineLeak(t)
+			leakcheck.Check(t)
 			f := startFakeConsul(t, tt.replies...)
 			src := newTestSource(t, f.client, ConsulSourceOptions{MaxBackoff: time.Hour})
 			src.firstBackoff = time.Hour
@@ -628,7 +618,7 @@ func pollUntil(t *testing.T, cond func() bool) {
 }
 
 func TestConsulSourceFetch(t *testing.T) {
-	checkNoGoroutineLeak(t)
+	leakcheck.Check(t)
 	f := startFakeConsul(t,
 		fakeReply{index: 12, entries: []*api.ServiceEntry{entry("mc-2", "n", 2, "passing"), entry("mc-1", "n", 1, "critical")}},
 		fakeReply{status: http.StatusForbidden},

@@ -1,9 +1,15 @@
 package cachenodes_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"os/signal"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -50,4 +56,33 @@ func Example() {
 	// user:42 -> slot 2, vacant
 	// user:2 is read from 127.0.0.1:11211
 	// user:42: cachenodes: the key's slot is vacant: slot 2 of 4
+}
+
+// A client follows the pool's slot map in Consul KV and routes a
+// gomemcache client by it; a corrupt or deleted map is reported and the
+// last good one stays in force. (Not run: it needs a Consul agent.)
+func ExampleSlotMapFollower() {
+	client, err := api.NewClient(api.DefaultConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
+	follower, err := cachenodes.NewSlotMapFollower(cachenodes.SlotMapFollowerOptions{
+		Client: client,
+		Key:    "mcrib/default/slotmap",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var selector cachenodes.Selector // no map yet: every key gets ErrNoSlotMap
+	mc := memcache.NewFromSelector(&selector)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go follower.Run(ctx, func(m *cachenodes.SlotMap) {
+		if err := selector.SetSlotMap(m); err != nil {
+			log.Printf("slot map generation %d not applied: %v", m.Generation(), err)
+		}
+	}, func(err error) {
+		log.Printf("following the slot map: %v", err)
+	})
+	_ = mc.Set(&memcache.Item{Key: "user:2", Value: []byte("alice")})
 }

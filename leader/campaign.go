@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
 )
 
 const (
@@ -26,11 +27,6 @@ const (
 	// cleanupTimeout bounds releasing the lock, destroying the session and
 	// removing the check at the end of a campaign.
 	cleanupTimeout = 3 * time.Second
-	// followWait is the wait time of blocking queries on the lock key.
-	followWait = time.Minute
-	// lockDelayPoll is how often a follower retries to acquire a free lock
-	// that Consul still holds back for the lock delay.
-	lockDelayPoll = 250 * time.Millisecond
 )
 
 // campaignResult tells Run how a campaign ended.
@@ -84,64 +80,17 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, strin
 		wg.Wait()
 	}()
 
-	ended := func() campaignResult {
-		if ctx.Err() != nil {
-			return campaignResult{}
-		}
+	maybeHeld, err := e.acquire(cctx, session, holdOff)
+	acquired = maybeHeld
+	switch {
+	case ctx.Err() != nil:
+		return campaignResult{}
+	case cctx.Err() != nil:
 		return campaignResult{err: context.Cause(cctx)}
+	case err != nil:
+		return campaignResult{err: err}
 	}
-
-	var index uint64
-	wait := followWait
-	failures := 0
-	for {
-		kv, next, err := e.readKey(cctx, index, wait)
-		if cctx.Err() != nil {
-			return ended()
-		}
-		if err != nil {
-			failures++
-			e.opts.Logger.Debug("leader: watching lock key", "key", e.opts.Key, "err", err)
-			if !sleep(cctx, retryDelay(failures, mrand.Float64())) {
-				return ended()
-			}
-			continue
-		}
-		failures = 0
-		index, wait = next, followWait
-		switch {
-		case kv != nil && kv.Session == session:
-			// Ours already, e.g. after an acquire whose answer got lost.
-		case kv != nil && kv.Session != "":
-			continue
-		default:
-			if d := time.Until(holdOff); d > 0 {
-				wait = d
-				continue
-			}
-			ok, _, err := e.opts.Client.KV().Acquire(&api.KVPair{
-				Key:     e.opts.Key,
-				Value:   []byte(e.opts.ID),
-				Session: session,
-			}, (&api.WriteOptions{}).WithContext(cctx))
-			if cctx.Err() != nil {
-				// The acquire may have succeeded; cleanup releases.
-				acquired = true
-				return ended()
-			}
-			if err != nil {
-				acquired = true
-				return campaignResult{err: fmt.Errorf("acquiring lock %s: %w", e.opts.Key, err)}
-			}
-			if !ok {
-				// Lock delay in force, or another session won the race.
-				wait = lockDelayPoll
-				continue
-			}
-		}
-		acquired = true
-		return e.term(ctx, cctx, session, lead)
-	}
+	return e.term(ctx, cctx, session, lead)
 }
 
 // term leads: it calls lead and watches the lock key until the lock is
@@ -207,33 +156,6 @@ func (e *Elector) term(ctx, cctx context.Context, session string, lead func(cont
 	}
 }
 
-// watchHeld follows the lock key with blocking queries until it no longer
-// carries session (returning errKeyLost) or ctx ends. Errors reading the key
-// are retried: the keepalive decides when Consul has been away too long.
-func (e *Elector) watchHeld(ctx context.Context, session string) error {
-	var index uint64
-	failures := 0
-	for {
-		kv, next, err := e.readKey(ctx, index, followWait)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			failures++
-			e.opts.Logger.Debug("leader: watching held lock", "key", e.opts.Key, "err", err)
-			if !sleep(ctx, retryDelay(failures, mrand.Float64())) {
-				return ctx.Err()
-			}
-			continue
-		}
-		failures = 0
-		if !heldBy(kv, session) {
-			return errKeyLost
-		}
-		index = next
-	}
-}
-
 // registerCheck registers the campaign's service with its TTL check, passing
 // from the start, on the local agent.
 func (e *Elector) registerCheck(ctx context.Context, serviceID, checkID string) error {
@@ -265,17 +187,17 @@ func (e *Elector) createSession(ctx context.Context, checkID string) (string, er
 		NodeChecks:    []string{"serfHealth"},
 		ServiceChecks: []api.ServiceCheck{{ID: checkID}},
 	}
-	deadline := time.Now().Add(sessionCreateTimeout)
+	deadline := e.opts.Clock.Now().Add(sessionCreateTimeout)
 	for {
 		id, _, err := e.opts.Client.Session().Create(entry, (&api.WriteOptions{}).WithContext(ctx))
 		if err == nil {
 			return id, nil
 		}
 		var se api.StatusError
-		if !errors.As(err, &se) || time.Now().After(deadline) {
+		if !errors.As(err, &se) || e.opts.Clock.Now().After(deadline) {
 			return "", err
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !clock.Sleep(ctx, e.opts.Clock, 50*time.Millisecond) {
 			return "", ctx.Err()
 		}
 	}

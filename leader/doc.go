@@ -15,13 +15,15 @@
 // also carries the agent's serfHealth check and a 10 s TTL that is renewed as
 // a backstop.
 //
-// Run campaigns until its context ends. While it leads it watches the lock
-// key with a blocking query and gives up leadership as soon as the key shows
-// another session or none (someone invalidated the session), when the check
-// can no longer be refreshed, or when StepDown is called. A clean shutdown
-// releases the lock before destroying the session, so a follower takes over
-// at once; a dead or deposed leader's lock is held back by Consul for the
-// session's LockDelay.
+// Run campaigns until its context ends. It follows the lock key with
+// blocking queries (internal/consulwatch), and times every wait (the
+// keepalive, the retries after errors, the hold-off after StepDown) on
+// Options.Clock. While it leads it watches the lock key and gives up
+// leadership as soon as the key shows another session or none (someone
+// invalidated the session), when the check can no longer be refreshed, or
+// when StepDown is called. A clean shutdown releases the lock before
+// destroying the session, so a follower takes over at once; a dead or
+// deposed leader's lock is held back by Consul for the session's LockDelay.
 //
 // Leadership is advisory for everything except Consul KV: a leader that has
 // been deposed but has not noticed yet could still act. CASWithSession closes

@@ -2,9 +2,11 @@ package leader
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/backoff"
+	"github.com/mcrib/mcrib/internal/clock"
 )
 
 // Elector campaigns for the leader lock of one pool and reports who leads.
@@ -107,51 +109,51 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, sessio
 		e.mu.Unlock()
 	}()
 
-	failures := 0
+	clk := e.opts.Clock
+	bo := retryBackoff()
 	// holdOff keeps this process from taking the lock again right after it
 	// stepped down, so that another process may take over.
 	var holdOff time.Time
 	for ctx.Err() == nil {
-		start := time.Now()
+		start := clk.Now()
 		res := e.campaign(ctx, lead, holdOff)
 		if ctx.Err() != nil {
 			return
 		}
-		if res.led || time.Since(start) >= stableCampaign {
-			failures = 0
+		if res.led || clk.Now().Sub(start) >= stableCampaign {
+			bo.Reset()
 		}
 		var wait time.Duration
 		switch {
 		case res.err != nil:
-			failures++
-			wait = retryDelay(failures, rand.Float64())
+			wait = bo.Next()
 		case res.steppedDown:
-			holdOff = time.Now().Add(e.opts.LockDelay)
+			holdOff = clk.Now().Add(e.opts.LockDelay)
 		}
 		if res.err != nil {
 			e.opts.Logger.Warn("leader: campaign ended", "key", e.opts.Key, "err", res.err, "retry_in", wait)
 		}
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, clk, wait) {
 			return
 		}
 	}
+}
+
+// Retry delays after failed campaigns and failed reads of the lock key:
+// the ceiling starts at minRetryDelay, doubles with each failure in a row
+// and is capped at maxRetryDelay; each wait is drawn from the upper half
+// of its ceiling (internal/backoff), so that electors that failed together
+// do not retry in step.
+const (
+	minRetryDelay = 250 * time.Millisecond
+	maxRetryDelay = 5 * time.Second
+)
+
+// retryBackoff returns the backoff of one retry loop.
+func retryBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: minRetryDelay, Max: maxRetryDelay}
 }
 
 // stableCampaign is how long a campaign must have lasted for Run to start
 // its backoff over after it ended with an error.
 const stableCampaign = 2 * maxRetryDelay
-
-// sleep waits for d or until ctx ends and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -92,3 +92,43 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestRetryBackoff(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int
+		jitter   float64
+		want     time.Duration
+	}{
+		{"first failure, no jitter", 1, 0, 125 * time.Millisecond},
+		{"first failure, half jitter", 1, 0.5, 187500 * time.Microsecond},
+		{"second failure doubles", 2, 0, 250 * time.Millisecond},
+		{"fifth failure", 5, 0, 2 * time.Second},
+		{"capped", 6, 0, 2500 * time.Millisecond},
+		{"capped far out", 1000, 0.5, 3750 * time.Millisecond},
+		{"zero failures acts as first", 0, 0, 125 * time.Millisecond},
+		{"jitter out of range ignored", 1, 1.5, 125 * time.Millisecond},
+		{"negative jitter ignored", 1, -1, 125 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := retryBackoff()
+			b.Jitter = func() float64 { return tt.jitter }
+			if got := b.Delay(tt.failures); got != tt.want {
+				t.Errorf("wait after %d failures with jitter %v = %v, want %v", tt.failures, tt.jitter, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetryBackoffStaysWithinBounds(t *testing.T) {
+	for failures := 1; failures < 40; failures++ {
+		for _, j := range []float64{0, 0.25, 0.5, 0.75, 0.999} {
+			b := retryBackoff()
+			b.Jitter = func() float64 { return j }
+			if d := b.Delay(failures); d < minRetryDelay/2 || d >= maxRetryDelay {
+				t.Fatalf("wait after %d failures with jitter %v = %v, outside [%v, %v)", failures, j, d, minRetryDelay/2, maxRetryDelay)
+			}
+		}
+	}
+}

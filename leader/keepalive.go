@@ -14,28 +14,29 @@ import (
 const sessionTTL = 10 * time.Second
 
 // keepalive refreshes the campaign's TTL check every CheckTTL/3 and renews
-// the session every sessionTTL/2 until ctx ends. It ends the campaign
-// through fail when the agent rejects the refresh (the check is gone, e.g.
-// Consul restarted), when no refresh succeeded for CheckTTL (the check has
-// expired and the session with it), or when Consul no longer knows the
-// session.
+// the session every sessionTTL/2, on the elector's clock, until ctx ends.
+// It ends the campaign through fail when the agent rejects the refresh (the
+// check is gone, e.g. Consul restarted), when no refresh succeeded for
+// CheckTTL (the check has expired and the session with it), or when Consul
+// no longer knows the session.
 func (e *Elector) keepalive(ctx context.Context, fail context.CancelCauseFunc, checkID, session string) {
+	clk := e.opts.Clock
 	every := e.opts.CheckTTL / 3
-	refresh := time.NewTicker(every)
+	refresh := clk.NewTicker(every)
 	defer refresh.Stop()
-	renew := time.NewTicker(sessionTTL / 2)
+	renew := clk.NewTicker(sessionTTL / 2)
 	defer renew.Stop()
-	lastOK := time.Now()
+	lastOK := clk.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-refresh.C:
+		case <-refresh.C():
 			err := e.refreshCheck(ctx, checkID, every)
 			if ctx.Err() != nil {
 				return
 			}
-			now := time.Now()
+			now := clk.Now()
 			var rejected api.StatusError
 			switch {
 			case err == nil:
@@ -49,7 +50,7 @@ func (e *Elector) keepalive(ctx context.Context, fail context.CancelCauseFunc, c
 			default:
 				e.opts.Logger.Debug("leader: refreshing leader check", "check", checkID, "err", err)
 			}
-		case <-renew.C:
+		case <-renew.C():
 			rctx, cancel := context.WithTimeout(ctx, sessionTTL/2)
 			entry, _, err := e.opts.Client.Session().Renew(session, (&api.WriteOptions{}).WithContext(rctx))
 			cancel()

@@ -1,8 +1,20 @@
 package leader
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 
 func TestCheckExpired(t *testing.T) {
@@ -25,5 +37,168 @@ func TestCheckExpired(t *testing.T) {
 				t.Errorf("checkExpired(%v, %v, %v) = %v, want %v", base, tt.now, tt.ttl, got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeAgent answers the keepalive's two requests the way a test sets.
+type fakeAgent struct {
+	check   string // "ok", "reject" (404) or "drop" (the connection is closed)
+	renew   string // "ok" or "gone" (404)
+	renewed chan struct{}
+}
+
+func (a *fakeAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/agent/check/update/"):
+		switch a.check {
+		case "ok":
+		case "reject":
+			http.Error(w, "CheckID does not have associated TTL", http.StatusNotFound)
+		default:
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}
+	case strings.HasPrefix(r.URL.Path, "/v1/session/renew/"):
+		a.renewed <- struct{}{}
+		if a.renew == "gone" {
+			http.Error(w, "Session id not found", http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, `[{"ID": "session-1"}]`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// logSignal is a slog.Handler that passes every message to a channel.
+type logSignal chan string
+
+func (h logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h logSignal) Handle(_ context.Context, r slog.Record) error {
+	h <- r.Message
+	return nil
+}
+func (h logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logSignal) WithGroup(string) slog.Handler      { return h }
+
+// keepaliveRun is one keepalive on a fake clock against a fake agent.
+type keepaliveRun struct {
+	clk    *clock.Fake
+	logs   logSignal
+	failed chan error
+	done   chan struct{}
+}
+
+// startKeepalive runs the keepalive of an elector with the default
+// CheckTTL (3s: a refresh every second) until it fails or the test ends.
+func startKeepalive(t *testing.T, agent *fakeAgent) *keepaliveRun {
+	t.Helper()
+	leakcheck.Check(t)
+	agent.renewed = make(chan struct{}, 10)
+	srv := httptest.NewServer(agent)
+	t.Cleanup(srv.Close)
+	client, err := api.NewClient(&api.Config{Address: srv.Listener.Addr().String(), Scheme: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &keepaliveRun{
+		clk:    clock.NewFake(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)),
+		logs:   make(logSignal, 100),
+		failed: make(chan error, 1),
+		done:   make(chan struct{}),
+	}
+	e, err := New(Options{Client: client, Key: "mcrib/test/leader", ID: "127.0.0.1:7001", Clock: k.clk, Logger: slog.New(k.logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(k.done)
+		e.keepalive(ctx, func(err error) { k.failed <- err }, "check-1", "session-1")
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-k.done
+	})
+	armed, cancelArmed := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelArmed()
+	if !k.clk.BlockUntil(armed, 2) {
+		t.Fatal("the keepalive armed no tickers")
+	}
+	return k
+}
+
+// ended returns the error the keepalive ended the campaign with.
+func (k *keepaliveRun) ended(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-k.failed:
+		select {
+		case <-k.done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the keepalive went on after it failed the campaign")
+		}
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the keepalive did not end the campaign")
+		return nil
+	}
+}
+
+// stillRunning fails the test if the keepalive ended the campaign.
+func (k *keepaliveRun) stillRunning(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case err := <-k.failed:
+		t.Fatalf("%s: the keepalive ended the campaign: %v", when, err)
+	default:
+	}
+}
+
+func TestKeepaliveGivesUpAfterCheckTTLWithoutRefresh(t *testing.T) {
+	k := startKeepalive(t, &fakeAgent{check: "drop", renew: "ok"})
+	for i := 1; i <= 2; i++ {
+		k.clk.Advance(time.Second)
+		select {
+		case msg := <-k.logs:
+			if msg != "leader: refreshing leader check" {
+				t.Fatalf("logged %q after refresh %d", msg, i)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("refresh %d was not tried", i)
+		}
+		k.stillRunning(t, fmt.Sprintf("%v without a refresh", time.Duration(i)*time.Second))
+	}
+	k.clk.Advance(time.Second)
+	err := k.ended(t)
+	if err == nil || !strings.Contains(err.Error(), "refreshing leader check check-1 for 3s") {
+		t.Fatalf("ended with %v, want the refresh failures of 3s (CheckTTL)", err)
+	}
+}
+
+func TestKeepaliveEndsAtOnceWhenTheCheckIsRejected(t *testing.T) {
+	k := startKeepalive(t, &fakeAgent{check: "reject", renew: "ok"})
+	k.clk.Advance(time.Second)
+	err := k.ended(t)
+	var rejected api.StatusError
+	if !errors.As(err, &rejected) || rejected.Code != http.StatusNotFound {
+		t.Fatalf("ended with %v, want the agent's 404", err)
+	}
+}
+
+func TestKeepaliveEndsWhenTheSessionIsGone(t *testing.T) {
+	agent := &fakeAgent{check: "ok", renew: "gone"}
+	k := startKeepalive(t, agent)
+	k.clk.Advance(sessionTTL/2 - time.Millisecond)
+	select {
+	case <-agent.renewed:
+		t.Fatal("the session was renewed before sessionTTL/2")
+	default:
+	}
+	k.clk.Advance(time.Millisecond)
+	if err := k.ended(t); !errors.Is(err, errSessionGone) {
+		t.Fatalf("ended with %v, want errSessionGone", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
 )
 
 // Defaults for the optional fields of Options.
@@ -47,6 +49,11 @@ type Options struct {
 	// at least 300 ms.
 	CheckTTL time.Duration
 
+	// Clock times the keepalive, the retries, the lock delay after
+	// StepDown and the waits of the watch on the lock key. Nil means the
+	// real clock.
+	Clock clock.Clock
+
 	// Logger receives campaign events. Nil discards them.
 	Logger *slog.Logger
 }
@@ -74,5 +81,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Clock = clock.Or(o.Clock)
 	return o, nil
 }

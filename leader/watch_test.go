@@ -6,27 +6,6 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-func TestNextIndex(t *testing.T) {
-	tests := []struct {
-		name      string
-		prev, got uint64
-		want      uint64
-	}{
-		{"first read", 0, 42, 42},
-		{"moved on", 42, 50, 50},
-		{"unchanged", 42, 42, 42},
-		{"went backwards: start over", 42, 7, 0},
-		{"zero never reused", 0, 0, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := nextIndex(tt.prev, tt.got); got != tt.want {
-				t.Errorf("nextIndex(%d, %d) = %d, want %d", tt.prev, tt.got, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestHolder(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -48,6 +27,30 @@ func TestHolder(t *testing.T) {
 			}
 			if got := heldBy(tt.kv, tt.session); got != tt.wantHeldBy {
 				t.Errorf("heldBy(%q) = %v, want %v", tt.session, got, tt.wantHeldBy)
+			}
+		})
+	}
+}
+
+func TestSameHolder(t *testing.T) {
+	a := &api.KVPair{Value: []byte("a:1"), Session: "s1", ModifyIndex: 5}
+	tests := []struct {
+		name string
+		x, y *api.KVPair
+		want bool
+	}{
+		{"both absent", nil, nil, true},
+		{"absent and present", nil, a, false},
+		{"present and absent", a, nil, false},
+		{"same holder, other index", a, &api.KVPair{Value: []byte("a:1"), Session: "s1", ModifyIndex: 9}, true},
+		{"other session", a, &api.KVPair{Value: []byte("a:1"), Session: "s2"}, false},
+		{"released", a, &api.KVPair{Value: []byte("a:1")}, false},
+		{"other value", a, &api.KVPair{Value: []byte("b:1"), Session: "s1"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sameHolder(tt.x, tt.y); got != tt.want {
+				t.Errorf("sameHolder = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/consulwatch"
 )
 
 // ClientOptions configures a Client. Consul and Key are required; the
@@ -27,8 +31,9 @@ type ClientOptions struct {
 	Service string
 	// Tag, when set, counts only the instances of Service carrying it.
 	Tag string
-	// Clock tells the time; nil means the real clock.
-	Clock Clock
+	// Clock tells the time and times the watches' waits; nil means the
+	// real clock.
+	Clock clock.Clock
 	// Logger receives the client's log; nil discards it.
 	Logger *slog.Logger
 	// Fallback is the limit, boots/s, enforced until the document (and the
@@ -52,7 +57,7 @@ type Client struct {
 	health   *api.Health
 	service  string
 	tag      string
-	clock    Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	fallback float64
 	adm      *Admitter
@@ -84,12 +89,9 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		health:   opts.Consul.Health(),
 		service:  opts.Service,
 		tag:      opts.Tag,
-		clock:    opts.Clock,
+		clock:    clock.Or(opts.Clock),
 		log:      opts.Logger,
 		fallback: opts.Fallback,
-	}
-	if c.clock == nil {
-		c.clock = realClock{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -114,13 +116,17 @@ func (c *Client) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		watch(ctx, c.log, c.store.Key(), c.docQuery)
+		c.store.follow(ctx, c.clock, c.log, sameReading, c.onReading)
 	}()
 	if c.service != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			watch(ctx, c.log, "service "+c.service, c.instancesQuery)
+			opts := consulwatch.Options[int]{
+				Name: "passing instances of service " + c.service, Equal: func(a, b int) bool { return a == b },
+				Clock: c.clock, Logger: c.log,
+			}
+			consulwatch.Run(ctx, opts, c.countInstances, c.onCount, nil)
 		}()
 	}
 	wg.Wait()
@@ -165,42 +171,39 @@ func (c *Client) Document() (doc Document, ok bool) {
 	return c.doc, c.haveDoc
 }
 
-// docQuery follows the published document. A missing or unreadable
+// onReading follows the published document. A missing or unreadable
 // document keeps the last one in force.
-func (c *Client) docQuery(ctx context.Context, waitIndex uint64) (uint64, error) {
-	snap, err := c.store.Watch(ctx, waitIndex, watchWait)
-	if err != nil {
-		return 0, err
-	}
-	if waitIndex != 0 && snap.LastIndex == waitIndex {
-		return snap.LastIndex, nil
-	}
-	if !snap.Found {
+func (c *Client) onReading(r docReading, _ uint64) error {
+	switch {
+	case r.Bad != nil:
+		c.log.Warn("the published boot-limit document cannot be read; keeping the last limit", "key", c.store.Key(), "err", r.Bad)
+	case !r.Snap.Found:
 		c.log.Warn("no boot-limit document is published; keeping the last limit", "key", c.store.Key())
-		return snap.LastIndex, nil
+	default:
+		c.mu.Lock()
+		c.doc, c.haveDoc = r.Snap.Doc, true
+		c.mu.Unlock()
+		c.share()
 	}
-	c.mu.Lock()
-	c.doc, c.haveDoc = snap.Doc, true
-	c.mu.Unlock()
-	c.share()
-	return snap.LastIndex, nil
+	return nil
 }
 
-// instancesQuery follows the number of passing instances of the service.
-func (c *Client) instancesQuery(ctx context.Context, waitIndex uint64) (uint64, error) {
-	q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: watchWait}).WithContext(ctx)
+// countInstances reads the number of passing instances of the service.
+func (c *Client) countInstances(_ context.Context, q *api.QueryOptions) (int, *api.QueryMeta, error) {
 	entries, meta, err := c.health.Service(c.service, c.tag, true, q)
 	if err != nil {
-		return 0, err
+		return 0, nil, fmt.Errorf("reading the passing instances of service %q from consul: %w", c.service, err)
 	}
-	if waitIndex != 0 && meta.LastIndex == waitIndex {
-		return meta.LastIndex, nil
-	}
+	return len(entries), meta, nil
+}
+
+// onCount follows the number of passing instances of the service.
+func (c *Client) onCount(n int, _ uint64) error {
 	c.mu.Lock()
-	c.instances, c.haveCount = len(entries), true
+	c.instances, c.haveCount = n, true
 	c.mu.Unlock()
 	c.share()
-	return meta.LastIndex, nil
+	return nil
 }
 
 // share recomputes this instance's share and moves the Admitter to it.

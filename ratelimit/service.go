@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
 )
 
 // maxWriteAttempts bounds the read-decide-write rounds one change makes
@@ -40,8 +42,9 @@ type ServiceOptions struct {
 	Key string
 	// Config is the controller's configuration (required, validated).
 	Config ControllerConfig
-	// Clock tells the time; nil means the real clock.
-	Clock Clock
+	// Clock tells the time and times the control loop's interval and the
+	// document watch's waits; nil means the real clock.
+	Clock clock.Clock
 	// Logger receives the service's log; nil discards it.
 	Logger *slog.Logger
 	// Stats reads the nodes' counters every Config.Interval; nil means no
@@ -68,7 +71,7 @@ type ServiceOptions struct {
 type Service struct {
 	store    *Store
 	cfg      ControllerConfig
-	clock    Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	stats    StatsFunc
 	isLeader func() bool
@@ -82,9 +85,10 @@ type Service struct {
 	haveRate   bool
 	unreadable int
 
-	writeMu sync.Mutex  // serializes every change of the document; guards the fields below
-	index   uint64      // ModifyIndex of doc in Consul
-	ctrl    *Controller // nil while not leading
+	writeMu  sync.Mutex  // serializes every change of the document; guards the fields below
+	index    uint64      // ModifyIndex of doc in Consul
+	followed uint64      // X-Consul-Index of the last reading the watch delivered
+	ctrl     *Controller // nil while not leading
 
 	meter HitRateMeter // used by the control loop only
 }
@@ -103,13 +107,10 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	s := &Service{
 		store:    NewStore(opts.Client, opts.Key),
 		cfg:      opts.Config,
-		clock:    opts.Clock,
+		clock:    clock.Or(opts.Clock),
 		log:      opts.Logger,
 		stats:    opts.Stats,
 		isLeader: opts.IsLeader,
-	}
-	if s.clock == nil {
-		s.clock = realClock{}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -147,7 +148,9 @@ func (s *Service) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		watch(ctx, s.log, s.store.Key(), s.watchQuery)
+		s.store.follow(ctx, s.clock, s.log, nil, func(r docReading, index uint64) error {
+			return s.onReading(ctx, r, index)
+		})
 	}()
 	s.controlLoop(ctx)
 	wg.Wait()
@@ -253,34 +256,32 @@ func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, err
 	return Document{}, ErrConflict
 }
 
-// watchQuery is the blocking query that keeps the Service on the stored
-// document. It creates the document when it is missing (a new pool, or a
-// Consul whose state was lost: then the last known document is published
-// again) and rewrites it when it cannot be parsed.
-func (s *Service) watchQuery(ctx context.Context, waitIndex uint64) (uint64, error) {
-	snap, err := s.store.Watch(ctx, waitIndex, watchWait)
-	bad := errors.Is(err, ErrBadDocument)
-	if err != nil && !bad {
-		return 0, err
-	}
-	if waitIndex != 0 && snap.LastIndex == waitIndex {
-		return snap.LastIndex, nil // the wait timed out; nothing changed
-	}
+// onReading keeps the Service on the stored document: it adopts every
+// reading the watch delivers, creates the document when it is missing (a
+// new pool, or a Consul whose state was lost: then the last known document
+// is published again) and rewrites it when it cannot be parsed. An error
+// (the repair could not be written) makes the watch offer the reading
+// again after a backoff.
+func (s *Service) onReading(ctx context.Context, r docReading, index uint64) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if snap.LastIndex < waitIndex {
-		s.index = 0 // Consul's state was reset: its indexes start again
+	// An index below the last one means Consul's state was reset: its
+	// indexes start again.
+	reset := index < s.followed
+	s.followed = index
+	if reset {
+		s.index = 0
 	}
 	switch {
-	case bad:
-		s.log.Error("the stored boot-limit document cannot be read; rewriting it", "key", s.store.Key(), "err", err)
-		return snap.LastIndex, s.repair(ctx, snap.ModifyIndex, fmt.Sprintf("the stored boot-limit document could not be read (%v)", err))
-	case !snap.Found:
+	case r.Bad != nil:
+		s.log.Error("the stored boot-limit document cannot be read; rewriting it", "key", s.store.Key(), "err", r.Bad)
+		return s.repair(ctx, r.Snap.ModifyIndex, fmt.Sprintf("the stored boot-limit document could not be read (%v)", r.Bad))
+	case !r.Snap.Found:
 		s.index = 0
-		return snap.LastIndex, s.repair(ctx, 0, "the boot-limit document was missing from Consul")
+		return s.repair(ctx, 0, "the boot-limit document was missing from Consul")
 	default:
-		s.apply(snap, snap.LastIndex < waitIndex)
-		return snap.LastIndex, nil
+		s.apply(r.Snap, reset)
+		return nil
 	}
 }
 
@@ -359,13 +360,13 @@ func (s *Service) setDoc(doc Document) {
 // controlLoop measures the hit rate every interval and, while leading,
 // steps the controller.
 func (s *Service) controlLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := s.clock.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		s.tick(ctx)
 	}

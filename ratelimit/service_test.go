@@ -92,7 +92,7 @@ func startService(t *testing.T, consul *api.Client, key string, opts ServiceOpti
 // has been cleaned up, a goroutine of this package's loops is still running.
 func checkNoLeaks(t *testing.T) {
 	t.Helper()
-	loop := regexp.MustCompile(`ratelimit\.(watch|\(\*Service\)\.(Run|controlLoop|tick)|\(\*Client\)\.Run)\(`)
+	loop := regexp.MustCompile(`ratelimit\.(\(\*Store\)\.follow|\(\*Service\)\.(Run|controlLoop|tick)|\(\*Client\)\.Run)\(|internal/consulwatch\.Run\[`)
 	t.Cleanup(func() {
 		var stacks string
 		ok := func() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -47,34 +46,29 @@ type Snapshot struct {
 // returns the Snapshot (Found, ModifyIndex and LastIndex set, so the caller
 // may overwrite it with CAS) and an error wrapping ErrBadDocument.
 func (s *Store) Load(ctx context.Context) (Snapshot, error) {
-	return s.get(ctx, 0, 0)
+	snap, _, err := s.get((&api.QueryOptions{}).WithContext(ctx))
+	return snap, err
 }
 
-// Watch is Load as a blocking query: it returns when the key's index moves
-// past waitIndex, or after about wait (Consul adds jitter), or when ctx
-// ends. A Snapshot whose LastIndex equals waitIndex changed nothing.
-func (s *Store) Watch(ctx context.Context, waitIndex uint64, wait time.Duration) (Snapshot, error) {
-	return s.get(ctx, waitIndex, wait)
-}
-
-func (s *Store) get(ctx context.Context, waitIndex uint64, wait time.Duration) (Snapshot, error) {
-	q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: wait}).WithContext(ctx)
+// get reads the key with q (a blocking query when q.WaitIndex is set). The
+// metadata is nil only when Consul could not be read.
+func (s *Store) get(q *api.QueryOptions) (Snapshot, *api.QueryMeta, error) {
 	pair, meta, err := s.kv.Get(s.key, q)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", s.key, err)
+		return Snapshot{}, nil, fmt.Errorf("reading %s from consul: %w", s.key, err)
 	}
 	snap := Snapshot{LastIndex: meta.LastIndex}
 	if pair == nil {
-		return snap, nil
+		return snap, meta, nil
 	}
 	snap.Found = true
 	snap.ModifyIndex = pair.ModifyIndex
 	doc, err := ParseDocument(pair.Value)
 	if err != nil {
-		return snap, fmt.Errorf("reading %s from consul: %w", s.key, err)
+		return snap, meta, fmt.Errorf("reading %s from consul: %w", s.key, err)
 	}
 	snap.Doc = doc
-	return snap, nil
+	return snap, meta, nil
 }
 
 // CAS writes doc if the key's ModifyIndex still equals index (0: only if

@@ -1,0 +1,255 @@
+package cachenodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/internal/testenv"
+)
+
+// slotMapJSON returns the document of a map of two slots at generation gen.
+func slotMapJSON(t *testing.T, gen uint64, second Node, updated time.Time) []byte {
+	t.Helper()
+	b, err := json.Marshal(mustSlotMap(t, SlotMapSpec{Pool: "default", Generation: gen, UpdatedAt: updated, Slots: []Node{mc1, second}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// followRecorder runs a SlotMapFollower and records what it reports.
+type followRecorder struct {
+	mu      sync.Mutex
+	changes []*SlotMap
+	errs    []error
+}
+
+func (r *followRecorder) onChange(m *SlotMap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes = append(r.changes, m)
+}
+
+func (r *followRecorder) onError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+func (r *followRecorder) snapshot() ([]*SlotMap, []error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*SlotMap(nil), r.changes...), append([]error(nil), r.errs...)
+}
+
+// generations returns the generations of the maps delivered.
+func generations(ms []*SlotMap) []uint64 {
+	var out []uint64
+	for _, m := range ms {
+		out = append(out, m.Generation())
+	}
+	return out
+}
+
+// startFollower runs f until the test ends and checks that Run returns.
+func startFollower(t *testing.T, f *SlotMapFollower) *followRecorder {
+	t.Helper()
+	r := &followRecorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(ctx, r.onChange, r.onError)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5s of its context ending")
+		}
+	})
+	return r
+}
+
+func TestSlotMapFollowerKeepsTheLastGoodMap(t *testing.T) {
+	leakcheck.Check(t)
+	const minInterval = time.Second
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	var (
+		gen1      = slotMapJSON(t, 1, mc2, t0)
+		gen1Later = slotMapJSON(t, 1, mc2, t0.Add(time.Hour))
+		corrupt   = []byte(`{"pool": "default", "num_slots": 2`)
+		gen2      = slotMapJSON(t, 2, mc3, t0)
+		boom      = errors.New("consul: 500")
+	)
+	type answer struct {
+		value []byte // nil: the key does not exist
+		index uint64
+		err   error
+	}
+	script := []answer{
+		{nil, 3, nil},       // no map yet: reported
+		{gen1, 5, nil},      // delivered
+		{gen1, 6, nil},      // another key moved the index: equal value
+		{gen1Later, 7, nil}, // only updated_at moved: not delivered
+		{corrupt, 8, nil},   // reported; generation 1 stays
+		{gen1, 9, nil},      // restored: the same map, not delivered again
+		{gen2, 10, nil},     // delivered
+		{nil, 11, nil},      // deleted: reported; generation 2 stays
+		{nil, 0, boom},      // reported; the backoff then waits for a clock that does not move
+	}
+	clk := clock.NewFake(t0)
+	var i int
+	f, err := NewSlotMapFollower(SlotMapFollowerOptions{Client: &api.Client{}, Key: "mcrib/default/slotmap", MinInterval: minInterval, Clock: clk})
+	if err != nil {
+		t.Fatalf("NewSlotMapFollower: %v", err)
+	}
+	f.get = func(ctx context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
+		if i == len(script) {
+			t.Error("the follower queried after a failure without backing off")
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		a := script[i]
+		i++
+		// The query takes long enough that the next may start at once.
+		clk.Advance(2 * minInterval)
+		if a.err != nil {
+			return nil, nil, a.err
+		}
+		var pair *api.KVPair
+		if a.value != nil {
+			pair = &api.KVPair{Key: "mcrib/default/slotmap", Value: a.value}
+		}
+		return pair, &api.QueryMeta{LastIndex: a.index}, nil
+	}
+	r := startFollower(t, f)
+	testenv.Eventually(t, 5*time.Second, "the failed query at the end of the script to be reported", func() bool {
+		_, errs := r.snapshot()
+		return len(errs) >= 4
+	})
+	changes, errs := r.snapshot()
+	if got := generations(changes); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("delivered generations %v, want [1 2]", got)
+	}
+	if len(changes) == 2 && (changes[1].Slot(1) != mc3 || f.Current() != changes[1]) {
+		t.Errorf("Current() = %+v, want the last map delivered %+v", f.Current(), changes[1])
+	}
+	wantErrs := []error{ErrSlotMapNotStored, ErrInvalidSlotMap, ErrSlotMapNotStored, boom}
+	if len(errs) != len(wantErrs) {
+		t.Fatalf("reported %d errors %v, want %d", len(errs), errs, len(wantErrs))
+	}
+	for k, want := range wantErrs {
+		if !errors.Is(errs[k], want) {
+			t.Errorf("error %d = %v, want one wrapping %v", k, errs[k], want)
+		}
+	}
+	if !strings.Contains(errs[1].Error(), "mcrib/default/slotmap") {
+		t.Errorf("error %q does not name the key", errs[1])
+	}
+}
+
+func TestNewSlotMapFollowerOptions(t *testing.T) {
+	client := &api.Client{}
+	for _, tt := range []struct {
+		name    string
+		opts    SlotMapFollowerOptions
+		wantErr string
+	}{
+		{"no client", SlotMapFollowerOptions{Key: "k"}, "Client is required"},
+		{"no key", SlotMapFollowerOptions{Client: client}, "Key is required"},
+		{"negative wait", SlotMapFollowerOptions{Client: client, Key: "k", WaitTime: -1}, "negative"},
+		{"negative interval", SlotMapFollowerOptions{Client: client, Key: "k", MinInterval: -1}, "negative"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewSlotMapFollower(tt.opts); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("NewSlotMapFollower = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSlotMapFollowerRealConsul(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartConsul(t)
+	const key = "mcrib/follow/slotmap"
+	f, err := NewSlotMapFollower(SlotMapFollowerOptions{Client: c.Client, Key: key})
+	if err != nil {
+		t.Fatalf("NewSlotMapFollower: %v", err)
+	}
+	r := startFollower(t, f)
+	testenv.Eventually(t, 10*time.Second, "the missing key to be reported", func() bool {
+		_, errs := r.snapshot()
+		return len(errs) == 1 && errors.Is(errs[0], ErrSlotMapNotStored)
+	})
+	put := func(value []byte) {
+		t.Helper()
+		if _, err := c.Client.KV().Put(&api.KVPair{Key: key, Value: value}, nil); err != nil {
+			t.Fatalf("writing %s: %v", key, err)
+		}
+	}
+	// deliveredWithin waits for the n-th map and checks it came promptly.
+	deliveredWithin := func(n int, what string) *SlotMap {
+		t.Helper()
+		start := time.Now()
+		testenv.Eventually(t, 5*time.Second, what, func() bool {
+			changes, _ := r.snapshot()
+			return len(changes) >= n
+		})
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: delivered %v after the write, want within 1s", what, took)
+		}
+		changes, _ := r.snapshot()
+		return changes[n-1]
+	}
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+
+	put(slotMapJSON(t, 1, mc2, t0))
+	if m := deliveredWithin(1, "the first map"); m.Generation() != 1 || f.Current() != m {
+		t.Fatalf("first map: generation %d, Current %p, delivered %p", m.Generation(), f.Current(), m)
+	}
+	put(slotMapJSON(t, 2, mc3, t0))
+	if m := deliveredWithin(2, "the changed map"); m.Generation() != 2 || m.Slot(1) != mc3 {
+		t.Fatalf("changed map: generation %d, slot 1 %+v", m.Generation(), m.Slot(1))
+	}
+	// Writes that change nothing a client routes by are not delivered;
+	// the write after them shows that the follower saw them.
+	put(slotMapJSON(t, 2, mc3, t0.Add(time.Minute)))
+
+	if _, err := c.Client.KV().Delete(key, nil); err != nil {
+		t.Fatalf("deleting %s: %v", key, err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the deleted key to be reported", func() bool {
+		_, errs := r.snapshot()
+		return len(errs) == 2 && errors.Is(errs[1], ErrSlotMapNotStored)
+	})
+	put([]byte(`{"pool": "default", "num_slots": 4, "slots": []}`))
+	testenv.Eventually(t, 5*time.Second, "the corrupt value to be reported", func() bool {
+		_, errs := r.snapshot()
+		return len(errs) == 3 && errors.Is(errs[2], ErrInvalidSlotMap)
+	})
+	if m := f.Current(); m == nil || m.Generation() != 2 {
+		t.Fatalf("Current() = %v after a delete and a corrupt value, want the last good map (generation 2)", m)
+	}
+	put(slotMapJSON(t, 3, mc9, t0))
+	if m := deliveredWithin(3, "the map written after the corrupt value"); m.Generation() != 3 {
+		t.Fatalf("map after the corrupt value: generation %d, want 3", m.Generation())
+	}
+	changes, errs := r.snapshot()
+	if got := generations(changes); len(got) != 3 {
+		t.Errorf("delivered generations %v, want [1 2 3]", got)
+	}
+	if len(errs) != 3 {
+		t.Errorf("reported %v, want exactly the three problems", errs)
+	}
+}
