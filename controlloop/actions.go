@@ -20,6 +20,14 @@ func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 	return out
 }
 
+// unmarkFlushing undoes returningLocked's marks when the flushes do not
+// happen.
+func (l *Loop) unmarkFlushing(nodes []cachenodes.Node) {
+	for _, n := range nodes {
+		l.setFlushing(n.ID, false)
+	}
+}
+
 // flushReturning flushes slot holders that may have missed deletes while
 // they were unreachable, before they count as serving again.
 func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {

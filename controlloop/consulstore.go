@@ -56,6 +56,20 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
 			}
+		default:
+			replica, isVote := s.keys.VoteReplica(name)
+			if !isVote || p.Session == "" {
+				continue
+			}
+			var v Vote
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				continue // a replica's vote that cannot be read is no vote
+			}
+			v.Session = p.Session
+			if st.Votes == nil {
+				st.Votes = make(map[string]Vote)
+			}
+			st.Votes[replica] = v
 		}
 	}
 	return st, nil
@@ -107,6 +121,23 @@ func (s *ConsulStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
 func (s *ConsulStore) DeleteFreeze(ctx context.Context) error {
 	if _, err := s.client.KV().Delete(s.keys.Freeze(), (&api.WriteOptions{}).WithContext(ctx)); err != nil {
 		return fmt.Errorf("deleting %s: %w", s.keys.Freeze(), err)
+	}
+	return nil
+}
+
+// PutVote stores replica's vote under unreachable/<replica>, acquired by the
+// member lease's session.
+func (s *ConsulStore) PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding the vote: %w", err)
+	}
+	ok, err := member.Put(ctx, s.client, s.keys.Vote(replica), body)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("writing %s: held by another session (two replicas with the ID %q?)", s.keys.Vote(replica), replica)
 	}
 	return nil
 }

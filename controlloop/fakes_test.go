@@ -71,6 +71,19 @@ type fakeStore struct {
 	beforeWrite func(s *fakeStore)
 
 	reads, writes int
+	// votes are the published votes, by replica.
+	votes map[string]Vote
+}
+
+func (s *fakeStore) PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.votes == nil {
+		s.votes = make(map[string]Vote)
+	}
+	v.Session = member.Session()
+	s.votes[replica] = v
+	return nil
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -84,7 +97,7 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 		s.failReads--
 		return Snapshot{}, fmt.Errorf("reading the fake store: unreachable")
 	}
-	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID}, nil
+	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes)}, nil
 }
 
 func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (bool, error) {
@@ -145,6 +158,7 @@ type fakeLeader struct {
 
 	mu        sync.Mutex
 	lease     leader.Lease // zero while not leading
+	member    leader.Lease // the replica's session; zero: publishes no vote
 	stepDowns int
 }
 
@@ -175,6 +189,12 @@ func (f *fakeLeader) Confirm(ctx context.Context) (leader.Lease, error) {
 }
 
 func (f *fakeLeader) LeaderID() string { return "" }
+
+func (f *fakeLeader) Member() (leader.Lease, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.member, !f.member.IsZero()
+}
 
 // win takes the lock in the store for a new session and leads.
 func (f *fakeLeader) win(session string) {

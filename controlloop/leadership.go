@@ -25,6 +25,10 @@ type Leadership interface {
 	// LeaderID returns the ID of the last known leader, "" when none is
 	// known.
 	LeaderID() string
+	// Member returns the lease of this replica's session, leading or not,
+	// and true while it has one: the replica's vote on unreachable nodes
+	// is held by it.
+	Member() (leader.Lease, bool)
 }
 
 var _ Leadership = (*leader.Elector)(nil)
@@ -37,3 +41,4 @@ type sole struct{}
 func (sole) Lease() (leader.Lease, bool)                   { return leader.Lease{}, true }
 func (sole) Confirm(context.Context) (leader.Lease, error) { return leader.Lease{}, nil }
 func (sole) LeaderID() string                              { return "" }
+func (sole) Member() (leader.Lease, bool)                  { return leader.Lease{}, false }

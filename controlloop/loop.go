@@ -37,7 +37,9 @@ type Loop struct {
 	clock  clock.Clock
 	guard  flapdamp.MassGuard
 	kick   chan struct{}
-	passes *rate.Limiter
+	// probeWake tells the probe loop that new nodes may be tracked.
+	probeWake chan struct{}
+	passes    *rate.Limiter
 
 	mu            sync.Mutex
 	tr            *tracker
@@ -51,6 +53,13 @@ type Loop struct {
 	lastReconcile time.Time
 	ceiling       flapdamp.Ceiling
 	routerWritten *cachenodes.SlotMap
+	// voted is the vote last published, with the session that holds it;
+	// replicas counts the live replicas seen in the last read (this one
+	// included).
+	voted     map[string]time.Time
+	votedBy   string
+	replicas  int
+	peerLeads map[string]string // live replicas' sessions, by replica ID
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -70,16 +79,17 @@ func New(opts Options) (*Loop, error) {
 		source = cs
 	}
 	return &Loop{
-		opts:    opts,
-		store:   opts.Store,
-		source:  source,
-		lead:    opts.Leadership,
-		clock:   opts.Clock,
-		guard:   flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction},
-		kick:    make(chan struct{}, 1),
-		passes:  rate.NewLimiter(rate.Limit(50), 10),
-		tr:      newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval, Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
-		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
+		opts:      opts,
+		store:     opts.Store,
+		source:    source,
+		lead:      opts.Leadership,
+		clock:     opts.Clock,
+		guard:     flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction},
+		kick:      make(chan struct{}, 1),
+		probeWake: make(chan struct{}, 1),
+		passes:    rate.NewLimiter(rate.Limit(50), 10),
+		tr:        newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval, Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
+		ceiling:   flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 	}, nil
 }
 
@@ -183,6 +193,7 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 		l.opts.Logger.Warn("discovery fault", "reason", fault)
 	}
 	l.Kick()
+	l.wakeProbes()
 }
 
 // logEvents writes node transitions to the log, one line each.

@@ -48,6 +48,8 @@ func (f *sessionLeadership) Confirm(ctx context.Context) (leader.Lease, error) {
 
 func (f *sessionLeadership) LeaderID() string { return "me" }
 
+func (f *sessionLeadership) Member() (leader.Lease, bool) { return leader.Lease{}, false }
+
 func registerFake(t *testing.T, c *api.Client, id string, port int) {
 	t.Helper()
 	err := c.Agent().ServiceRegister(&api.AgentServiceRegistration{ID: id, Name: "memcached", Address: "127.0.0.1", Port: port})

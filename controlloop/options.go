@@ -41,6 +41,11 @@ type Options struct {
 	// step with the slot map.
 	MCRouterConfig string
 
+	// ReplicaID names this replica among the pool's replicas (its leader
+	// ID, the --advertise-addr); its vote on unreachable nodes is published
+	// under it. Empty: no vote is published (a process that runs alone).
+	ReplicaID string
+
 	Store      Store
 	Discovery  Discovery
 	Leadership Leadership

@@ -2,7 +2,10 @@ package controlloop
 
 import (
 	"context"
+	"hash/fnv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/ratelimit"
@@ -16,39 +19,149 @@ type Prober interface {
 
 var _ Prober = (*cachenodes.Prober)(nil)
 
-// maxProbesInFlight bounds the probes of one round that run at once.
-const maxProbesInFlight = 64
+// maxProbesInFlight bounds the probes running at once. A probe that gets no
+// answer holds its place for at most the prober's timeout, so this many
+// silent nodes can hang at once before a healthy node's probe waits.
+const maxProbesInFlight = 1024
 
-// probeLoop probes every tracked node at once and then each probe interval
-// of the loop's clock, until ctx ends.
+// probeLoop probes every tracked node once at the start, then each node on
+// its own schedule, every probe interval of the loop's clock, until ctx
+// ends. Probes are scheduled per node, not as one batch that waits for its
+// slowest: a node that does not answer never delays the verdict on another.
+// The second probe of a node comes a little later than one interval after
+// the first (by up to a quarter interval, fixed per node), so the probes of
+// a large pool spread over the interval instead of bursting together.
 func (l *Loop) probeLoop(ctx context.Context) {
-	tick := l.clock.NewTicker(l.opts.ProbeInterval)
-	defer tick.Stop()
+	l.probeRound(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, maxProbesInFlight)
+	sched := make(map[string]*probeSlot)
+	timer := l.clock.NewTimer(l.opts.ProbeInterval)
+	defer timer.Stop()
 	for {
-		l.probeRound(ctx)
+		due, wait := l.dueProbes(sched, l.clock.Now())
+		for _, p := range due {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				defer p.inflight.Store(false)
+				st, err := l.opts.Prober.Stats(ctx, p.addr)
+				if ctx.Err() == nil {
+					l.observeProbe(p.id, p.addr, st, err)
+				}
+			})
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C():
+		case <-timer.C():
+		case <-l.probeWake:
 		}
 	}
 }
 
-type probeTarget struct {
-	id, addr  string
-	holdsSlot bool
-	stats     cachenodes.Stats
-	err       error
+// probeSlot is the schedule of one node's probes.
+type probeSlot struct {
+	id, addr string
+	due      time.Time
+	started  bool
+	inflight atomic.Bool
 }
 
-// probeRound reads the stats of every tracked node, one connection each,
-// and hands the results to the tracker, which keeps each node's latest
-// stats (for the hit rate, see HitCounters).
+// dueProbes brings sched in line with the tracked nodes (a new node, or one
+// whose address changed, is due at once; a forgotten one leaves), marks the
+// probes due at now as in flight and moves them one interval on, and
+// returns them with the wait until the next one is due.
+func (l *Loop) dueProbes(sched map[string]*probeSlot, now time.Time) ([]*probeSlot, time.Duration) {
+	every := l.opts.ProbeInterval
+	l.mu.Lock()
+	for id := range sched {
+		if _, ok := l.tr.nodes[id]; !ok {
+			delete(sched, id)
+		}
+	}
+	for id, s := range l.tr.nodes {
+		if p, ok := sched[id]; !ok || p.addr != s.node.Addr {
+			sched[id] = &probeSlot{id: id, addr: s.node.Addr, due: now}
+		}
+	}
+	l.mu.Unlock()
+	var due []*probeSlot
+	next := now.Add(every)
+	for _, p := range sched {
+		if !p.due.After(now) && !p.inflight.Load() {
+			p.inflight.Store(true)
+			due = append(due, p)
+			step := every
+			if !p.started {
+				step += spread(p.id, every/4)
+				p.started = true
+			}
+			p.due = p.due.Add(step)
+			if !p.due.After(now) {
+				p.due = now.Add(every) // fell behind: no burst to catch up
+			}
+		}
+		if p.due.Before(next) {
+			next = p.due
+		}
+	}
+	return due, max(next.Sub(now), time.Millisecond)
+}
+
+// spread returns a fixed offset in [0, d) for id.
+func spread(id string, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return time.Duration(h.Sum64() % uint64(d))
+}
+
+// wakeProbes asks the probe loop to look for new nodes now.
+func (l *Loop) wakeProbes() {
+	select {
+	case l.probeWake <- struct{}{}:
+	default:
+	}
+}
+
+// observeProbe hands one probe result to the tracker (unless the node is
+// gone or moved meanwhile) and asks for a pass when it changed anything.
+func (l *Loop) observeProbe(id, addr string, st cachenodes.Stats, err error) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	s, ok := l.tr.nodes[id]
+	if !ok || s.node.Addr != addr {
+		l.mu.Unlock()
+		return
+	}
+	holds := l.current != nil && l.current.SlotOf(id) >= 0
+	l.tr.observeProbe(id, st, err, holds, now)
+	evs := l.tr.drain()
+	changed := len(evs) > 0 || l.tr.localChanged
+	l.mu.Unlock()
+	l.logEvents(evs)
+	if changed {
+		l.Kick()
+	}
+}
+
+// probeRound probes every tracked node once now and waits for all of them;
+// each result is taken as it comes. The probe loop starts with one, so the
+// first pass decides with every node probed.
 func (l *Loop) probeRound(ctx context.Context) {
 	l.mu.Lock()
-	targets := make([]probeTarget, 0, len(l.tr.nodes))
-	for id, s := range l.tr.nodes {
-		targets = append(targets, probeTarget{id: id, addr: s.node.Addr, holdsSlot: l.current != nil && l.current.SlotOf(id) >= 0})
+	targets := make([]cachenodes.Node, 0, len(l.tr.nodes))
+	for _, s := range l.tr.nodes {
+		targets = append(targets, s.node)
 	}
 	l.mu.Unlock()
 	if len(targets) == 0 {
@@ -56,26 +169,17 @@ func (l *Loop) probeRound(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxProbesInFlight)
-	for i := range targets {
+	for _, n := range targets {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			t := &targets[i]
-			t.stats, t.err = l.opts.Prober.Stats(ctx, t.addr)
+			st, err := l.opts.Prober.Stats(ctx, n.Addr)
+			if ctx.Err() == nil {
+				l.observeProbe(n.ID, n.Addr, st, err)
+			}
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		return
-	}
-	now := l.clock.Now()
-	l.mu.Lock()
-	for _, t := range targets {
-		l.tr.observeProbe(t.id, t.stats, t.err, t.holdsSlot, now)
-	}
-	evs := l.tr.drain()
-	l.mu.Unlock()
-	l.logEvents(evs)
 	l.Kick()
 }
 

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -56,6 +57,11 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 	l.mu.Lock()
 	l.consulErr = nil
 	l.freeze, l.leaderID = st.Freeze, st.LeaderID
+	evs := l.takeVotesLocked(st.Votes, now)
+	l.mu.Unlock()
+	l.logEvents(evs)
+	l.publishVote(ctx)
+	l.mu.Lock()
 	if !leading {
 		cur := l.followLocked(st.SlotMap, now)
 		l.mu.Unlock()
@@ -116,12 +122,36 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 	}
 	plan := Decide(in)
 	l.blocked = plan.Blocked
-	return decision{prev: prev, in: in, plan: plan, returning: l.returningLocked(prev)}, true
+	var returning []cachenodes.Node
+	if !in.Frozen {
+		// A freeze, an operator's or the automatic one, holds back the
+		// flushes of returning nodes too (invariant 7): they stay
+		// flush_pending until it lifts.
+		returning = l.returningLocked(prev)
+	}
+	return decision{prev: prev, in: in, plan: plan, returning: returning}, true
 }
 
 // act carries out d: it flushes the returning slot holders and the spares
 // to place, builds the next map and writes it when it differs from st's.
 func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decision, now time.Time) (Result, error) {
+	if len(d.returning) > 0 || (len(d.plan.Placements) > 0 && !d.plan.FirstFill) {
+		// A flush is a leader's action: only right after the lock itself
+		// said this process still holds it (a leader cut off from Consul
+		// may have been replaced meanwhile).
+		confirmed, err := l.lead.Confirm(ctx)
+		if err != nil {
+			l.unmarkFlushing(d.returning)
+			if errors.Is(err, leader.ErrNotLeader) {
+				l.opts.Logger.Warn("this process lost the leader lock; stepping down, nothing flushed")
+				return Result{Outcome: OutcomeFollower}, nil
+			}
+			err = fmt.Errorf("confirming the leader lock before a flush: %w", err)
+			l.setPassError(err, true)
+			return Result{Outcome: OutcomeError}, err
+		}
+		lease = confirmed
+	}
 	l.flushReturning(ctx, d.returning)
 	done := l.place(ctx, d.plan)
 	next, err := Build(d.in, d.plan, done, now)
@@ -172,6 +202,9 @@ func (l *Loop) confirmLeadership(ctx context.Context) {
 func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	serving, absent := l.tr.absentHolders(m)
 	tripped, reason := l.guard.Check(serving, absent)
+	if l.tr.mass != "" {
+		tripped, reason = true, l.tr.mass
+	}
 	if l.tr.fault != "" {
 		tripped, reason = true, l.tr.fault
 	}

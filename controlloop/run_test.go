@@ -87,10 +87,12 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 		t.Fatalf("after the first good pass the store holds %v after %d writes", sm, writes)
 	}
 
-	// A probe interval later, the tickers of Run and of the probe loop
-	// fire: one more pass, and one more stats read of every node.
+	// A probe interval later (and up to a quarter interval more: each node's
+	// second probe is spread over that), Run's ticker and the probe loop's
+	// per-node schedule fire: one more pass, and one more stats read of
+	// every node.
 	before, n := prober.readCounts(), len(passes(3))
-	clk.Advance(time.Minute)
+	clk.Advance(time.Minute + 15*time.Second)
 	passes(n + 1)
 	waitUntil(t, &prober.mu, &prober.changed, "a probe round on the tick", func() bool {
 		for _, id := range []string{"a", "b", "c"} {

@@ -49,6 +49,9 @@ type NodeStatus struct {
 	// HoldRemainingSeconds counts down while a slot holder is absent and
 	// unreachable (0: due for replacement); null while it is not counting.
 	HoldRemainingSeconds *float64 `json:"hold_remaining_seconds"`
+	// FlushPending is true while a flush of a returning slot holder is due
+	// but not done yet (held back by a freeze, or waiting for the leader).
+	FlushPending bool `json:"flush_pending"`
 }
 
 // Status returns the loop's view now.
@@ -118,6 +121,7 @@ func (l *Loop) Status() Status {
 				ns.HoldRemainingSeconds = &secs
 			}
 		}
+		ns.FlushPending = slot >= 0 && s.needsFlush
 		ns.State = stateName(s, slot >= 0)
 		st.Nodes = append(st.Nodes, ns)
 	}

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/leader"
@@ -27,6 +28,19 @@ type Snapshot struct {
 	// LeaderID is the ID stored in the leader lock while a session holds
 	// it; "" otherwise.
 	LeaderID string
+	// Votes are the live replicas' votes, by replica ID: only those whose
+	// key a session still holds (a dead replica's vote does not count).
+	Votes map[string]Vote
+}
+
+// Vote is what one replica publishes of the nodes it probes: the nodes it
+// cannot reach (for a whole probe interval) and since when. It is tied to
+// the replica's session, so it counts only while the replica lives.
+type Vote struct {
+	// Session is the session holding the vote's key.
+	Session string `json:"-"`
+	// Unreachable maps node IDs to when the replica's probes began to fail.
+	Unreachable map[string]time.Time `json:"unreachable"`
 }
 
 // Store keeps the pool's documents: the slot map and the freeze.
@@ -47,4 +61,7 @@ type Store interface {
 	PutFreeze(ctx context.Context, f FreezeDoc) error
 	// DeleteFreeze removes the freeze document.
 	DeleteFreeze(ctx context.Context) error
+	// PutVote publishes replica's vote, held by the member lease (the
+	// replica's session) so that it stops counting when the replica goes.
+	PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error
 }

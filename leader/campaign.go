@@ -68,6 +68,8 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, strin
 		return campaignResult{err: fmt.Errorf("creating session: %w", err)}
 	}
 	e.opts.Logger.Debug("leader: campaigning", "key", e.opts.Key, "session", session, "check", checkID)
+	e.setMember(session)
+	defer e.setMember("")
 
 	var wg sync.WaitGroup
 	wg.Add(1)

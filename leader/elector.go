@@ -18,6 +18,7 @@ type Elector struct {
 	mu       sync.Mutex
 	running  bool
 	session  string // set while leading
+	member   string // the campaign's session, set while campaigning
 	leaderID string // last known leader ID
 	// stepDown ends the current term; non-nil only while leading.
 	stepDown func()

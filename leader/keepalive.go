@@ -13,20 +13,30 @@ import (
 // backstop: the TTL check notices a dead process much sooner.
 const sessionTTL = 10 * time.Second
 
+// renewEvery is how often the session is renewed. A renewal goes through
+// the local agent to the Consul servers, so it is what notices a process
+// cut off from the servers while its agent still answers (the agent takes
+// the TTL check's refresh alone): renewing often lets such a leader step
+// down within sessionTTL plus one renewal.
+const renewEvery = sessionTTL / 10
+
 // keepalive refreshes the campaign's TTL check every CheckTTL/3 and renews
-// the session every sessionTTL/2, on the elector's clock, until ctx ends.
+// the session every renewEvery, on the elector's clock, until ctx ends.
 // It ends the campaign through fail when the agent rejects the refresh (the
 // check is gone, e.g. Consul restarted), when no refresh succeeded for
-// CheckTTL (the check has expired and the session with it), or when Consul
-// no longer knows the session.
+// CheckTTL (the check has expired and the session with it), when Consul
+// no longer knows the session, or when no renewal succeeded for sessionTTL:
+// the servers cannot be reached, the session may already be gone there, and
+// a leader that cannot prove its lock must not act as one (invariant 7).
 func (e *Elector) keepalive(ctx context.Context, fail context.CancelCauseFunc, checkID, session string) {
 	clk := e.opts.Clock
 	every := e.opts.CheckTTL / 3
 	refresh := clk.NewTicker(every)
 	defer refresh.Stop()
-	renew := clk.NewTicker(sessionTTL / 2)
+	renew := clk.NewTicker(renewEvery)
 	defer renew.Stop()
 	lastOK := clk.Now()
+	lastRenewed := lastOK
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,17 +61,23 @@ func (e *Elector) keepalive(ctx context.Context, fail context.CancelCauseFunc, c
 				e.opts.Logger.Debug("leader: refreshing leader check", "check", checkID, "err", err)
 			}
 		case <-renew.C():
-			rctx, cancel := context.WithTimeout(ctx, sessionTTL/2)
+			rctx, cancel := context.WithTimeout(ctx, renewEvery)
 			entry, _, err := e.opts.Client.Session().Renew(session, (&api.WriteOptions{}).WithContext(rctx))
 			cancel()
 			if ctx.Err() != nil {
 				return
 			}
-			if err == nil && entry == nil {
+			now := clk.Now()
+			switch {
+			case err == nil && entry == nil:
 				fail(errSessionGone)
 				return
-			}
-			if err != nil {
+			case err == nil:
+				lastRenewed = now
+			case now.Sub(lastRenewed) >= sessionTTL:
+				fail(fmt.Errorf("renewing session for %v: %w", now.Sub(lastRenewed).Round(time.Millisecond), err))
+				return
+			default:
 				e.opts.Logger.Debug("leader: renewing session", "session", session, "err", err)
 			}
 		}

@@ -43,7 +43,7 @@ func TestCheckExpired(t *testing.T) {
 // fakeAgent answers the keepalive's two requests the way a test sets.
 type fakeAgent struct {
 	check   string // "ok", "reject" (404) or "drop" (the connection is closed)
-	renew   string // "ok" or "gone" (404)
+	renew   string // "ok", "gone" (404) or "fail" (500: no cluster leader)
 	renewed chan struct{}
 }
 
@@ -62,8 +62,12 @@ func (a *fakeAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.HasPrefix(r.URL.Path, "/v1/session/renew/"):
 		a.renewed <- struct{}{}
-		if a.renew == "gone" {
+		switch a.renew {
+		case "gone":
 			http.Error(w, "Session id not found", http.StatusNotFound)
+			return
+		case "fail":
+			http.Error(w, "No cluster leader", http.StatusInternalServerError)
 			return
 		}
 		fmt.Fprint(w, `[{"ID": "session-1"}]`)
@@ -191,14 +195,42 @@ func TestKeepaliveEndsAtOnceWhenTheCheckIsRejected(t *testing.T) {
 func TestKeepaliveEndsWhenTheSessionIsGone(t *testing.T) {
 	agent := &fakeAgent{check: "ok", renew: "gone"}
 	k := startKeepalive(t, agent)
-	k.clk.Advance(sessionTTL/2 - time.Millisecond)
+	k.clk.Advance(renewEvery - time.Millisecond)
 	select {
 	case <-agent.renewed:
-		t.Fatal("the session was renewed before sessionTTL/2")
+		t.Fatal("the session was renewed before renewEvery")
 	default:
 	}
 	k.clk.Advance(time.Millisecond)
 	if err := k.ended(t); !errors.Is(err, errSessionGone) {
 		t.Fatalf("ended with %v, want errSessionGone", err)
+	}
+}
+
+// TestKeepaliveStepsDownWhenRenewalsFailForTheTTL: a leader cut off from
+// the Consul servers while its local agent still takes the check's
+// refreshes must not go on leading: after sessionTTL of failed renewals
+// the campaign ends.
+func TestKeepaliveStepsDownWhenRenewalsFailForTheTTL(t *testing.T) {
+	agent := &fakeAgent{check: "ok", renew: "fail"}
+	k := startKeepalive(t, agent)
+	steps := int(sessionTTL / renewEvery)
+	for i := 1; i < steps; i++ {
+		k.clk.Advance(renewEvery)
+		select {
+		case <-agent.renewed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("renewal %d was not tried", i)
+		}
+		// Let the keepalive judge the answer before time moves on.
+		waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		k.clk.BlockUntil(waitCtx, 2)
+		cancel()
+		k.stillRunning(t, fmt.Sprintf("%v of failed renewals", time.Duration(i)*renewEvery))
+	}
+	k.clk.Advance(renewEvery)
+	err := k.ended(t)
+	if err == nil || !strings.Contains(err.Error(), "renewing session for 10s") {
+		t.Fatalf("ended with %v, want the renewal failures of the session TTL", err)
 	}
 }

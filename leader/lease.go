@@ -82,3 +82,40 @@ func (e *Elector) Confirm(ctx context.Context) (Lease, error) {
 	e.opts.Logger.Warn("leader: the lock is no longer held by this process; stepping down", "key", e.opts.Key)
 	return Lease{}, fmt.Errorf("%w: the lock %s is no longer held by this process", ErrNotLeader, e.opts.Key)
 }
+
+// Member returns the lease of this process's campaign session and true
+// while it campaigns (leading or following); the zero Lease and false
+// otherwise. Keys written with it (Lease.Put) go with the session: when
+// the process dies or loses Consul, they stop counting.
+func (e *Elector) Member() (Lease, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.member == "" {
+		return Lease{}, false
+	}
+	return Lease{session: e.member}, true
+}
+
+func (e *Elector) setMember(session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.member = session
+}
+
+// Put stores value at key held by the lease's session (a Consul lock
+// acquire), so the key stops counting when the session ends. It reports
+// false when another session holds the key. The zero Lease puts nothing.
+func (l Lease) Put(ctx context.Context, client *api.Client, key string, value []byte) (bool, error) {
+	if l.session == "" {
+		return false, nil
+	}
+	ok, _, err := client.KV().Acquire(&api.KVPair{Key: key, Value: value, Session: l.session}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Session returns the ID of the lease's session, for a peer to name the
+// session it speaks for (it is not a secret from Consul's readers).
+func (l Lease) Session() string { return l.session }
