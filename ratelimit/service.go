@@ -78,6 +78,12 @@ type Service struct {
 	adm      *Admitter
 	running  atomic.Bool
 
+	shareMu    sync.Mutex // guards the share admitter and what it was set from
+	share      *Admitter
+	shareOf    int
+	shareLimit float64
+	shareBurst int
+
 	mu         sync.Mutex // guards the fields below
 	doc        Document
 	loaded     bool
@@ -197,6 +203,32 @@ func (s *Service) Unreadable() int {
 // allocate.
 func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
 	return s.adm.Admit(s.clock.Now())
+}
+
+// AdmitShare answers one boot from this replica's share of the pool's
+// limit: the limit and the burst divided by replicas (the burst rounded
+// down, at least 1), so that replicas admitting on their own stay within
+// the pool's limit together (invariant 8: a follower that cannot reach the
+// leader admits at most its share). replicas below 1 count as 1.
+func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
+	replicas = max(replicas, 1)
+	now := s.clock.Now()
+	s.mu.Lock()
+	limit, burst := s.doc.Limit, s.doc.Burst
+	s.mu.Unlock()
+	s.shareMu.Lock()
+	if s.share == nil || s.shareOf != replicas || s.shareLimit != limit || s.shareBurst != burst {
+		l, b := limit/float64(replicas), max(burst/replicas, 1)
+		if s.share == nil {
+			s.share = NewAdmitter(l, b)
+		} else {
+			s.share.Set(l, b, now)
+		}
+		s.shareOf, s.shareLimit, s.shareBurst = replicas, limit, burst
+	}
+	adm := s.share
+	s.shareMu.Unlock()
+	return adm.Admit(now)
 }
 
 // Set applies an operator's setting (PUT /v1/ratelimit) on behalf of by

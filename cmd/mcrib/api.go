@@ -38,6 +38,7 @@ type bootLimiter interface {
 	Document() ratelimit.Document
 	Set(ctx context.Context, st ratelimit.Setting, by string) (ratelimit.Document, error)
 	Admit() (ok bool, retryAfter time.Duration)
+	AdmitShare(replicas int) (ok bool, retryAfter time.Duration)
 }
 
 // bootRecorder counts admissions; *metrics.Recorder implements it.
@@ -71,12 +72,16 @@ type apiServer struct {
 	// forwards boots to the leader so the limit holds for the whole pool.
 	leader  func() (leading bool, leaderID string)
 	forward *httputil.ReverseProxy
+	// replicas are the pool's live replicas; fwd remembers a leader that
+	// did not answer a forwarded boot.
+	replicas replicas
+	fwd      forwardState
 	// routes maps a path to its handlers by method.
 	routes map[string]map[string]handler
 }
 
 func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
-	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader}
+	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader, replicas: alone{}}
 	a.forward = a.newBootForwarder()
 	a.routes = map[string]map[string]handler{
 		"/v1/slotmap":   {http.MethodGet: a.getSlotMap},

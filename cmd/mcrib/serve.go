@@ -40,7 +40,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer ln.Close() // also closed by the server's Shutdown; a second Close is harmless
-	id := ln.Addr().String()
+	// The leader ID is what the other replicas forward boots to: an
+	// address they can reach, never a wildcard (CONTRACT.md section 1).
+	id, err := advertiseAddr(cfg.AdvertiseAddr, ln.Addr().String(), net.InterfaceAddrs)
+	if err != nil {
+		return badFlag(err)
+	}
 	keys := kvlayout.For(cfg.KVPrefix, cfg.Pool)
 
 	elector, err := leader.New(leader.Options{Client: consul, Key: keys.Leader(), ID: id, Logger: logger})
@@ -71,6 +76,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		MCRouterConfig:           cfg.McrouterConfig,
+		ReplicaID:                id,
 		Leadership:               elector,
 		Prober:                   prober,
 		Logger:                   logger,
@@ -107,6 +113,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	handler := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger, func() (bool, string) {
 		return elector.IsLeader(), elector.LeaderID()
 	})
+	handler.replicas = replicaSet{loop: loop, elector: elector}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -29,6 +29,7 @@ type serveConfig struct {
 	Slots                    int           // --slots: number of slots
 	KVPrefix                 string        // --kv-prefix: Consul KV prefix, without leading or trailing '/'
 	Listen                   string        // --listen: operator HTTP API address, host:port
+	AdvertiseAddr            string        // --advertise-addr: this process's routable host:port, its leader ID ("" = from --listen)
 	TokenFile                string        // --token-file: path the token was read from ("" = none)
 	Token                    string        // operator bearer token from --token-file or MCRIB_TOKEN ("" = no auth)
 	Hold                     time.Duration // --hold
@@ -157,6 +158,11 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 	cfg.KVPrefix = prefix
 	if err := checkHostPort(cfg.Listen); err != nil {
 		return bad("listen", "must be host:port, got %q: %v", cfg.Listen, err)
+	}
+	if cfg.AdvertiseAddr != "" {
+		if _, err := advertiseAddr(cfg.AdvertiseAddr, cfg.Listen, nil); err != nil {
+			return bad("advertise-addr", "must be a routable host:port, got %q", cfg.AdvertiseAddr)
+		}
 	}
 	for _, d := range []struct {
 		name     string

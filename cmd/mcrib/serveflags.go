@@ -84,6 +84,8 @@ func serveFlags() []serveFlag {
 			define: textFlag(func(c *serveConfig) *string { return &c.KVPrefix })},
 		{name: "listen", def: "127.0.0.1:7070", arg: "HOST:PORT", usage: "operator HTTP API address",
 			define: textFlag(func(c *serveConfig) *string { return &c.Listen })},
+		{name: "advertise-addr", arg: "HOST:PORT", usage: "address other replicas and applications reach this process at, its leader_id (default: --listen, or with a wildcard --listen this host's first non-loopback address and the listen port)",
+			define: textFlag(func(c *serveConfig) *string { return &c.AdvertiseAddr })},
 		{name: "token-file", arg: "PATH", usage: "file holding the operator bearer token; env MCRIB_TOKEN also works",
 			define: textFlag(func(c *serveConfig) *string { return &c.TokenFile })},
 		{name: "hold", def: "60s", arg: "DURATION", usage: "how long a serving node may be absent and unreachable before its slot goes to a spare",
