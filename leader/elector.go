@@ -76,6 +76,7 @@ func (e *Elector) StepDown() {
 	if e.stepDown != nil {
 		e.steppedDown = true
 		e.stepDown()
+		e.session = "" // IsLeader turns false now, before the term winds down
 	}
 }
 

@@ -77,6 +77,7 @@ func (e *Elector) Confirm(ctx context.Context) (Lease, error) {
 	if e.session == lease.session && e.stepDown != nil {
 		e.steppedDown = true
 		e.stepDown()
+		e.session = "" // IsLeader turns false now, before the term winds down
 	}
 	e.mu.Unlock()
 	e.opts.Logger.Warn("leader: the lock is no longer held by this process; stepping down", "key", e.opts.Key)
