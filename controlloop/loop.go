@@ -68,6 +68,10 @@ type Options struct {
 	// MCRouterConfig, when set, is the path of an mcrouter config kept in
 	// step with the slot map.
 	MCRouterConfig string
+	// TwemproxyConfig, when set, is the path of a twemproxy config kept in
+	// step with the slot map, listening on TwemproxyListen (empty:
+	// DefaultTwemproxyListen).
+	TwemproxyConfig, TwemproxyListen string
 
 	Leadership Leadership
 	Prober     Prober
@@ -97,7 +101,7 @@ type Loop struct {
 	passErr       error
 	lastReconcile time.Time
 	ceiling       flapdamp.Ceiling
-	routerWritten *cachenodes.SlotMap
+	out           outputs
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -360,6 +364,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 		cur := l.current
 		l.mu.Unlock()
 		l.writeRouterConfig(cur)
+		l.publish(cur)
 		return "follower", nil
 	}
 	prev := st.slotMap
@@ -422,6 +427,7 @@ func (l *Loop) pass(ctx context.Context) (string, error) {
 		l.opts.Metrics.Replacement(ev.Reason)
 	}
 	l.writeRouterConfig(next)
+	l.publish(next)
 	return "ok", nil
 }
 

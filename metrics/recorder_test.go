@@ -19,24 +19,26 @@ import (
 // least one pass, with its Prometheus type. The names are part of the
 // operator contract: the alert rules and dashboards use them.
 var exposedFamilies = map[string]string{
-	"mcrib_reconcile_passes_total":           "counter",
-	"mcrib_reconcile_duration_seconds":       "histogram",
-	"mcrib_slot_replacements_total":          "counter",
-	"mcrib_flushes_total":                    "counter",
-	"mcrib_boot_admissions_total":            "counter",
-	"mcrib_slotmap_generation":               "gauge",
-	"mcrib_last_reconcile_timestamp_seconds": "gauge",
-	"mcrib_leader":                           "gauge",
-	"mcrib_frozen":                           "gauge",
-	"mcrib_auto_frozen":                      "gauge",
-	"mcrib_discovery_fault":                  "gauge",
-	"mcrib_consul_reachable":                 "gauge",
-	"mcrib_ready":                            "gauge",
-	"mcrib_vacant_slots":                     "gauge",
-	"mcrib_replacements_blocked":             "gauge",
-	"mcrib_nodes":                            "gauge",
-	"mcrib_hit_rate":                         "gauge",
-	"mcrib_boot_limit":                       "gauge",
+	"mcrib_reconcile_passes_total":              "counter",
+	"mcrib_reconcile_duration_seconds":          "histogram",
+	"mcrib_slot_replacements_total":             "counter",
+	"mcrib_flushes_total":                       "counter",
+	"mcrib_boot_admissions_total":               "counter",
+	"mcrib_slotmap_generation":                  "gauge",
+	"mcrib_last_reconcile_timestamp_seconds":    "gauge",
+	"mcrib_leader":                              "gauge",
+	"mcrib_frozen":                              "gauge",
+	"mcrib_auto_frozen":                         "gauge",
+	"mcrib_discovery_fault":                     "gauge",
+	"mcrib_consul_reachable":                    "gauge",
+	"mcrib_ready":                               "gauge",
+	"mcrib_vacant_slots":                        "gauge",
+	"mcrib_replacements_blocked":                "gauge",
+	"mcrib_nodes":                               "gauge",
+	"mcrib_hit_rate":                            "gauge",
+	"mcrib_boot_limit":                          "gauge",
+	"mcrib_config_write_failures_total":         "counter",
+	"mcrib_config_last_write_timestamp_seconds": "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.
@@ -88,6 +90,11 @@ func TestCountersStartAtZero(t *testing.T) {
 	}
 	for _, v := range controlloop.FlushReasons {
 		want = append(want, fmt.Sprintf(`mcrib_flushes_total{reason=%q} 0`, v))
+	}
+	for _, v := range controlloop.ConfigKinds {
+		want = append(want,
+			fmt.Sprintf(`mcrib_config_write_failures_total{kind=%q} 0`, v),
+			fmt.Sprintf(`mcrib_config_last_write_timestamp_seconds{kind=%q} 0`, v))
 	}
 	want = append(want,
 		`mcrib_boot_admissions_total{result="admitted"} 0`,
@@ -150,6 +157,23 @@ func TestEvents(t *testing.T) {
 				`mcrib_flushes_total{reason="placement"} 3`,
 				`mcrib_flushes_total{reason="returned"} 0`,
 				`mcrib_reconcile_passes_total{result="ok"} 0`,
+			},
+		},
+		{
+			name: "config writes by kind: failures counted, the last success's time kept",
+			events: func(r *Recorder) {
+				at := time.Unix(1_796_000_000, 500_000_000)
+				r.ConfigWrite(controlloop.ConfigMcrouter, at.Add(-time.Hour), nil)
+				r.ConfigWrite(controlloop.ConfigMcrouter, at, nil)
+				r.ConfigWrite(controlloop.ConfigMcrouter, at.Add(time.Minute), errors.New("disk full"))
+				r.ConfigWrite(controlloop.ConfigTwemproxy, at, errors.New("no such directory"))
+				r.ConfigWrite(controlloop.ConfigTwemproxy, at.Add(time.Second), errors.New("no such directory"))
+			},
+			want: []string{
+				`mcrib_config_write_failures_total{kind="mcrouter"} 1`,
+				`mcrib_config_write_failures_total{kind="twemproxy"} 2`,
+				`mcrib_config_last_write_timestamp_seconds{kind="mcrouter"} 1.7960000005e+09`,
+				`mcrib_config_last_write_timestamp_seconds{kind="twemproxy"} 0`,
 			},
 		},
 		{

@@ -70,6 +70,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		MCRouterConfig:           cfg.McrouterConfig,
+		TwemproxyConfig:          cfg.TwemproxyConfig,
+		TwemproxyListen:          cfg.TwemproxyListen,
 		Leadership:               elector,
 		Prober:                   prober,
 		Logger:                   logger,
