@@ -84,7 +84,9 @@ func TestParseServeConfigSources(t *testing.T) {
 		{"4096 slots", []string{"--slots", "4096"}, nil,
 			func(c *serveConfig) { c.Slots = 4096 }},
 		{"twemproxy flags", []string{"--twemproxy-config", "/etc/nutcracker/mcrib.yml", "--twemproxy-listen", "0.0.0.0:22122"}, nil,
-			func(c *serveConfig) { c.TwemproxyConfig, c.TwemproxyListen = "/etc/nutcracker/mcrib.yml", "0.0.0.0:22122" }},
+			func(c *serveConfig) {
+				c.TwemproxyConfig, c.TwemproxyListen = "/etc/nutcracker/mcrib.yml", "0.0.0.0:22122"
+			}},
 		{"twemproxy flags from env", nil, map[string]string{"MCRIB_TWEMPROXY_CONFIG": "/tmp/n.yml", "MCRIB_TWEMPROXY_LISTEN": "127.0.0.1:22123"},
 			func(c *serveConfig) { c.TwemproxyConfig, c.TwemproxyListen = "/tmp/n.yml", "127.0.0.1:22123" }},
 		{"dashes become underscores", nil, map[string]string{"MCRIB_MAX_ABSENT_FRACTION": "0.5", "MCRIB_MAX_REPLACEMENTS_PER_MINUTE": "0"},
