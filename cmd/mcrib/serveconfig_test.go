@@ -79,7 +79,7 @@ func TestParseServeConfigSources(t *testing.T) {
 			func(c *serveConfig) { c.Hold = 30 * time.Second }},
 		{"flag=value form", []string{"--hold=10s", "-slots=8"}, nil,
 			func(c *serveConfig) { c.Hold = 10 * time.Second; c.Slots = 8 }},
-		{"the smallest and the largest slot counts", []string{"--slots", "1"}, nil,
+		{"one slot", []string{"--slots", "1"}, nil,
 			func(c *serveConfig) { c.Slots = 1 }},
 		{"4096 slots", []string{"--slots", "4096"}, nil,
 			func(c *serveConfig) { c.Slots = 4096 }},
