@@ -91,15 +91,11 @@ func (a *apiServer) getSlotMap(w http.ResponseWriter, r *http.Request) error {
 		if timeout == nil {
 			timeout = clock.Or(a.clock).NewTimer(q.wait)
 			defer timeout.Stop()
-			// The server's read and write timeouts fit ordinary calls; a
-			// blocked one gets its wait on top. Socket deadlines are wall
-			// time, so they come from the real clock. A read deadline
-			// left in place would end the request early: net/http's
-			// background read of an idle connection cancels its context.
-			rc := http.NewResponseController(w)
-			deadline := time.Now().Add(q.wait + slotMapWriteGrace)
-			rc.SetReadDeadline(deadline)
-			rc.SetWriteDeadline(deadline)
+			// The server's write timeout fits ordinary calls; a blocked
+			// one gets its wait on top (net/http lifts the read deadline
+			// itself while a handler runs). A socket deadline is wall
+			// time, so it comes from the real clock.
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(q.wait + slotMapWriteGrace))
 		}
 		select {
 		case <-changed:
