@@ -20,7 +20,8 @@ const (
 )
 
 // slotMapIndex returns the X-Mcrib-Index of a slot map document: the
-// 64-bit FNV-1a hash of its JSON encoding, in decimal. It is a content
+// 64-bit FNV-1a hash of its JSON encoding, never 0 (so that ?index=0
+// always answers at once), written in decimal. It is a content
 // index: equal documents have equal indexes, so every replica of a pool
 // (they serve the same document) and a restarted process give the same
 // index for the same map, and a client may move between them without a
@@ -29,7 +30,7 @@ const (
 func slotMapIndex(body []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(body)
-	return h.Sum64()
+	return max(h.Sum64(), 1)
 }
 
 // slotMapQuery is the parsed query of GET /v1/slotmap.
