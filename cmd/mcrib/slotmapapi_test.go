@@ -15,6 +15,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 
 // fakePlane is a controlPlane serving a slot map that the test changes.
@@ -199,6 +200,7 @@ func TestSlotMapBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			leakcheck.Check(t)
 			plane := newFakePlane(before)
 			clk := clock.NewFake(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC))
 			a := newSlotMapAPI(plane, clk)
@@ -240,6 +242,7 @@ func TestSlotMapBlocks(t *testing.T) {
 // TestSlotMapBlockedCallerLeaves checks that a read whose caller goes away
 // returns without answering.
 func TestSlotMapBlockedCallerLeaves(t *testing.T) {
+	leakcheck.Check(t)
 	m := testSlotMap(t, 7)
 	plane := newFakePlane(m)
 	clk := clock.NewFake(time.Unix(0, 0))
