@@ -160,23 +160,6 @@ func TestEvents(t *testing.T) {
 			},
 		},
 		{
-			name: "config writes by kind: failures counted, the last success's time kept",
-			events: func(r *Recorder) {
-				at := time.Unix(1_796_000_000, 500_000_000)
-				r.ConfigWrite(controlloop.ConfigMcrouter, at.Add(-time.Hour), nil)
-				r.ConfigWrite(controlloop.ConfigMcrouter, at, nil)
-				r.ConfigWrite(controlloop.ConfigMcrouter, at.Add(time.Minute), errors.New("disk full"))
-				r.ConfigWrite(controlloop.ConfigTwemproxy, at, errors.New("no such directory"))
-				r.ConfigWrite(controlloop.ConfigTwemproxy, at.Add(time.Second), errors.New("no such directory"))
-			},
-			want: []string{
-				`mcrib_config_write_failures_total{kind="mcrouter"} 1`,
-				`mcrib_config_write_failures_total{kind="twemproxy"} 2`,
-				`mcrib_config_last_write_timestamp_seconds{kind="mcrouter"} 1.7960000005e+09`,
-				`mcrib_config_last_write_timestamp_seconds{kind="twemproxy"} 0`,
-			},
-		},
-		{
 			name: "boot admissions",
 			events: func(r *Recorder) {
 				r.BootAdmission(true)
