@@ -1,9 +1,10 @@
 # mcrib build, test and local run. GNU make; works as root, or as a normal
 # user with sudo for the package installs.
 #
-#   make deps    install memcached, promtool (prometheus) and chromium from
-#                Debian when missing (MCRIB_NO_CHROMIUM=1 skips chromium), and
-#                build bin/consul (Consul 1.13.9, ~7 min, only when missing)
+#   make deps    install memcached, nutcracker (twemproxy), promtool
+#                (prometheus) and chromium from Debian when missing
+#                (MCRIB_NO_CHROMIUM=1 skips chromium), and build bin/consul
+#                (Consul 1.13.9, ~7 min, only when missing)
 #   make build   build bin/mcrib
 #   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
@@ -32,6 +33,7 @@ deps: apt-deps $(CONSUL)
 apt-deps:
 	@missing=(); \
 	command -v memcached >/dev/null 2>&1 || [ -x /usr/bin/memcached ] || missing+=(memcached); \
+	command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || missing+=(nutcracker); \
 	command -v promtool >/dev/null 2>&1 || missing+=(prometheus); \
 	if [ "$${MCRIB_NO_CHROMIUM:-}" != 1 ]; then \
 		command -v chromium >/dev/null 2>&1 || missing+=(chromium); \

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 )
 
 // ErrInvalidSlotMap is wrapped by every error NewSlotMap and ParseSlotMap
@@ -185,16 +183,6 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 		}
 	}
 	return true
-}
-
-// KeySlot returns the slot of key in a table of numSlots slots:
-// crc32.ChecksumIEEE(key) % numSlots, the rule every mcrib client shares.
-// It does not allocate: the key's bytes are read in place, never copied.
-func KeySlot(key string, numSlots int) int {
-	// crc32 only reads its argument, so viewing the string's bytes without
-	// a copy is safe, and a []byte(key) conversion would escape to the heap.
-	b := unsafe.Slice(unsafe.StringData(key), len(key))
-	return int(crc32.ChecksumIEEE(b) % uint32(numSlots))
 }
 
 // slotMapDoc is the JSON document of CONTRACT.md section 4.

@@ -3,7 +3,6 @@ package cachenodes
 import (
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -201,33 +200,6 @@ func TestParseSlotMapNullSpares(t *testing.T) {
 	}
 	if len(m.Spares()) != 0 || m.Generation() != 2 || m.Pool() != "p" || !m.Slot(0).IsZero() {
 		t.Errorf("parsed %+v", m.Spec())
-	}
-}
-
-func TestKeySlot(t *testing.T) {
-	keys := []string{"", "a", "user:42", "session/7f3a9c", strings.Repeat("k", 250), "ünïcödé", "\x00\xff"}
-	for _, n := range []int{1, 2, 3, 16, 1000} {
-		for _, key := range keys {
-			want := int(crc32.Checksum([]byte(key), crc32.MakeTable(crc32.IEEE)) % uint32(n))
-			if got := KeySlot(key, n); got != want {
-				t.Errorf("KeySlot(%q, %d) = %d, want %d", key, n, got, want)
-			}
-		}
-	}
-	// Known values of CRC-32/IEEE, so the rule cannot drift together with
-	// the standard library call used above.
-	known := map[string]uint32{"": 0, "a": 0xe8b7be43, "123456789": 0xcbf43926}
-	for key, sum := range known {
-		if got, want := KeySlot(key, 1<<30), int(sum%(1<<30)); got != want {
-			t.Errorf("KeySlot(%q, 1<<30) = %d, want %d", key, got, want)
-		}
-	}
-}
-
-func TestKeySlotDoesNotAllocate(t *testing.T) {
-	key := strings.Repeat("x", 200)
-	if n := testing.AllocsPerRun(100, func() { _ = KeySlot(key, 16) }); n != 0 {
-		t.Errorf("KeySlot allocates %v times per call, want 0", n)
 	}
 }
 

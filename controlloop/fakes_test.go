@@ -368,3 +368,5 @@ func (m *fakeMetrics) Flush(reason string) {
 	defer m.mu.Unlock()
 	m.flushes = append(m.flushes, reason)
 }
+
+func (m *fakeMetrics) ConfigWrite(string, time.Time, error) {}

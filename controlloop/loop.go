@@ -52,7 +52,7 @@ type Loop struct {
 	passErr       error
 	lastReconcile time.Time
 	ceiling       flapdamp.Ceiling
-	routerWritten *cachenodes.SlotMap
+	out           outputs
 	// voted is the vote last published, with the session that holds it;
 	// replicas counts the live replicas seen in the last read (this one
 	// included).

@@ -16,6 +16,10 @@ type Metrics interface {
 	// into a slot) or "returned" (a slot holder answering again after it
 	// was unreachable).
 	Flush(reason string)
+	// ConfigWrite records one write of a config file kept in step with the
+	// slot map, by kind (ConfigKinds): a failure when err is not nil, else
+	// a success at the time at.
+	ConfigWrite(kind string, at time.Time, err error)
 }
 
 // Label values the loop uses, so an exporter can create each at 0.
@@ -27,6 +31,7 @@ var (
 
 type nopMetrics struct{}
 
-func (nopMetrics) Pass(string, time.Duration) {}
-func (nopMetrics) Replacement(string)         {}
-func (nopMetrics) Flush(string)               {}
+func (nopMetrics) Pass(string, time.Duration)           {}
+func (nopMetrics) Replacement(string)                   {}
+func (nopMetrics) Flush(string)                         {}
+func (nopMetrics) ConfigWrite(string, time.Time, error) {}

@@ -40,6 +40,10 @@ type Options struct {
 	// MCRouterConfig, when set, is the path of an mcrouter config kept in
 	// step with the slot map.
 	MCRouterConfig string
+	// TwemproxyConfig, when set, is the path of a twemproxy config kept in
+	// step with the slot map, listening on TwemproxyListen (empty:
+	// DefaultTwemproxyListen).
+	TwemproxyConfig, TwemproxyListen string
 
 	// ReplicaID names this replica among the pool's replicas (its leader
 	// ID, the --advertise-addr); its vote on unreachable nodes is published

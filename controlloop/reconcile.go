@@ -66,6 +66,7 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 		cur := l.followLocked(st.SlotMap, now)
 		l.mu.Unlock()
 		l.writeRouterConfig(cur)
+		l.publish(cur)
 		return Result{Outcome: OutcomeFollower}, nil
 	}
 	d, ok := l.decideLocked(st, now)
@@ -184,6 +185,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		l.opts.Metrics.Replacement(ev.Reason)
 	}
 	l.writeRouterConfig(next)
+	l.publish(next)
 	return Result{Outcome: OutcomeOK}, nil
 }
 

@@ -23,7 +23,7 @@ const (
 var wantAlerts = []string{
 	"McribReconcileStale", "McribMetricsAbsent", "McribNotReady", "McribAutoFrozen",
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
-	"McribReplacementsBlocked", "McribHitRateLow",
+	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
 }
 
 // promtool returns the path of promtool. When it is missing the test is

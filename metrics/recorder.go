@@ -53,6 +53,7 @@ type Recorder struct {
 	replacements metric.Int64Counter
 	flushes      metric.Int64Counter
 	boots        metric.Int64Counter
+	configs      *configWrites
 }
 
 var _ controlloop.Metrics = (*Recorder)(nil)
@@ -61,8 +62,9 @@ var _ controlloop.Metrics = (*Recorder)(nil)
 // the Prometheus text format (mount it at /metrics). Each call has its
 // own meter provider and Prometheus registry. Every counter label value
 // (controlloop.PassResults, controlloop.ReplacementReasons,
-// controlloop.FlushReasons, admitted/rejected) exists at 0 from the
-// start; mcrib_reconcile_duration_seconds appears with the first pass.
+// controlloop.FlushReasons, controlloop.ConfigKinds, admitted/rejected)
+// exists at 0 from the start; mcrib_reconcile_duration_seconds appears
+// with the first pass.
 func New(opts Options) (*Recorder, http.Handler, error) {
 	if opts.Gauges == nil {
 		return nil, nil, ErrNoGauges
@@ -85,6 +87,9 @@ func New(opts Options) (*Recorder, http.Handler, error) {
 
 	r := &Recorder{}
 	if err := r.counters(meter); err != nil {
+		return nil, nil, err
+	}
+	if r.configs, err = newConfigWrites(meter); err != nil {
 		return nil, nil, err
 	}
 	if err := registerGauges(meter, opts.Gauges); err != nil {

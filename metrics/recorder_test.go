@@ -19,24 +19,26 @@ import (
 // least one pass, with its Prometheus type. The names are part of the
 // operator contract: the alert rules and dashboards use them.
 var exposedFamilies = map[string]string{
-	"mcrib_reconcile_passes_total":           "counter",
-	"mcrib_reconcile_duration_seconds":       "histogram",
-	"mcrib_slot_replacements_total":          "counter",
-	"mcrib_flushes_total":                    "counter",
-	"mcrib_boot_admissions_total":            "counter",
-	"mcrib_slotmap_generation":               "gauge",
-	"mcrib_last_reconcile_timestamp_seconds": "gauge",
-	"mcrib_leader":                           "gauge",
-	"mcrib_frozen":                           "gauge",
-	"mcrib_auto_frozen":                      "gauge",
-	"mcrib_discovery_fault":                  "gauge",
-	"mcrib_consul_reachable":                 "gauge",
-	"mcrib_ready":                            "gauge",
-	"mcrib_vacant_slots":                     "gauge",
-	"mcrib_replacements_blocked":             "gauge",
-	"mcrib_nodes":                            "gauge",
-	"mcrib_hit_rate":                         "gauge",
-	"mcrib_boot_limit":                       "gauge",
+	"mcrib_reconcile_passes_total":              "counter",
+	"mcrib_reconcile_duration_seconds":          "histogram",
+	"mcrib_slot_replacements_total":             "counter",
+	"mcrib_flushes_total":                       "counter",
+	"mcrib_boot_admissions_total":               "counter",
+	"mcrib_slotmap_generation":                  "gauge",
+	"mcrib_last_reconcile_timestamp_seconds":    "gauge",
+	"mcrib_leader":                              "gauge",
+	"mcrib_frozen":                              "gauge",
+	"mcrib_auto_frozen":                         "gauge",
+	"mcrib_discovery_fault":                     "gauge",
+	"mcrib_consul_reachable":                    "gauge",
+	"mcrib_ready":                               "gauge",
+	"mcrib_vacant_slots":                        "gauge",
+	"mcrib_replacements_blocked":                "gauge",
+	"mcrib_nodes":                               "gauge",
+	"mcrib_hit_rate":                            "gauge",
+	"mcrib_boot_limit":                          "gauge",
+	"mcrib_config_write_failures_total":         "counter",
+	"mcrib_config_last_write_timestamp_seconds": "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.
@@ -88,6 +90,11 @@ func TestCountersStartAtZero(t *testing.T) {
 	}
 	for _, v := range controlloop.FlushReasons {
 		want = append(want, fmt.Sprintf(`mcrib_flushes_total{reason=%q} 0`, v))
+	}
+	for _, v := range controlloop.ConfigKinds {
+		want = append(want,
+			fmt.Sprintf(`mcrib_config_write_failures_total{kind=%q} 0`, v),
+			fmt.Sprintf(`mcrib_config_last_write_timestamp_seconds{kind=%q} 0`, v))
 	}
 	want = append(want,
 		`mcrib_boot_admissions_total{result="admitted"} 0`,

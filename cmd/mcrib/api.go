@@ -12,10 +12,12 @@ import (
 	"net/http/httputil"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -26,6 +28,7 @@ const maxBody = 64 << 10
 // *controlloop.Loop implements it.
 type controlPlane interface {
 	SlotMap() *cachenodes.SlotMap
+	Changed() <-chan struct{}
 	Status() controlloop.Status
 	Ready() error
 	Freeze(ctx context.Context, reason, by string) (controlloop.FreezeDoc, error)
@@ -78,10 +81,16 @@ type apiServer struct {
 	fwd      forwardState
 	// routes maps a path to its handlers by method.
 	routes map[string]map[string]handler
+	// clock times the waits of blocking reads; nil is the real clock.
+	clock clock.Clock
+	// stopping is closed by stopWaiting when the server shuts down, so
+	// that blocked reads answer at once.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
-	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader, replicas: alone{}}
+	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader, replicas: alone{}, stopping: make(chan struct{})}
 	a.forward = a.newBootForwarder()
 	a.routes = map[string]map[string]handler{
 		"/v1/slotmap":   {http.MethodGet: a.getSlotMap},
@@ -101,6 +110,13 @@ func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics
 		}}
 	}
 	return a
+}
+
+// stopWaiting makes every blocked read answer now; the server calls it when
+// it shuts down (http.Server.RegisterOnShutdown). It may be called more
+// than once.
+func (a *apiServer) stopWaiting() {
+	a.stopOnce.Do(func() { close(a.stopping) })
 }
 
 // ServeHTTP routes by path, then method: an unknown path is 404, a known
@@ -196,15 +212,6 @@ func (a *apiServer) who(r *http.Request) string {
 		return "operator@" + r.RemoteAddr
 	}
 	return r.RemoteAddr
-}
-
-func (a *apiServer) getSlotMap(w http.ResponseWriter, r *http.Request) error {
-	m := a.loop.SlotMap()
-	if m == nil {
-		return errorf(http.StatusServiceUnavailable, "no slot map is known yet: Consul has not answered and none is stored")
-	}
-	writeJSON(w, http.StatusOK, m)
-	return nil
 }
 
 func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {

@@ -45,18 +45,20 @@ mc-9  127.0.0.1:11219  -   -     absent   no         down     3
 		`"discovery_fault_reason":"consul listed no instance","generation":2,"hit_rate":null,` +
 		`"something_new":{"x":1},"nodes":[{"id":"mc-2","addr":"10.0.0.2:11211","state":"held"}]}`
 
-	slotMapJSON = `{"pool":"default","num_slots":3,"generation":7,"updated_at":"2026-11-29T13:00:00Z",` +
+	slotMapJSON = `{"pool":"default","num_slots":4,"generation":7,"updated_at":"2026-11-29T13:00:00Z",` +
 		`"slots":[{"slot":0,"node_id":"mc-1","addr":"127.0.0.1:11211","az":"a"},` +
 		`{"slot":1,"node_id":"","addr":"","az":""},` +
-		`{"slot":2,"node_id":"mc-3","addr":"127.0.0.1:11213","az":""}],` +
+		`{"slot":2,"node_id":"mc-3","addr":"127.0.0.1:11213","az":""},` +
+		`{"slot":3,"node_id":"mc-4","addr":"127.0.0.1:11214","az":"c"}],` +
 		`"spares":[{"node_id":"mc-9","addr":"127.0.0.1:11219","az":"b"}]}`
 
-	slotMapOut = `pool default  generation 7  slots 3  updated 2026-11-29T13:00:00Z
+	slotMapOut = `pool default  generation 7  slots 4  updated 2026-11-29T13:00:00Z
 
 SLOT  NODE      ADDR             AZ
 0     mc-1      127.0.0.1:11211  a
 1     (vacant)  -                -
 2     mc-3      127.0.0.1:11213  -
+3     mc-4      127.0.0.1:11214  c
 
 SPARES:
   mc-9  127.0.0.1:11219  b

@@ -141,14 +141,16 @@ func TestPrintSlots(t *testing.T) {
 				{ID: "mc-1", Addr: "127.0.0.1:11211", AZ: "a"},
 				{},
 				{ID: "mc-3", Addr: "127.0.0.1:11213"},
+				{ID: "mc-4", Addr: "127.0.0.1:11214", AZ: "c"},
 			},
 			Spares: []cachenodes.Node{{ID: "mc-9", Addr: "127.0.0.1:11219", AZ: "b"}},
-		}, want: `pool default  generation 7  slots 3  updated 2026-11-29T13:00:00Z
+		}, want: `pool default  generation 7  slots 4  updated 2026-11-29T13:00:00Z
 
 SLOT  NODE      ADDR             AZ
 0     mc-1      127.0.0.1:11211  a
 1     (vacant)  -                -
 2     mc-3      127.0.0.1:11213  -
+3     mc-4      127.0.0.1:11214  c
 
 SPARES:
   mc-9  127.0.0.1:11219  b

@@ -77,6 +77,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
+		TwemproxyConfig:          cfg.TwemproxyConfig,
+		TwemproxyListen:          cfg.TwemproxyListen,
 		Leadership:               elector,
 		Prober:                   prober,
 		Logger:                   logger,
@@ -123,6 +125,10 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	// GET /v1/slotmap?index= may block up to 5 minutes: it moves its own
+	// connection's write deadline past WriteTimeout, and answers at once
+	// when the server shuts down.
+	srv.RegisterOnShutdown(handler.stopWaiting)
 	fmt.Fprintf(stdout, "mcrib serving pool %q on http://%s/ (consul %s)\n", cfg.Pool, id, cfg.Consul)
 	logger.Info("mcrib serving", "pool", cfg.Pool, "listen", id, "consul", cfg.Consul, "slots", cfg.Slots, "version", version)
 

@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// maxSlots is the largest --slots value mcrib accepts. A slot map far larger
-// than any cache fleet only wastes memory and makes the mcrouter config huge.
-const maxSlots = 65536
+// maxSlots is the largest --slots value mcrib accepts (CONTRACT.md section
+// 1). A slot map far larger than any cache fleet only wastes memory and
+// makes the router configs huge.
+const maxSlots = 4096
 
 // serveConfig holds everything `mcrib serve` is told on its command line and
 // in its environment, parsed and validated. Its zero value is not a usable
@@ -43,6 +44,8 @@ type serveConfig struct {
 	HitRateTarget            float64       // --hit-rate-target, 0..1
 	HitRateLow               float64       // --hit-rate-low, 0..1, <= HitRateTarget
 	McrouterConfig           string        // --mcrouter-config: path of the mcrouter JSON config ("" = none)
+	TwemproxyConfig          string        // --twemproxy-config: path of the nutcracker YAML config ("" = none)
+	TwemproxyListen          string        // --twemproxy-listen: the listen address written into that config, host:port
 	LogFormat                string        // --log-format: "text" or "json"
 }
 
@@ -151,6 +154,9 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 	if cfg.Slots > maxSlots {
 		return bad("slots", "must be at most %d, got %d", maxSlots, cfg.Slots)
 	}
+	if cfg.Slots&(cfg.Slots-1) != 0 {
+		return bad("slots", "must be a power of two from 1 to %d, got %d (with other counts mcrouter and twemproxy send about half of all keys to different nodes)", maxSlots, cfg.Slots)
+	}
 	prefix := strings.Trim(strings.TrimSpace(cfg.KVPrefix), "/")
 	if prefix == "" {
 		return bad("kv-prefix", "must not be empty, got %q", cfg.KVPrefix)
@@ -163,6 +169,9 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 		if _, err := advertiseAddr(cfg.AdvertiseAddr, cfg.Listen, nil); err != nil {
 			return bad("advertise-addr", "must be a routable host:port, got %q", cfg.AdvertiseAddr)
 		}
+	}
+	if err := checkHostPort(cfg.TwemproxyListen); err != nil {
+		return bad("twemproxy-listen", "must be host:port, got %q: %v", cfg.TwemproxyListen, err)
 	}
 	for _, d := range []struct {
 		name     string

@@ -1,0 +1,73 @@
+package controlloop
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/mcrib/mcrib/cachenodes"
+)
+
+// The kinds of config file the loop keeps in step with the slot map: the
+// label values of the config-write metrics (Metrics.ConfigWrite).
+const (
+	ConfigMcrouter  = "mcrouter"
+	ConfigTwemproxy = "twemproxy"
+)
+
+// ConfigKinds lists every config kind, so that an exporter can create
+// each label value at 0.
+var ConfigKinds = []string{ConfigMcrouter, ConfigTwemproxy}
+
+// outputs is what the loop last handed to the world outside Consul: the
+// bytes of each config file it wrote, and the slot map it published to
+// the watchers of Changed. Its zero value is ready to use; it is safe for
+// concurrent use.
+type outputs struct {
+	mu        sync.Mutex
+	written   map[string][]byte // by config kind
+	published *cachenodes.SlotMap
+	changed   chan struct{} // closed at the next change; nil until asked for
+}
+
+// publish hands m, the loop's map after a pass, to the outputs that come
+// after the mcrouter config: the twemproxy config and the watchers of
+// Changed.
+func (l *Loop) publish(m *cachenodes.SlotMap) {
+	l.writeTwemproxyConfig(m)
+	l.notifyChanged(m)
+}
+
+// writeConfig renders m with render and, when the result differs from what
+// it last wrote there, writes it to path with WriteFileAtomic. It does
+// nothing when path is empty (that config is not asked for) or m is nil.
+// Every write is recorded in the metrics: a failure (which is also logged)
+// is counted, and since nothing is marked written the next pass tries
+// again; a success records its time.
+func (l *Loop) writeConfig(kind, path string, m *cachenodes.SlotMap, render func(*cachenodes.SlotMap) ([]byte, error)) {
+	if path == "" || m == nil {
+		return
+	}
+	data, err := render(m)
+	if err == nil {
+		l.out.mu.Lock()
+		same := l.out.written[kind] != nil && bytes.Equal(l.out.written[kind], data)
+		l.out.mu.Unlock()
+		if same {
+			return
+		}
+		err = WriteFileAtomic(path, data)
+	}
+	if err != nil {
+		l.opts.Metrics.ConfigWrite(kind, l.opts.Clock.Now(), err)
+		l.opts.Logger.Error("writing the "+kind+" config failed; retrying next pass", "path", path, "err", err)
+		return
+	}
+	l.out.mu.Lock()
+	if l.out.written == nil {
+		l.out.written = make(map[string][]byte, len(ConfigKinds))
+	}
+	l.out.written[kind] = data
+	l.out.mu.Unlock()
+	l.opts.Metrics.ConfigWrite(kind, l.opts.Clock.Now(), nil)
+	l.opts.Logger.Info("wrote the "+kind+" config", "path", path, "generation", m.Generation())
+}
