@@ -34,7 +34,6 @@ type hostsOptions struct {
 // host from the root namespace.
 type hostsPool struct {
 	t        *testing.T
-	bed      *testenv.Bed
 	consul   *testenv.Consul
 	consulAt *testenv.Host
 	nodes    []*hostNode
@@ -59,7 +58,7 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 	bed := testenv.NewBed(t) // first: skips without root
 	transport := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}
 	t.Cleanup(transport.CloseIdleConnections)
-	p := &hostsPool{t: t, bed: bed, byID: map[string]*hostNode{},
+	p := &hostsPool{t: t, byID: map[string]*hostNode{},
 		client: &http.Client{Transport: transport, Timeout: 2 * time.Second}}
 	p.consulAt = bed.AddHost(t, "consul")
 	p.consul = testenv.StartConsulOn(t, p.consulAt)
@@ -76,6 +75,8 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 		entries, _, err := p.consul.Client.Health().Service("memcached", "", true, nil)
 		return err == nil && len(entries) == o.nodes
 	})
+	// A listen address other than loopback needs an operator token
+	// (CONTRACT.md section 1), as a deployment would have one.
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
