@@ -299,10 +299,12 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	})
 }
 
-// TestHostsLeaderLosesConsulServers drops the traffic from the leader's
-// host to the Consul server while its local agent still answers: its
-// session renewals fail, so it steps down within the session TTL (10 s)
-// plus a second; when the link returns, nothing is flushed or moved.
+// TestHostsLeaderLosesConsulServers blackholes the Consul server's address
+// inside the leader's host (the Consul server has a host of its own, so the
+// test binary still reaches the leader) while the leader's local agent
+// still answers: its session renewals fail, so it steps down within the
+// session TTL (10 s) plus a second; when the link returns, nothing is
+// flushed or moved.
 func TestHostsLeaderLosesConsulServers(t *testing.T) {
 	t.Parallel()
 	const stepDown = 11 * time.Second // the session TTL plus a second
