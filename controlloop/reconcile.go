@@ -204,7 +204,10 @@ func (l *Loop) confirmLeadership(ctx context.Context) {
 func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	serving, absent := l.tr.absentHolders(m)
 	tripped, reason := l.guard.Check(serving, absent)
-	if l.tr.mass != "" {
+	if !tripped && l.tr.mass != "" {
+		// Many holders unreachable at once while Consul still lists them:
+		// the observer's fault (invariant 7). When Consul agrees they are
+		// gone, the absence guard's reason says more.
 		tripped, reason = true, l.tr.mass
 	}
 	if l.tr.fault != "" {
