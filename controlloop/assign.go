@@ -183,35 +183,6 @@ func Decide(in Input) Plan {
 	return plan
 }
 
-// distinctAddrs drops the candidates whose address a remaining slot holder
-// already serves (as the previous map or Consul now has it) (a memcached re-registered under a new service ID: placing
-// and flushing it would wipe a warm node and give it two slots), and all but
-// the lowest ID of candidates that share an address, so no two slots ever
-// hold the same address.
-func distinctAddrs(in Input, idx *assignIndex, evictions []Eviction, cands []int) []int {
-	used := make(map[string]bool, idx.holders+len(cands))
-	evicted := make(map[int]bool, len(evictions))
-	for _, ev := range evictions {
-		evicted[ev.Slot] = true
-	}
-	for i := range in.NumSlots {
-		if n := idx.prevSlot(i); !n.IsZero() && !evicted[i] {
-			used[n.Addr] = true
-			if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
-				used[v.Addr] = true // the address Build will refresh it to
-			}
-		}
-	}
-	out := cands[:0]
-	for _, j := range cands {
-		if a := in.Nodes[j].Addr; !used[a] {
-			used[a] = true
-			out = append(out, j)
-		}
-	}
-	return out
-}
-
 // assignIndex is what Decide learned of the input, handed to Build so a
 // pass reads the nodes once.
 type assignIndex struct {
@@ -357,27 +328,6 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 		return nil, fmt.Errorf("building the next slot map: %w", err)
 	}
 	return next, nil
-}
-
-// keepAddrsDistinct undoes an address refresh that would make two slots
-// hold the same address (a holder re-registered at another holder's
-// address): that slot keeps the address of the previous map until Consul
-// settles, rather than the pass failing validation again and again.
-func keepAddrsDistinct(slots []cachenodes.Node, idx *assignIndex) {
-	seen := make(map[string]int, len(slots))
-	for i, n := range slots {
-		if n.Addr == "" {
-			continue
-		}
-		if j, dup := seen[n.Addr]; dup {
-			for _, k := range []int{i, j} {
-				if p := idx.prevSlot(k); p.ID == slots[k].ID && p.Addr != slots[k].Addr {
-					slots[k] = p
-				}
-			}
-		}
-		seen[slots[i].Addr] = i
-	}
 }
 
 func sameIDs(m *cachenodes.SlotMap, slots []cachenodes.Node) bool {
