@@ -221,8 +221,13 @@ func (m *SlotMap) MarshalJSON() ([]byte, error) {
 
 // ParseSlotMap reads a slot map document and validates it as NewSlotMap
 // does; it also refuses slots out of order and a num_slots that does not
-// match the slots listed.
+// match the slots listed. It reads the gzip-compressed form that
+// EncodeStoredSlotMap stores for large pools as well.
 func ParseSlotMap(data []byte) (*SlotMap, error) {
+	data, err := inflateStored(data, maxStoredSlotMap)
+	if err != nil {
+		return nil, err
+	}
 	var doc slotMapDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSlotMap, err)

@@ -80,9 +80,9 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 // is as read and, unless lease is zero, that lease still holds the leader
 // lock (leader.Lease.CAS).
 func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (ok bool, err error) {
-	body, err := json.Marshal(m)
+	body, err := cachenodes.EncodeStoredSlotMap(m)
 	if err != nil {
-		return false, fmt.Errorf("encoding the slot map: %w", err)
+		return false, err
 	}
 	freeze := &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.keys.Freeze()}
 	if read.Freeze != nil {

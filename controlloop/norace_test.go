@@ -1,0 +1,5 @@
+//go:build !race
+
+package controlloop
+
+const raceEnabled = false
