@@ -13,6 +13,7 @@ import (
 	"github.com/mcrib/mcrib/flapdamp"
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/eventlog"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -191,6 +192,7 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 	l.logEvents(evs)
 	if !accepted {
 		l.opts.Logger.Warn("discovery fault", "reason", fault)
+		l.emit(eventlog.Event{Kind: eventlog.KindDiscoveryFault, Reason: fault})
 	}
 	l.Kick()
 	l.wakeProbes()
@@ -201,6 +203,7 @@ func (l *Loop) logEvents(evs []nodeEvent) {
 	for _, e := range evs {
 		l.opts.Logger.Info("node "+e.Event, "node", e.Node, "detail", e.Detail)
 	}
+	l.emitNodeEvents(evs)
 }
 
 func (l *Loop) onWatchError(err error) {

@@ -57,6 +57,9 @@ type Options struct {
 	Clock      clock.Clock
 	Logger     *slog.Logger
 	Metrics    Metrics
+	// Events, when set, receives the loop's decisions and node
+	// transitions (nil: none).
+	Events EventSink
 }
 
 // withDefaults checks o and fills in the defaults of its optional fields,

@@ -222,6 +222,7 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		} else {
 			l.opts.Logger.Info("automatic freeze lifted")
 		}
+		l.emitAutoFreeze(reason)
 	}
 	l.autoFrozen = reason
 	return tripped
