@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/metrics"
@@ -63,6 +64,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("setting up metrics: %w", err)
 	}
+	ops := newOpsRecord(eventlog.NewLog(eventlog.Options{}), eventlog.NewHistory(eventlog.HistoryOptions{Interval: cfg.StatsInterval}))
 	loop, err = controlloop.New(controlloop.Options{
 		Consul:                   consul,
 		Pool:                     cfg.Pool,
@@ -83,6 +85,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		Prober:                   prober,
 		Logger:                   logger,
 		Metrics:                  rec,
+		Events:                   ops.sink(),
 	})
 	if err != nil {
 		return err
@@ -112,10 +115,11 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	handler := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger, func() (bool, string) {
+	handler := newAPIServer(loop, boot, teeBoot{rec, ops}, metricsHandler, cfg.Token, logger, func() (bool, string) {
 		return elector.IsLeader(), elector.LeaderID()
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
+	handler.ops = ops
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -145,6 +149,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		})
 	})
 	wg.Go(func() { loop.Run(runCtx) })
+	wg.Go(func() { ops.hist.Run(runCtx, func() eventlog.Reading { return ops.reading(boot, boot.HitRate) }) })
 	wg.Go(func() {
 		if err := boot.Run(runCtx); err != nil && runCtx.Err() == nil {
 			logger.Error("the boot limiter stopped", "err", err)
