@@ -224,7 +224,7 @@ func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) status() statusDocument {
-	return newStatusDocument(a.loop.Status(), a.boot.Document())
+	return withKnownHitRate(newStatusDocument(a.loop.Status(), a.boot.Document()), a.boot)
 }
 
 func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
