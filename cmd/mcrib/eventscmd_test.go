@@ -24,7 +24,7 @@ func TestEventsCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"events", "--addr", srv.URL},
-				"2026-12-01T05:00:10Z  hold started     mc-2           mcrib          Consul lists it as critical\n" +
+			"2026-12-01T05:00:10Z  hold started     mc-2           mcrib          Consul lists it as critical\n" +
 				"2026-12-01T05:01:10Z  replacement      mc-2 (slot 1)  mcrib          its hold of 1m passed\n" +
 				"2026-12-01T05:02:00Z  operator change  -              10.0.0.9:4444  freeze: rollout\n"},
 		{[]string{"events", "--json", "--addr", srv.URL},
