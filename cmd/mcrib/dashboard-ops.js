@@ -19,7 +19,7 @@
 
   // The charts: each draws one or two series of v1/history.
   const CHARTS = [
-    { id: "chart-hitrate", title: "Hit rate", series: [{ key: "hit_rate", cls: "line-hit", label: "hit rate" }], max: 1, fmt: (v) => (v * 100).toFixed(1) + " %" },
+    { id: "chart-hitrate", title: "Hit rate", series: [{ key: "hit_rate", cls: "line-hit", label: "hit rate" }], max: 1, empty: "unknown: no traffic measured yet", fmt: (v) => (v * 100).toFixed(1) + " %" },
     { id: "chart-bootlimit", title: "Boot limit (boots/s)", series: [{ key: "boot_limit", cls: "line-limit", label: "limit" }], fmt: fmtNum },
     { id: "chart-boots", title: "Boots per interval", series: [{ key: "admissions", cls: "line-admit", label: "admitted" }, { key: "refusals", cls: "line-refuse", label: "refused" }], fmt: fmtNum },
     { id: "chart-moves", title: "Flushes and replacements per interval", series: [{ key: "flushes", cls: "line-flush", label: "flushes" }, { key: "replacements", cls: "line-replace", label: "replacements" }], fmt: fmtNum },
@@ -32,6 +32,10 @@
   function fmtNum(v) {
     if (typeof v !== "number" || !isFinite(v)) return "—";
     return Number.isInteger(v) ? String(v) : v.toFixed(v < 10 ? 2 : 1);
+  }
+
+  function fmtSpan(s) {
+    return s >= 120 ? Math.round(s / 60) + " min" : Math.round(s) + " s";
   }
 
   function pad(n) {
@@ -89,8 +93,12 @@
       for (const v of h[s.key] || []) if (typeof v === "number" && isFinite(v)) max = Math.max(max, v);
     }
     if (max <= 0) max = 1;
-    const span = (Number(h.window_seconds) || 1800) * 1000;
+    // The x axis spans the window, or less while the history is younger
+    // (at least ten intervals), so that a fresh process shows its points.
     const end = n ? times[n - 1] : Date.now();
+    const window = (Number(h.window_seconds) || 1800) * 1000;
+    const step = (Number(h.interval_seconds) || 1) * 1000;
+    const span = Math.min(window, Math.max(n ? end - times[0] : 0, 10 * step));
     const x = (t) => PAD + ((W - 2 * PAD) * Math.max(0, span - (end - t))) / span;
     const y = (v) => H - PAD - ((H - 2 * PAD) * v) / max;
 
@@ -100,7 +108,7 @@
     root.append(svg("rect", { x: 0, y: 0, width: W, height: H, class: "chart-bg" }));
     root.append(svg("line", { x1: PAD, y1: H - PAD, x2: W - PAD, y2: H - PAD, class: "chart-axis" }));
     root.append(svg("text", { x: PAD + 2, y: 12, class: "chart-label" }, "max " + c.fmt(max)));
-    root.append(svg("text", { x: W - PAD - 2, y: H - PAD - 3, class: "chart-label chart-label-end" }, "30 min"));
+    root.append(svg("text", { x: W - PAD - 2, y: H - PAD - 3, class: "chart-label chart-label-end" }, "last " + fmtSpan(span / 1000)));
     const legend = [];
     for (const s of c.series) {
       const vals = h[s.key] || [];
@@ -121,6 +129,9 @@
       flush();
       const latest = n ? vals[n - 1] : null;
       legend.push(s.label + " " + (typeof latest === "number" && isFinite(latest) ? c.fmt(latest) : "—"));
+    }
+    if (!root.querySelector("polyline, circle")) {
+      root.append(svg("text", { x: W / 2, y: H / 2, class: "chart-label chart-empty" }, c.empty || "no data yet"));
     }
     const cap = fig.querySelector("figcaption");
     if (cap) cap.textContent = c.title + ": " + legend.join(", ");
