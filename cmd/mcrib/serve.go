@@ -60,7 +60,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		loop *controlloop.Loop
 		boot *ratelimit.Service
 	)
-	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) }})
+	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) },
+		Pool: cfg.Pool, Version: version, Runtime: true})
 	if err != nil {
 		return fmt.Errorf("setting up metrics: %w", err)
 	}
@@ -234,6 +235,11 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		NodesByState:        map[string]int{},
 		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
+		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
+	}
+	g.ConfigGenerations = loop.ConfigGenerations()
+	if m := loop.SlotMap(); m != nil {
+		g.SlotMapUpdated = m.UpdatedAt()
 	}
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
@@ -245,6 +251,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++
+		if n.FlushPending {
+			g.FlushesPending++
+		}
 	}
 	return g
 }
