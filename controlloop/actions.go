@@ -47,7 +47,7 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
 			continue
 		}
 		l.opts.Metrics.Flush("returned")
-		l.emitFlush(n.ID, "it answers again after an unreachability long enough to have missed deletes")
+		l.emitFlush(ctx, n.ID, "it answers again after an unreachability long enough to have missed deletes")
 		l.opts.Logger.Info("flushed a node that was unreachable, before it serves again", "node", n.ID, "addr", n.Addr)
 	}
 }
@@ -69,7 +69,7 @@ func (l *Loop) place(ctx context.Context, plan Plan) []Placement {
 			continue
 		}
 		l.opts.Metrics.Flush("placement")
-		l.emitFlush(p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
+		l.emitFlush(ctx, p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
 		done = append(done, p)
 	}
 	return done
@@ -91,7 +91,6 @@ func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan Plan, done []Place
 	for _, p := range done {
 		l.opts.Logger.Info("slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
 	}
-	l.emitChange(plan, done)
 	if prev == nil || prev.Generation() != next.Generation() {
 		l.opts.Logger.Info("slot map written", "generation", next.Generation())
 	}

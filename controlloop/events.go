@@ -1,6 +1,8 @@
 package controlloop
 
 import (
+	"context"
+
 	"github.com/mcrib/mcrib/internal/eventlog"
 )
 
@@ -50,11 +52,11 @@ func (l *Loop) holdsSlot(node string) bool {
 }
 
 // emitChange hands the replacements and placements of a written map to
-// Options.Events.
-func (l *Loop) emitChange(plan Plan, done []Placement) {
+// Options.Events and the pass's span.
+func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	for _, ev := range plan.Evictions {
 		slot := ev.Slot
-		l.emit(eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
+		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
 	}
 	for _, p := range done {
 		slot := p.Slot
@@ -62,13 +64,14 @@ func (l *Loop) emitChange(plan Plan, done []Placement) {
 		if plan.FirstFill {
 			why = "the first fill of a new pool"
 		}
-		l.emit(eventlog.Event{Kind: eventlog.KindPlacement, Node: p.Node.ID, Slot: &slot, Reason: why})
+		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindPlacement, Node: p.Node.ID, Slot: &slot, Reason: why})
 	}
 }
 
-// emitFlush hands a flush that was carried out to Options.Events.
-func (l *Loop) emitFlush(node, why string) {
-	l.emit(eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
+// emitFlush hands a flush that was carried out to Options.Events and the
+// pass's span.
+func (l *Loop) emitFlush(ctx context.Context, node, why string) {
+	l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
 }
 
 // emitAutoFreeze hands a change of the automatic freeze to

@@ -69,6 +69,7 @@ func New(opts Options) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.traced()
 	source := opts.Discovery
 	if source == nil {
 		cs, err := cachenodes.NewConsulSource(cachenodes.ConsulSourceOptions{
@@ -158,7 +159,7 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		}
 		start := l.clock.Now()
-		res, err := l.Reconcile(ctx)
+		res, err := l.tracedReconcile(ctx)
 		l.opts.Metrics.Pass(res.Outcome, l.clock.Now().Sub(start))
 		if err == nil {
 			retry.Reset()

@@ -172,6 +172,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 			return Result{Outcome: OutcomeConflict}, errConflict
 		}
 		l.logChange(d.prev, next, d.plan, done)
+		l.emitChange(ctx, d.plan, done)
 	}
 	l.mu.Lock()
 	l.current = next

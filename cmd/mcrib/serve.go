@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/internal/tracing"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/metrics"
 	"github.com/mcrib/mcrib/ratelimit"
@@ -65,6 +67,18 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("setting up metrics: %w", err)
 	}
+	traces, err := tracing.Setup(ctx, tracing.Options{Getenv: os.Getenv, Version: version, Pool: cfg.Pool})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		traces.Shutdown(shutCtx)
+	}()
+	if traces.Protocol != "" {
+		logger.Info("exporting traces over OTLP", "protocol", traces.Protocol)
+	}
 	ops := newOpsRecord(eventlog.NewLog(eventlog.Options{}), eventlog.NewHistory(eventlog.HistoryOptions{Interval: cfg.StatsInterval}))
 	loop, err = controlloop.New(controlloop.Options{
 		Consul:                   consul,
@@ -87,6 +101,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		Logger:                   logger,
 		Metrics:                  rec,
 		Events:                   ops.sink(),
+		Tracer:                   traces.Tracer("github.com/mcrib/mcrib/controlloop"),
 	})
 	if err != nil {
 		return err
@@ -122,7 +137,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	handler.replicas = replicaSet{loop: loop, elector: elector}
 	handler.ops = ops
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, handler),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
