@@ -63,7 +63,7 @@ func TestReconcilePassIsTraced(t *testing.T) {
 		"mcrib.generation":   attribute.Int64Value(4),
 		"mcrib.replacements": attribute.IntValue(1),
 		"mcrib.placements":   attribute.IntValue(1),
-		"mcrib.flushes":       attribute.IntValue(1),
+		"mcrib.flushes":      attribute.IntValue(1),
 		"mcrib.pool":         attribute.StringValue(assignPool),
 	} {
 		if got, ok := attrOf(pass.Attributes, key); !ok || got != want {
