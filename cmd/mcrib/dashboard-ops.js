@@ -175,8 +175,11 @@
     try {
       const evs = await fetchJSON("v1/events?since=" + lastSeq);
       if (Array.isArray(evs) && evs.length) {
-        events = events.concat(evs).slice(-MAX_ROWS);
-        lastSeq = Math.max(lastSeq, ...evs.map((e) => Number(e.seq) || 0));
+        // Numbers at or below the last one seen: mcrib restarted and its
+        // events start again; show the new process's only.
+        const restarted = evs.some((e) => (Number(e.seq) || 0) <= lastSeq);
+        events = (restarted ? evs : events.concat(evs)).slice(-MAX_ROWS);
+        lastSeq = Math.max(...evs.map((e) => Number(e.seq) || 0));
       }
       renderEvents();
     } catch (e) {

@@ -12,8 +12,9 @@ import (
 	"github.com/mcrib/mcrib/internal/eventlog"
 )
 
-// followEvery is how often `mcrib events --follow` asks for new events.
-const followEvery = time.Second
+// followEvery is how often `mcrib events --follow` asks for new events
+// (a variable for the tests).
+var followEvery = time.Second
 
 // eventsUsage is the usage of `mcrib events`.
 const eventsUsage = "usage: mcrib events [--follow] [--json] " + addrUsage
@@ -51,6 +52,14 @@ func (c cli) events(ctx context.Context, args []string) error {
 		}
 		if first && len(evs) == 0 && !*asJSON && !*follow {
 			fmt.Fprintln(c.stdout, "no events")
+		}
+		restarted := false
+		for _, e := range evs {
+			restarted = restarted || (!first && e.Seq <= since)
+		}
+		if restarted {
+			since = 0
+			fmt.Fprintln(c.stderr, "mcrib events: the server restarted; its events start again")
 		}
 		printEvents(c.stdout, evs, *asJSON)
 		for _, e := range evs {

@@ -5,7 +5,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestEventsCommand(t *testing.T) {
@@ -43,5 +47,53 @@ func TestEventsCommand(t *testing.T) {
 		if gotQuery != "since=0" {
 			t.Errorf("%v asked with %q, want since=0", tc.args, gotQuery)
 		}
+	}
+}
+
+// TestEventsFollow answers three polls (two events, one more, then a
+// restarted server's first event) and stops the command after the third.
+func TestEventsFollow(t *testing.T) {
+	old := followEvery
+	followEvery = time.Millisecond
+	defer func() { followEvery = old }()
+	answers := []string{
+		`[{"seq":1,"at":"2026-12-01T05:00:00Z","kind":"placement","node":"mc-1","slot":0,"reason":"the first fill of a new pool","who":"mcrib"},` +
+			`{"seq":2,"at":"2026-12-01T05:00:01Z","kind":"placement","node":"mc-2","slot":1,"reason":"the first fill of a new pool","who":"mcrib"}]`,
+		`[{"seq":3,"at":"2026-12-01T05:01:00Z","kind":"hold started","node":"mc-2","reason":"a Consul check is not passing","who":"mcrib"}]`,
+		`[{"seq":1,"at":"2026-12-01T05:02:00Z","kind":"placement","node":"mc-1","slot":0,"reason":"the first fill of a new pool","who":"mcrib"}]`,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(queries)
+		queries = append(queries, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if n >= len(answers) {
+			cancel()
+			w.Write([]byte("[]"))
+			return
+		}
+		w.Write([]byte(answers[n]))
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"events", "--follow", "--addr", srv.URL}, &out, &errOut, nil); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"since=0", "since=2", "since=3", "since=1"}; !slices.Equal(queries[:4], want) {
+		t.Errorf("queries %q, want %q first", queries, want)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[2], "hold started") || !strings.Contains(lines[3], "05:02:00") {
+		t.Errorf("printed\n%s\nwant the two placements, the hold, then the restarted server's placement", out.String())
+	}
+	if !strings.Contains(errOut.String(), "restarted") {
+		t.Errorf("stderr %q, want a note that the server restarted", errOut.String())
 	}
 }

@@ -71,7 +71,10 @@ func (t teeBoot) BootAdmission(admitted bool) {
 }
 
 // getEvents serves GET /v1/events: the latest decisions, newest last;
-// ?since=N keeps those after the event numbered N (its "seq").
+// ?since=N keeps those after the event numbered N (its "seq"). A since
+// beyond the last event can only come from a reader of an earlier process
+// (the numbers start again at 1 after a restart): it gets every event, and
+// tells the restart by numbers at or below its own.
 func (a *apiServer) getEvents(w http.ResponseWriter, r *http.Request) error {
 	var since uint64
 	if s := r.URL.Query().Get("since"); s != "" {
@@ -83,6 +86,9 @@ func (a *apiServer) getEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	events := []eventlog.Event{}
 	if a.ops != nil {
+		if since > a.ops.log.Last() {
+			since = 0
+		}
 		events = a.ops.log.Since(since)
 	}
 	writeJSON(w, http.StatusOK, events)

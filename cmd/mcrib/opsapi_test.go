@@ -78,6 +78,10 @@ func TestEventsAndHistoryAPI(t *testing.T) {
 	if err := json.Unmarshal(get("/v1/events?since=2").Body.Bytes(), &later); err != nil || len(later) != 2 || later[0].Seq != 3 {
 		t.Errorf("?since=2: %v %v, want events 3 and 4", later, err)
 	}
+	var all []eventlog.Event
+	if err := json.Unmarshal(get("/v1/events?since=99").Body.Bytes(), &all); err != nil || len(all) != 4 {
+		t.Errorf("?since=99 (a reader of an earlier process): %v %v, want all 4 events", all, err)
+	}
 	if rr := get("/v1/events?since=x"); rr.Code != http.StatusBadRequest || !strings.Contains(rr.Body.String(), `"error"`) {
 		t.Errorf("?since=x: %d %s, want a 400 JSON error", rr.Code, rr.Body)
 	}
