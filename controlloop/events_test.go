@@ -72,3 +72,34 @@ func TestEventsOfAReplacementAndAnAgentRestart(t *testing.T) {
 		t.Errorf("history: %d replacements, %d flushes; want 1 and 1", s.Replacements[0], s.Flushes[0])
 	}
 }
+
+func TestEventsOfAnObserverFault(t *testing.T) {
+	w := leadingWorld(t, []string{"a", "b", "c", "d"}, "e")
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
+	w.away("a", "b", "c")
+	w.pass(OutcomeOK)
+	w.back(20*time.Second, "a", "b", "c")
+	w.pass(OutcomeOK)
+	w.clk.Advance(3 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+
+	var kinds []string
+	for _, e := range log.Since(0) {
+		if e.Node == "" {
+			kinds = append(kinds, e.Kind)
+			if e.Reason == "" {
+				t.Errorf("%s without a reason", e.Kind)
+			}
+		}
+		if e.Kind == eventlog.KindFlush || e.Kind == eventlog.KindReplacement {
+			t.Errorf("an observer fault led to %s of %s", e.Kind, e.Node)
+		}
+	}
+	// The end of the fault and the lifting of the freeze come in one pass.
+	want := []string{eventlog.KindObserverFault, eventlog.KindAutoFreeze, eventlog.KindAutoFreezeLifted, eventlog.KindObserverFaultOver}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("pool-wide events %q, want %q", kinds, want)
+	}
+}

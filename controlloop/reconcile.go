@@ -70,7 +70,9 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 		return Result{Outcome: OutcomeFollower}, nil
 	}
 	d, ok := l.decideLocked(st, now)
+	late := l.tr.drain() // transitions the pass itself decided (an observer fault's end)
 	l.mu.Unlock()
+	l.logEvents(late)
 	if !ok {
 		return Result{Outcome: OutcomeWaiting}, nil
 	}
