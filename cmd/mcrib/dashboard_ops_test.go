@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,26 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	}
 	if kids := ev[0].elementsNamed("b"); len(kids) != 0 {
 		t.Errorf("an event's reason became markup")
+	}
+}
+
+// TestDashboardOpsScriptIsClean holds dashboard-ops.js to the rules of
+// dashboard.js: no URL (the SVG namespace comes from the page), no HTML
+// sink, API paths relative to the page.
+func TestDashboardOpsScriptIsClean(t *testing.T) {
+	js := dashFetch(t, dashboardHandler(), "/dashboard-ops.js")
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`https?://`),
+		regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function`),
+		regexp.MustCompile(`"/v1/`),
+	} {
+		if m := bad.FindString(js); m != "" {
+			t.Errorf("dashboard-ops.js contains %q", m)
+		}
+	}
+	for _, want := range []string{`"v1/history"`, `"v1/events?since="`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("dashboard-ops.js does not fetch %s", want)
+		}
 	}
 }
