@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -62,5 +63,31 @@ func TestNoTracerNoWrapper(t *testing.T) {
 	a := newAPIServer(nil, nil, nil, nil, "", slog.New(slog.DiscardHandler), nil)
 	if h := tracedHandler(nil, a, a); h != http.Handler(a) {
 		t.Errorf("tracedHandler without a tracer wrapped the API")
+	}
+}
+
+// TestTracedHandlerKeepsTheConnectionReachable checks that a handler under
+// the span wrapper can still move its connection's deadlines, as blocking
+// reads of /v1/slotmap do.
+func TestTracedHandlerKeepsTheConnectionReachable(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	a := newAPIServer(nil, nil, nil, nil, "", slog.New(slog.DiscardHandler), nil)
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := httptest.NewServer(tracedHandler(tp.Tracer("test"), a, inner))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/v1/slotmap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("status %d: the wrapper hides the connection from http.ResponseController", resp.StatusCode)
 	}
 }
