@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -46,6 +47,7 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
 			continue
 		}
 		l.opts.Metrics.Flush("returned")
+		l.emitFlush(ctx, n.ID, "it answers again after an unreachability long enough to have missed deletes")
 		l.opts.Logger.Info("flushed a node that was unreachable, before it serves again", "node", n.ID, "addr", n.Addr)
 	}
 }
@@ -67,6 +69,7 @@ func (l *Loop) place(ctx context.Context, plan Plan) []Placement {
 			continue
 		}
 		l.opts.Metrics.Flush("placement")
+		l.emitFlush(ctx, p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
 		done = append(done, p)
 	}
 	return done

@@ -13,6 +13,7 @@ import (
 	"github.com/mcrib/mcrib/flapdamp"
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/eventlog"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -68,6 +69,7 @@ func New(opts Options) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.traced()
 	source := opts.Discovery
 	if source == nil {
 		cs, err := cachenodes.NewConsulSource(cachenodes.ConsulSourceOptions{
@@ -157,7 +159,7 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		}
 		start := l.clock.Now()
-		res, err := l.Reconcile(ctx)
+		res, err := l.tracedReconcile(ctx)
 		l.opts.Metrics.Pass(res.Outcome, l.clock.Now().Sub(start))
 		if err == nil {
 			retry.Reset()
@@ -191,6 +193,7 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 	l.logEvents(evs)
 	if !accepted {
 		l.opts.Logger.Warn("discovery fault", "reason", fault)
+		l.emit(eventlog.Event{Kind: eventlog.KindDiscoveryFault, Reason: fault})
 	}
 	l.Kick()
 	l.wakeProbes()
@@ -201,6 +204,7 @@ func (l *Loop) logEvents(evs []nodeEvent) {
 	for _, e := range evs {
 		l.opts.Logger.Info("node "+e.Event, "node", e.Node, "detail", e.Detail)
 	}
+	l.emitNodeEvents(evs)
 }
 
 func (l *Loop) onWatchError(err error) {

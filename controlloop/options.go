@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
@@ -57,6 +58,12 @@ type Options struct {
 	Clock      clock.Clock
 	Logger     *slog.Logger
 	Metrics    Metrics
+	// Events, when set, receives the loop's decisions and node
+	// transitions (nil: none).
+	Events EventSink
+	// Tracer, when set, traces each reconcile pass with its decisions, the
+	// Consul calls and the flushes in it (nil: no spans).
+	Tracer trace.Tracer
 }
 
 // withDefaults checks o and fills in the defaults of its optional fields,

@@ -27,6 +27,9 @@ type outputs struct {
 	written   map[string][]byte // by config kind
 	published *cachenodes.SlotMap
 	changed   chan struct{} // closed at the next change; nil until asked for
+	// steps is, by config kind, the generation of the slot map each
+	// config file was last found or written in step with.
+	steps map[string]uint64
 }
 
 // publish hands m, the loop's map after a pass, to the outputs that come
@@ -53,6 +56,7 @@ func (l *Loop) writeConfig(kind, path string, m *cachenodes.SlotMap, render func
 		same := l.out.written[kind] != nil && bytes.Equal(l.out.written[kind], data)
 		l.out.mu.Unlock()
 		if same {
+			l.out.inStep(kind, m.Generation())
 			return
 		}
 		err = WriteFileAtomic(path, data)
@@ -68,6 +72,7 @@ func (l *Loop) writeConfig(kind, path string, m *cachenodes.SlotMap, render func
 	}
 	l.out.written[kind] = data
 	l.out.mu.Unlock()
+	l.out.inStep(kind, m.Generation())
 	l.opts.Metrics.ConfigWrite(kind, l.opts.Clock.Now(), nil)
 	l.opts.Logger.Info("wrote the "+kind+" config", "path", path, "generation", m.Generation())
 }

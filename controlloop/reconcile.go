@@ -70,7 +70,9 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 		return Result{Outcome: OutcomeFollower}, nil
 	}
 	d, ok := l.decideLocked(st, now)
+	late := l.tr.drain() // transitions the pass itself decided (an observer fault's end)
 	l.mu.Unlock()
+	l.logEvents(late)
 	if !ok {
 		return Result{Outcome: OutcomeWaiting}, nil
 	}
@@ -172,6 +174,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 			return Result{Outcome: OutcomeConflict}, errConflict
 		}
 		l.logChange(d.prev, next, d.plan, done)
+		l.emitChange(ctx, d.plan, done)
 	}
 	l.mu.Lock()
 	l.current = next
@@ -222,6 +225,7 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		} else {
 			l.opts.Logger.Info("automatic freeze lifted")
 		}
+		l.emitAutoFreeze(reason)
 	}
 	l.autoFrozen = reason
 	return tripped

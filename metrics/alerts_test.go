@@ -24,6 +24,7 @@ var wantAlerts = []string{
 	"McribReconcileStale", "McribMetricsAbsent", "McribNotReady", "McribAutoFrozen",
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
 	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
+	"McribBootLimitPinned", "McribNoSpares", "McribConfigBehindMap", "McribObserverFaultTooLong",
 }
 
 // promtool returns the path of promtool. When it is missing the test is
@@ -133,7 +134,8 @@ func TestAlertRulesUseExposedMetrics(t *testing.T) {
 		t.Errorf("alerts in %s = %v, want %v", alertRulesFile, names, wantAlerts)
 	}
 
-	rec, h := newRecorder(t, func() Gauges { return Gauges{} })
+	// mcrib_config_generation has a series for each config file kept.
+	rec, h := newRecorder(t, func() Gauges { return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}} })
 	rec.Pass("ok", time.Millisecond) // the histogram appears with the first pass
 	_, families := scrape(t, h)
 	exposed := map[string]bool{}

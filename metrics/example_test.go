@@ -56,4 +56,5 @@ func Example() {
 	// mcrib_nodes{state="spare"} 1
 	// mcrib_reconcile_passes_total{result="ok"} 1
 	// mcrib_slotmap_generation 7
+	// mcrib_slotmap_updated_timestamp_seconds 0
 }

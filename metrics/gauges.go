@@ -43,6 +43,19 @@ type Gauges struct {
 	HitRate float64
 	// BootLimit is the boot limit in boots per second (mcrib_boot_limit).
 	BootLimit float64
+	// BootLimitManual is true while an operator pins the boot limit
+	// (mcrib_boot_limit_manual: 1 manual, 0 auto).
+	BootLimitManual bool
+	// FlushesPending counts slot holders whose flush is due but held back
+	// (mcrib_flushes_pending).
+	FlushesPending int
+	// SlotMapUpdated is when the slot map last changed; the zero time
+	// exports 0 (mcrib_slotmap_updated_timestamp_seconds).
+	SlotMapUpdated time.Time
+	// ConfigGenerations is, by config kind, the slot-map generation the
+	// config file was last found or written in step with
+	// (mcrib_config_generation{kind}); only the kinds this process keeps.
+	ConfigGenerations map[string]uint64
 }
 
 // unixSeconds is t as fractional Unix seconds, 0 for the zero time.

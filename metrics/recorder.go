@@ -41,6 +41,14 @@ type Options struct {
 	// scrape, from the scraping goroutine, and must be safe to call
 	// concurrently with the control loop. Required.
 	Gauges func() Gauges
+	// Pool, when set, is added as the constant label pool="<Pool>" to
+	// every series, so that several pools in one Prometheus stay apart.
+	Pool string
+	// Version is the value of mcrib_build_info's version label; empty is
+	// "unknown".
+	Version string
+	// Runtime adds the Go runtime (go_*) and process (process_*) metrics.
+	Runtime bool
 }
 
 // Recorder counts mcrib's events and exports them, with the gauges of
@@ -70,8 +78,12 @@ func New(opts Options) (*Recorder, http.Handler, error) {
 		return nil, nil, ErrNoGauges
 	}
 	reg := prometheus.NewRegistry()
+	wrapped := poolRegisterer(reg, opts.Pool)
+	if err := registerProcess(wrapped, opts.Version, opts.Runtime); err != nil {
+		return nil, nil, err
+	}
 	exporter, err := otelprom.New(
-		otelprom.WithRegisterer(reg),
+		otelprom.WithRegisterer(wrapped),
 		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
 		otelprom.WithoutScopeInfo(),
 		otelprom.WithoutTargetInfo(),
@@ -182,11 +194,15 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_vacant_slots":         "Slots without a node.",
 		"mcrib_replacements_blocked": "Replacements due but held back by a freeze or the replacement ceiling.",
 		"mcrib_nodes":                "Cache nodes by state (serving, held, spare, flushing, down).",
+		"mcrib_boot_limit_manual":    "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
+		"mcrib_flushes_pending":      "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
+		"mcrib_config_generation":    "Slot-map generation each config file kept by this process was last found or written in step with, by kind.",
 	}
 	floats := map[string]string{
-		"mcrib_last_reconcile_timestamp_seconds": "Unix time the last reconcile pass completed; 0 before the first.",
-		"mcrib_hit_rate":                         "Cache hit rate, 0 to 1.",
-		"mcrib_boot_limit":                       "Boot limit, boots per second.",
+		"mcrib_last_reconcile_timestamp_seconds":  "Unix time the last reconcile pass completed; 0 before the first.",
+		"mcrib_hit_rate":                          "Cache hit rate, 0 to 1.",
+		"mcrib_boot_limit":                        "Boot limit, boots per second.",
+		"mcrib_slotmap_updated_timestamp_seconds": "Unix time the slot map last changed; 0 while none is known.",
 	}
 	ig := make(map[string]metric.Int64ObservableGauge, len(ints))
 	fg := make(map[string]metric.Float64ObservableGauge, len(floats))
@@ -233,6 +249,13 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveFloat64(fg["mcrib_last_reconcile_timestamp_seconds"], unixSeconds(g.LastReconcile))
 		o.ObserveFloat64(fg["mcrib_hit_rate"], g.HitRate)
 		o.ObserveFloat64(fg["mcrib_boot_limit"], g.BootLimit)
+		o.ObserveInt64(ig["mcrib_boot_limit_manual"], boolValue(g.BootLimitManual))
+		o.ObserveInt64(ig["mcrib_flushes_pending"], int64(g.FlushesPending))
+		o.ObserveFloat64(fg["mcrib_slotmap_updated_timestamp_seconds"], unixSeconds(g.SlotMapUpdated))
+		for kind, gen := range g.ConfigGenerations {
+			o.ObserveInt64(ig["mcrib_config_generation"], int64(min(gen, math.MaxInt64)),
+				metric.WithAttributes(attribute.String("kind", kind)))
+		}
 		return nil
 	}, observables...)
 	if err != nil {

@@ -39,6 +39,10 @@ var exposedFamilies = map[string]string{
 	"mcrib_boot_limit":                          "gauge",
 	"mcrib_config_write_failures_total":         "counter",
 	"mcrib_config_last_write_timestamp_seconds": "gauge",
+	"mcrib_build_info":                          "gauge",
+	"mcrib_boot_limit_manual":                   "gauge",
+	"mcrib_flushes_pending":                     "gauge",
+	"mcrib_slotmap_updated_timestamp_seconds":   "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.

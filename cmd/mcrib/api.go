@@ -87,6 +87,8 @@ type apiServer struct {
 	// that blocked reads answer at once.
 	stopping chan struct{}
 	stopOnce sync.Once
+	// ops records the decisions and the history (nil: both empty).
+	ops *opsRecord
 }
 
 func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
@@ -101,6 +103,8 @@ func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics
 		"/healthz":      {http.MethodGet: a.healthz},
 		"/readyz":       {http.MethodGet: a.readyz},
 		"/metrics":      {http.MethodGet: a.serveMetrics},
+		"/v1/events":    {http.MethodGet: a.getEvents},
+		"/v1/history":   {http.MethodGet: a.getHistory},
 	}
 	dash := dashboardHandler()
 	for _, p := range dashboardPaths {
@@ -220,7 +224,7 @@ func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) status() statusDocument {
-	return newStatusDocument(a.loop.Status(), a.boot.Document())
+	return withKnownHitRate(newStatusDocument(a.loop.Status(), a.boot.Document()), a.boot)
 }
 
 func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
@@ -238,6 +242,7 @@ func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusServiceUnavailable, "the freeze could not be stored in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", by, "what", "freeze", "why", reason)
+	a.ops.operator(by, "freeze: "+reason)
 	writeJSON(w, http.StatusOK, doc)
 	return nil
 }
@@ -250,6 +255,7 @@ func (a *apiServer) deleteFreeze(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusServiceUnavailable, "the freeze could not be lifted in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", a.who(r), "what", "unfreeze", "why", "")
+	a.ops.operator(a.who(r), "unfreeze")
 	writeJSON(w, http.StatusOK, map[string]bool{"frozen": false})
 	return nil
 }
@@ -279,6 +285,7 @@ func (a *apiServer) putRateLimit(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", by, "what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst)
+	a.ops.operator(by, fmt.Sprintf("boot limit %s %s boots/s, burst %d", doc.Mode, formatNumber(doc.Limit), doc.Burst))
 	writeJSON(w, http.StatusOK, doc)
 	return nil
 }

@@ -60,6 +60,7 @@ func commands() []command {
 				{"ratelimit set N [--burst B]", "pin the boot limit to N boots/s"},
 				{"ratelimit auto", "hand the boot limit back to the controller"},
 			}},
+		{name: "events", run: cli.events, usage: eventsUsage, synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}}},
 		{name: "version", run: cli.version,
 			usage:    "usage: mcrib version",
 			synopsis: []synopsisLine{{"version", "print the version"}}},

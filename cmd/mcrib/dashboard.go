@@ -14,6 +14,8 @@ var (
 	dashboardHTML string
 	//go:embed dashboard.js
 	dashboardJS string
+	//go:embed dashboard-ops.js
+	dashboardOpsJS string
 	//go:embed dashboard.css
 	dashboardCSS string
 	//go:embed dashboard.svg
@@ -22,7 +24,7 @@ var (
 
 // dashboardPaths are the paths the dashboard serves; the API mounts each of
 // them for GET and HEAD and hands the request to dashboardHandler.
-var dashboardPaths = []string{"/", "/dashboard.js", "/dashboard.css", "/dashboard.svg"}
+var dashboardPaths = []string{"/", "/dashboard.js", "/dashboard-ops.js", "/dashboard.css", "/dashboard.svg"}
 
 // dashboardCSP is the Content-Security-Policy of every dashboard answer:
 // scripts, styles, images and fetches from the same origin only, no inline
@@ -43,10 +45,11 @@ type dashboardAsset struct {
 // The handler is safe for concurrent use.
 func dashboardHandler() http.Handler {
 	assets := map[string]dashboardAsset{
-		"/":              {"text/html; charset=utf-8", dashboardHTML},
-		"/dashboard.js":  {"text/javascript; charset=utf-8", dashboardJS},
-		"/dashboard.css": {"text/css; charset=utf-8", dashboardCSS},
-		"/dashboard.svg": {"image/svg+xml", dashboardSVG},
+		"/":                 {"text/html; charset=utf-8", dashboardHTML},
+		"/dashboard.js":     {"text/javascript; charset=utf-8", dashboardJS},
+		"/dashboard-ops.js": {"text/javascript; charset=utf-8", dashboardOpsJS},
+		"/dashboard.css":    {"text/css; charset=utf-8", dashboardCSS},
+		"/dashboard.svg":    {"image/svg+xml", dashboardSVG},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

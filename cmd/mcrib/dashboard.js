@@ -259,6 +259,9 @@
     const td = el("td", null, el("span", "pill state-" + state.replace(/[^a-z]/g, ""), state));
     const absent = ageOf(n.absent_since);
     if (absent !== null) td.append(el("span", "muted small", " absent " + fmtAge(absent)));
+    const hold = num(n.hold_remaining_seconds);
+    if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
+    if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", "flush pending"));
     return td;
   }
 
@@ -282,7 +285,8 @@
 
   function nodeSig(n) {
     if (!n) return "";
-    return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since)].join("|");
+    return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since),
+      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending].join("|");
   }
 
   function renderSlots() {
@@ -430,7 +434,10 @@
     meter.max = ceiling !== null && ceiling > 0 ? ceiling : Math.max(limit || 0, 1);
     meter.value = limit || 0;
     setText(byId("bl-burst"), fmtNum(bl.burst));
-    setText(byId("bl-hitrate"), fmtRate(bl.hit_rate));
+    // The status document says when no hit rate is known yet (null); the
+    // boot-limit document's 0 would read as a cold cache.
+    const st = last.status ? last.status.body : null;
+    setText(byId("bl-hitrate"), fmtRate(st && "hit_rate" in st ? st.hit_rate : bl.hit_rate));
     setText(byId("bl-range"), fmtNum(bl.floor) + " – " + fmtNum(bl.ceiling) + " boots/s");
     setText(byId("bl-reason"), str(bl.reason) || "—");
     const showAuto = manual && (num(bl.auto_limit) !== null || str(bl.auto_reason) !== "");

@@ -52,13 +52,16 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 	}
 	line("last reconcile", last)
 	line("consul reachable", known(sent.has("consul_reachable"), yesNo(s.ConsulReachable)))
-	line("hit rate", known(sent.has("hit_rate"), formatHitRate(s.HitRate)))
+	line("hit rate", knownHitRate(sent.has("hit_rate"), s.HitRate))
 	if sent.has("boot_limit") {
 		b, bs := s.BootLimit, sent.under("boot_limit")
 		line("boot limit", fmt.Sprintf("%s, %s boots/s, burst %s", orDash(b.Mode),
 			known(bs.has("limit"), formatNumber(b.Limit)), known(bs.has("burst"), strconv.Itoa(b.Burst))))
 	} else {
 		line("boot limit", "unknown")
+	}
+	for _, f := range statusFacts(s, sent) {
+		line(f[0], f[1])
 	}
 	tw.Flush()
 
@@ -84,6 +87,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 			known(ns.has("reachable"), yesNo(n.Reachable)), orDash(n.State), flaps)
 	}
 	tw.Flush()
+	printNodeNotes(w, s)
 }
 
 // printSlots writes the readable form of the slot map document.

@@ -22,7 +22,7 @@ func TestPrintStatus(t *testing.T) {
 				{ID: "mc-9", Addr: "127.0.0.1:11219", Slot: slot(-1), Consul: "absent", State: "down", AbsentSince: &at, Flaps: 3},
 			},
 		},
-		HitRate:   0.97,
+		HitRate:   func(f float64) *float64 { return &f }(0.97),
 		BootLimit: ratelimit.Document{Mode: "auto", Limit: 1000, Burst: 100},
 	}
 	troubled := statusDocument{
@@ -50,6 +50,8 @@ last reconcile:    2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
 boot limit:        auto, 1000 boots/s, burst 100
+vacant slots:      0
+blocked:           no replacement held back
 
 ID    ADDR             AZ  SLOT  CONSUL   REACHABLE  STATE    FLAPS
 mc-1  127.0.0.1:11211  a   0     present  yes        serving  0
@@ -63,8 +65,10 @@ discovery fault:   yes: consul listed no instance
 generation:        2
 last reconcile:    never
 consul reachable:  no
-hit rate:          0.00
+hit rate:          unknown
 boot limit:        -, 0 boots/s, burst 0
+vacant slots:      0
+blocked:           no replacement held back
 
 ID    ADDR            AZ  SLOT  CONSUL  REACHABLE  STATE  FLAPS
 mc-2  10.0.0.2:11211  -   -     -       no         held   0
@@ -111,8 +115,10 @@ auto-frozen:       no
 generation:        0
 last reconcile:    never
 consul reachable:  no
-hit rate:          0.00
+hit rate:          unknown
 boot limit:        manual, 2.5 boots/s, burst 1
+vacant slots:      0
+blocked:           no replacement held back
 
 no nodes
 `},

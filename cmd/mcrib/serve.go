@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/internal/tracing"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/metrics"
 	"github.com/mcrib/mcrib/ratelimit"
@@ -59,10 +62,24 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		loop *controlloop.Loop
 		boot *ratelimit.Service
 	)
-	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) }})
+	rec, metricsHandler, err := metrics.New(metrics.Options{Gauges: func() metrics.Gauges { return gauges(loop, boot) },
+		Pool: cfg.Pool, Version: version, Runtime: true})
 	if err != nil {
 		return fmt.Errorf("setting up metrics: %w", err)
 	}
+	traces, err := tracing.Setup(ctx, tracing.Options{Getenv: os.Getenv, Version: version, Pool: cfg.Pool})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		traces.Shutdown(shutCtx)
+	}()
+	if traces.Protocol != "" {
+		logger.Info("exporting traces over OTLP", "protocol", traces.Protocol)
+	}
+	ops := newOpsRecord(eventlog.NewLog(eventlog.Options{}), eventlog.NewHistory(eventlog.HistoryOptions{Interval: cfg.StatsInterval}))
 	loop, err = controlloop.New(controlloop.Options{
 		Consul:                   consul,
 		Pool:                     cfg.Pool,
@@ -83,6 +100,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		Prober:                   prober,
 		Logger:                   logger,
 		Metrics:                  rec,
+		Events:                   ops.sink(),
+		Tracer:                   traces.Tracer("github.com/mcrib/mcrib/controlloop"),
 	})
 	if err != nil {
 		return err
@@ -112,12 +131,13 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	handler := newAPIServer(loop, boot, rec, metricsHandler, cfg.Token, logger, func() (bool, string) {
+	handler := newAPIServer(loop, boot, teeBoot{rec, ops}, metricsHandler, cfg.Token, logger, func() (bool, string) {
 		return elector.IsLeader(), elector.LeaderID()
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
+	handler.ops = ops
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, handler),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -145,6 +165,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		})
 	})
 	wg.Go(func() { loop.Run(runCtx) })
+	wg.Go(func() { ops.hist.Run(runCtx, func() eventlog.Reading { return ops.reading(boot, boot.HitRate) }) })
 	wg.Go(func() {
 		if err := boot.Run(runCtx); err != nil && runCtx.Err() == nil {
 			logger.Error("the boot limiter stopped", "err", err)
@@ -229,6 +250,11 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		NodesByState:        map[string]int{},
 		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
+		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
+	}
+	g.ConfigGenerations = loop.ConfigGenerations()
+	if m := loop.SlotMap(); m != nil {
+		g.SlotMapUpdated = m.UpdatedAt()
 	}
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
@@ -240,6 +266,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++
+		if n.FlushPending {
+			g.FlushesPending++
+		}
 	}
 	return g
 }

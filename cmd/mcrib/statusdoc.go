@@ -13,12 +13,32 @@ type statusDocument struct {
 	controlloop.Status
 	// HitRate and BootLimit take the place of the loop's fields of the same
 	// JSON names, which the loop does not fill.
-	HitRate   float64            `json:"hit_rate"`
+	// HitRate is null while no interval with traffic has been measured.
+	HitRate   *float64           `json:"hit_rate"`
 	BootLimit ratelimit.Document `json:"boot_limit"`
 }
 
 // newStatusDocument composes the status document from the loop's status and
 // the boot limiter's document.
 func newStatusDocument(st controlloop.Status, boot ratelimit.Document) statusDocument {
-	return statusDocument{Status: st, HitRate: boot.HitRate, BootLimit: boot}
+	rate := boot.HitRate
+	return statusDocument{Status: st, HitRate: &rate, BootLimit: boot}
+}
+
+// hitRateSource tells whether a hit rate was measured; *ratelimit.Service
+// implements it.
+type hitRateSource interface {
+	HitRate() (rate float64, ok bool)
+}
+
+// withKnownHitRate makes doc's hit rate null while boot has measured no
+// interval with traffic (before any traffic, on a follower), so that it
+// does not read as a cold cache.
+func withKnownHitRate(doc statusDocument, boot bootLimiter) statusDocument {
+	if hr, ok := boot.(hitRateSource); ok {
+		if _, known := hr.HitRate(); !known {
+			doc.HitRate = nil
+		}
+	}
+	return doc
 }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/testenv"
+)
+
+// stackGet decodes GET url into v and reports whether it answered 200.
+func stackGet(url string, v any) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return err == nil && resp.StatusCode == http.StatusOK && json.Unmarshal(b, v) == nil
+}
+
+// TestDashboardInChromiumThroughAReplacement runs a real stack (a Consul
+// dev agent, six memcached, mcrib serve in this process), kills the
+// memcached of slot 2, waits for its replacement, and checks that the
+// page draws the history and lists the replacement with its node and
+// reason. MCRIB_SCREENSHOT=1 also writes /tmp/mcrib-dashboard-replacement.png.
+func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
+	bin := dashChromium(t)
+	consul := testenv.StartConsul(t)
+	nodes := map[string]*testenv.Memcached{}
+	for i := range 6 {
+		id := fmt.Sprintf("mc-%d", i+1)
+		nodes[id] = testenv.StartMemcached(t)
+		testenv.Register(t, consul.Client, nodes[id], testenv.Registration{ID: id, Meta: map[string]string{"az": string(rune('a' + i%3))}})
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg, err := parseServeConfig([]string{"--consul", consul.HTTPAddr, "--listen", addr, "--slots", "4", "--hold", "2s",
+		"--probe-interval", "200ms", "--stats-interval", "200ms"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	logs := &strings.Builder{}
+	var logMu sync.Mutex
+	wg.Go(func() {
+		w := writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
+		if err := runServe(ctx, cfg, io.Discard, w); err != nil {
+			t.Errorf("mcrib serve: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if t.Failed() {
+			logMu.Lock()
+			t.Logf("mcrib log:\n%s", dashTail(logs.String(), 6000))
+			logMu.Unlock()
+		}
+	})
+	base := "http://" + addr
+
+	var victim string
+	testenv.Eventually(t, 30*time.Second, "all 4 slots filled", func() bool {
+		var doc struct {
+			Slots []struct {
+				NodeID string `json:"node_id"`
+			} `json:"slots"`
+		}
+		if !stackGet(base+"/v1/slotmap", &doc) || len(doc.Slots) != 4 {
+			return false
+		}
+		for _, s := range doc.Slots {
+			if s.NodeID == "" {
+				return false
+			}
+		}
+		victim = doc.Slots[2].NodeID
+		return true
+	})
+	nodes[victim].Kill(t)
+
+	var replaced eventlog.Event
+	testenv.Eventually(t, 30*time.Second, victim+"'s replacement in /v1/events", func() bool {
+		var evs []eventlog.Event
+		if !stackGet(base+"/v1/events", &evs) {
+			return false
+		}
+		for _, e := range evs {
+			if e.Kind == eventlog.KindReplacement && e.Node == victim {
+				replaced = e
+				return true
+			}
+		}
+		return false
+	})
+	testenv.Eventually(t, 10*time.Second, "the replacement in /v1/history", func() bool {
+		var h eventlog.Series
+		if !stackGet(base+"/v1/history", &h) {
+			return false
+		}
+		for _, n := range h.Replacements {
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	})
+
+	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", base+"/"))
+	dashWantShown(t, d, "ops-error", false)
+	for _, id := range []string{"chart-hitrate", "chart-bootlimit", "chart-boots", "chart-moves"} {
+		svg := d.byID(t, id).find(func(n *dashNode) bool { return n.tag == "svg" })
+		if svg == nil || svg.attrs["data-points"] == "" || svg.attrs["data-points"] == "0" {
+			t.Errorf("#%s has no chart with points: %+v", id, svg)
+		}
+	}
+	moves := d.byID(t, "chart-moves")
+	if moves.find(func(n *dashNode) bool { return n.attrs["data-series"] == "replacements" }) == nil {
+		t.Errorf("#chart-moves draws no replacements series")
+	}
+	dashWantContains(t, d, "chart-moves", "Flushes and replacements", "replacements ")
+	var row *dashNode
+	for _, tr := range d.byID(t, "events").elementsNamed("tr") {
+		if tr.attrs["data-kind"] == eventlog.KindReplacement {
+			row = tr
+		}
+	}
+	if row == nil {
+		t.Fatalf("#events lists no replacement:\n%s", d.byID(t, "events").text())
+	}
+	for _, want := range []string{victim, "slot 2", replaced.Reason, "mcrib"} {
+		if !strings.Contains(row.text(), want) {
+			t.Errorf("the replacement row %q lacks %q", row.text(), want)
+		}
+	}
+	if os.Getenv("MCRIB_SCREENSHOT") != "" {
+		const shot = "/tmp/mcrib-dashboard-replacement.png"
+		os.Remove(shot)
+		dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,1600", base+"/")
+		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+			t.Fatalf("no screenshot at %s: %v", shot, err)
+		}
+		t.Logf("screenshot during a replacement written to %s", shot)
+	}
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

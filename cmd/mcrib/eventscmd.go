@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+)
+
+// followEvery is how often `mcrib events --follow` asks for new events
+// (a variable for the tests).
+var followEvery = time.Second
+
+// eventsUsage is the usage of `mcrib events`.
+const eventsUsage = "usage: mcrib events [--follow] [--json] " + addrUsage
+
+// events prints GET /v1/events; with --follow it then asks for the events
+// after the last one printed every second until interrupted.
+func (c cli) events(ctx context.Context, args []string) error {
+	fs, addr := clientFlags("events")
+	asJSON := fs.Bool("json", false, "print each event as one line of JSON")
+	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	pos, err := parseClientArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("unexpected argument %q", pos[0])
+	}
+	cl, err := newClient(*addr, c.getenv)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	var since uint64
+	for first := true; ; first = false {
+		b, err := cl.get(ctx, "/v1/events?since="+strconv.FormatUint(since, 10))
+		if err != nil {
+			if !first && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		var evs []eventlog.Event
+		if err := json.Unmarshal(b, &evs); err != nil {
+			return fmt.Errorf("reading the events: %w", err)
+		}
+		if first && len(evs) == 0 && !*asJSON && !*follow {
+			fmt.Fprintln(c.stdout, "no events")
+		}
+		restarted := false
+		for _, e := range evs {
+			restarted = restarted || (!first && e.Seq <= since)
+		}
+		if restarted {
+			since = 0
+			fmt.Fprintln(c.stderr, "mcrib events: the server restarted; its events start again")
+		}
+		printEvents(c.stdout, evs, *asJSON)
+		for _, e := range evs {
+			since = max(since, e.Seq)
+		}
+		if !*follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(followEvery):
+		}
+	}
+}
+
+// printEvents writes events one a line: as JSON, or as time, kind, node,
+// who and reason.
+func printEvents(w io.Writer, evs []eventlog.Event, asJSON bool) {
+	if asJSON {
+		for _, e := range evs {
+			b, _ := json.Marshal(e)
+			fmt.Fprintf(w, "%s\n", b)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range evs {
+		node := orDash(e.Node)
+		if e.Slot != nil {
+			node += " (slot " + strconv.Itoa(*e.Slot) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Kind, node, orDash(e.Who), orDash(e.Reason))
+	}
+	tw.Flush()
+}

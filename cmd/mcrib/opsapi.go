@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/ratelimit"
+)
+
+// opsRecord is what GET /v1/events and GET /v1/history serve: the
+// decisions of the control loop, the operator's changes and the boot
+// limit's moves (Log), and the pool's figures over the last half hour
+// (History). A nil *opsRecord serves an empty log and history.
+type opsRecord struct {
+	log  *eventlog.Log
+	hist *eventlog.History
+
+	mu       sync.Mutex
+	lastBoot *ratelimit.Document
+}
+
+// newOpsRecord returns an empty record whose history has one point per
+// stats interval.
+func newOpsRecord(log *eventlog.Log, hist *eventlog.History) *opsRecord {
+	return &opsRecord{log: log, hist: hist}
+}
+
+// sink is the recorder the control loop feeds.
+func (o *opsRecord) sink() eventlog.Recorder { return eventlog.Recorder{Log: o.log, History: o.hist} }
+
+// operator records an operator's change.
+func (o *opsRecord) operator(who, what string) {
+	if o != nil {
+		o.log.Add(eventlog.Event{Kind: eventlog.KindOperator, Reason: what, Who: who})
+	}
+}
+
+// BootAdmission counts one boot admission in the history.
+func (o *opsRecord) BootAdmission(admitted bool) {
+	if o != nil {
+		o.hist.Admission(admitted)
+	}
+}
+
+// reading samples the boot limiter for the history, and records a change
+// of the boot limit's mode or value since the previous sample.
+func (o *opsRecord) reading(boot bootLimiter, hitRate func() (float64, bool)) eventlog.Reading {
+	doc := boot.Document()
+	rate, known := hitRate()
+	o.mu.Lock()
+	prev := o.lastBoot
+	o.lastBoot = &doc
+	o.mu.Unlock()
+	if prev != nil && (prev.Mode != doc.Mode || prev.Limit != doc.Limit) {
+		o.log.Add(eventlog.Event{Kind: eventlog.KindBootLimit, Who: "mcrib",
+			Reason: fmt.Sprintf("%s %s → %s %s boots/s: %s", prev.Mode, formatNumber(prev.Limit), doc.Mode, formatNumber(doc.Limit), orDash(doc.Reason))})
+	}
+	return eventlog.Reading{HitRate: rate, HitRateKnown: known, BootLimit: doc.Limit, BootMode: doc.Mode}
+}
+
+// teeBoot counts boot admissions in the metrics and in the history.
+type teeBoot []bootRecorder
+
+func (t teeBoot) BootAdmission(admitted bool) {
+	for _, r := range t {
+		r.BootAdmission(admitted)
+	}
+}
+
+// getEvents serves GET /v1/events: the latest decisions, newest last;
+// ?since=N keeps those after the event numbered N (its "seq"). A since
+// beyond the last event can only come from a reader of an earlier process
+// (the numbers start again at 1 after a restart): it gets every event, and
+// tells the restart by numbers at or below its own.
+func (a *apiServer) getEvents(w http.ResponseWriter, r *http.Request) error {
+	var since uint64
+	if s := r.URL.Query().Get("since"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "since must be the seq of an earlier event, a whole number ≥ 0, not %q", s)
+		}
+		since = n
+	}
+	events := []eventlog.Event{}
+	if a.ops != nil {
+		if since > a.ops.log.Last() {
+			since = 0
+		}
+		events = a.ops.log.Since(since)
+	}
+	writeJSON(w, http.StatusOK, events)
+	return nil
+}
+
+// getHistory serves GET /v1/history: the pool's figures, one point per
+// stats interval over the last 30 minutes.
+func (a *apiServer) getHistory(w http.ResponseWriter, r *http.Request) error {
+	if a.ops == nil {
+		writeJSON(w, http.StatusOK, eventlog.NewHistory(eventlog.HistoryOptions{}).Series())
+		return nil
+	}
+	writeJSON(w, http.StatusOK, a.ops.hist.Series())
+	return nil
+}

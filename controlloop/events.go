@@ -1,0 +1,85 @@
+package controlloop
+
+import (
+	"context"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+)
+
+// EventSink receives the loop's decisions and the node transitions it
+// observes, as they happen (GET /v1/events, GET /v1/history);
+// eventlog.Recorder implements it. Record is called with the loop's mutex
+// sometimes held: it must not call back into the Loop, and must not block.
+type EventSink interface {
+	Record(e eventlog.Event)
+}
+
+var _ EventSink = eventlog.Recorder{}
+
+// emit hands e to Options.Events, when one is set.
+func (l *Loop) emit(e eventlog.Event) {
+	if l.opts.Events != nil {
+		l.opts.Events.Record(e)
+	}
+}
+
+// emitNodeEvents hands the node transitions evs to Options.Events. A slot
+// holder going absent starts its hold and coming back clears it; the
+// other transitions keep the tracker's names ("node unreachable", ...).
+func (l *Loop) emitNodeEvents(evs []nodeEvent) {
+	if l.opts.Events == nil || len(evs) == 0 {
+		return
+	}
+	for _, e := range evs {
+		kind := "node " + e.Event
+		switch {
+		case e.Node == "":
+			kind = e.Event // the observer fault and its end
+		case e.Event == "absent" && l.holdsSlot(e.Node):
+			kind = eventlog.KindHoldStarted
+		case e.Event == "present" && l.holdsSlot(e.Node):
+			kind = eventlog.KindHoldCleared
+		}
+		l.emit(eventlog.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
+	}
+}
+
+// holdsSlot tells whether the current map gives node a slot.
+func (l *Loop) holdsSlot(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.current != nil && l.current.SlotOf(node) >= 0
+}
+
+// emitChange hands the replacements and placements of a written map to
+// Options.Events and the pass's span.
+func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
+	for _, ev := range plan.Evictions {
+		slot := ev.Slot
+		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
+	}
+	for _, p := range done {
+		slot := p.Slot
+		why := "a spare takes a vacant slot, flushed first"
+		if plan.FirstFill {
+			why = "the first fill of a new pool"
+		}
+		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindPlacement, Node: p.Node.ID, Slot: &slot, Reason: why})
+	}
+}
+
+// emitFlush hands a flush that was carried out to Options.Events and the
+// pass's span.
+func (l *Loop) emitFlush(ctx context.Context, node, why string) {
+	l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
+}
+
+// emitAutoFreeze hands a change of the automatic freeze to
+// Options.Events: reason is the new reason, empty when it lifted.
+func (l *Loop) emitAutoFreeze(reason string) {
+	if reason == "" {
+		l.emit(eventlog.Event{Kind: eventlog.KindAutoFreezeLifted, Reason: "the automatic freeze lifted"})
+		return
+	}
+	l.emit(eventlog.Event{Kind: eventlog.KindAutoFreeze, Reason: reason})
+}

@@ -1,0 +1,105 @@
+package controlloop
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+)
+
+// eventsOf returns "kind node" for each event of log, oldest first.
+func eventsOf(log *eventlog.Log) []string {
+	var out []string
+	for _, e := range log.Since(0) {
+		out = append(out, e.Kind+" "+e.Node)
+	}
+	return out
+}
+
+func TestEventsOfAReplacementAndAnAgentRestart(t *testing.T) {
+	w := newWorld(t, 2)
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	hist := eventlog.NewHistory(eventlog.HistoryOptions{Interval: time.Second, Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log, History: hist}
+	ctx := context.Background()
+	pass := func(what string) {
+		t.Helper()
+		if res, err := w.loop.Reconcile(ctx); res.Outcome != OutcomeOK {
+			t.Fatalf("%s: outcome %q (%v)", what, res.Outcome, err)
+		}
+	}
+
+	w.seed(3, []string{"a", "b"}, []string{"c"})
+	w.lead.win("s1")
+	w.answer("a", "b", "c")
+	w.probe()
+	pass("steady")
+	if got := eventsOf(log); len(got) != 0 {
+		t.Fatalf("events of a steady pool: %q, want none", got)
+	}
+
+	// An agent restart: a leaves Consul and comes back, answering all along.
+	w.answer("b", "c")
+	w.probe()
+	pass("a absent")
+	w.clk.Advance(5 * time.Second)
+	w.answer("a", "b", "c")
+	w.probe()
+	pass("a back")
+	want := []string{"hold started a", "hold cleared a"}
+	if got := eventsOf(log); !slices.Equal(got, want) {
+		t.Fatalf("events of an agent restart: %q, want %q (a hold, no flush)", got, want)
+	}
+
+	// b dies for real: its hold passes, c takes its slot, flushed first.
+	takeOut("b")(w)
+	pass("b replaced")
+	got := eventsOf(log)[2:]
+	for _, e := range []string{"node unreachable b", "hold started b", "replacement b", "flush c", "placement c"} {
+		if !slices.Contains(got, e) {
+			t.Errorf("events %q lack %q", got, e)
+		}
+	}
+	for _, e := range log.Since(0) {
+		if e.Kind == eventlog.KindReplacement && (e.Reason == "" || e.Slot == nil || *e.Slot != 1 || e.Who != "mcrib") {
+			t.Errorf("replacement event %+v: want a reason, slot 1, who mcrib", e)
+		}
+	}
+	hist.Sample(eventlog.Reading{})
+	if s := hist.Series(); s.Replacements[0] != 1 || s.Flushes[0] != 1 {
+		t.Errorf("history: %d replacements, %d flushes; want 1 and 1", s.Replacements[0], s.Flushes[0])
+	}
+}
+
+func TestEventsOfAnObserverFault(t *testing.T) {
+	w := leadingWorld(t, []string{"a", "b", "c", "d"}, "e")
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
+	w.away("a", "b", "c")
+	w.pass(OutcomeOK)
+	w.back(20*time.Second, "a", "b", "c")
+	w.pass(OutcomeOK)
+	w.clk.Advance(3 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+
+	var kinds []string
+	for _, e := range log.Since(0) {
+		if e.Node == "" {
+			kinds = append(kinds, e.Kind)
+			if e.Reason == "" {
+				t.Errorf("%s without a reason", e.Kind)
+			}
+		}
+		if e.Kind == eventlog.KindFlush || e.Kind == eventlog.KindReplacement {
+			t.Errorf("an observer fault led to %s of %s", e.Kind, e.Node)
+		}
+	}
+	// The end of the fault and the lifting of the freeze come in one pass.
+	want := []string{eventlog.KindObserverFault, eventlog.KindAutoFreeze, eventlog.KindAutoFreezeLifted, eventlog.KindObserverFaultOver}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("pool-wide events %q, want %q", kinds, want)
+	}
+}

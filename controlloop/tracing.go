@@ -1,0 +1,180 @@
+package controlloop
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// Span names of the loop's traces.
+const (
+	SpanReconcile     = "mcrib.reconcile"
+	SpanConsulRead    = "consul.kv.read"
+	SpanConsulWrite   = "consul.kv.write_slotmap"
+	SpanConsulVote    = "consul.kv.put_vote"
+	SpanConsulFreeze  = "consul.kv.freeze"
+	SpanLeaderConfirm = "consul.lock.confirm"
+	SpanFlush         = "memcached.flush_all"
+)
+
+// traced returns o with Store, Leadership and Prober wrapped so that each
+// Consul call and each flush is a span, when o.Tracer is set; o as it is
+// otherwise. The wrappers start child spans of the span in their context
+// (a reconcile pass).
+func (o Options) traced() Options {
+	if o.Tracer == nil {
+		return o
+	}
+	o.Store = tracedStore{Store: o.Store, tr: o.Tracer}
+	o.Leadership = tracedLeadership{Leadership: o.Leadership, tr: o.Tracer}
+	o.Prober = tracedProber{Prober: o.Prober, tr: o.Tracer}
+	return o
+}
+
+// endSpan records err on span and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+type tracedStore struct {
+	Store
+	tr trace.Tracer
+}
+
+func (s tracedStore) Read(ctx context.Context) (Snapshot, error) {
+	ctx, span := s.tr.Start(ctx, SpanConsulRead, trace.WithSpanKind(trace.SpanKindClient))
+	st, err := s.Store.Read(ctx)
+	if st.SlotMap != nil {
+		span.SetAttributes(attribute.Int64("mcrib.stored_generation", int64(st.SlotMap.Generation())))
+	}
+	endSpan(span, err)
+	return st, err
+}
+
+func (s tracedStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (bool, error) {
+	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Int64("mcrib.generation", int64(m.Generation()))))
+	ok, err := s.Store.WriteSlotMap(ctx, m, read, lease)
+	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
+	endSpan(span, err)
+	return ok, err
+}
+
+func (s tracedStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+	ctx, span := s.tr.Start(ctx, SpanConsulFreeze, trace.WithSpanKind(trace.SpanKindClient))
+	err := s.Store.PutFreeze(ctx, f)
+	endSpan(span, err)
+	return err
+}
+
+func (s tracedStore) DeleteFreeze(ctx context.Context) error {
+	ctx, span := s.tr.Start(ctx, SpanConsulFreeze, trace.WithSpanKind(trace.SpanKindClient))
+	err := s.Store.DeleteFreeze(ctx)
+	endSpan(span, err)
+	return err
+}
+
+func (s tracedStore) PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error {
+	ctx, span := s.tr.Start(ctx, SpanConsulVote, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Int("mcrib.unreachable", len(v.Unreachable))))
+	err := s.Store.PutVote(ctx, replica, v, member)
+	endSpan(span, err)
+	return err
+}
+
+type tracedLeadership struct {
+	Leadership
+	tr trace.Tracer
+}
+
+func (l tracedLeadership) Confirm(ctx context.Context) (leader.Lease, error) {
+	ctx, span := l.tr.Start(ctx, SpanLeaderConfirm, trace.WithSpanKind(trace.SpanKindClient))
+	lease, err := l.Leadership.Confirm(ctx)
+	endSpan(span, err)
+	return lease, err
+}
+
+type tracedProber struct {
+	Prober
+	tr trace.Tracer
+}
+
+func (p tracedProber) Flush(ctx context.Context, addr string) error {
+	ctx, span := p.tr.Start(ctx, SpanFlush, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("mcrib.addr", addr)))
+	err := p.Prober.Flush(ctx, addr)
+	endSpan(span, err)
+	return err
+}
+
+// passKey is the context key of the decisions counted in a pass.
+type passKey struct{}
+
+// passCounts counts the decisions of one traced pass, by kind.
+type passCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// tracedReconcile runs Reconcile inside a pass span: its decisions are
+// events of the span (emitIn), their counts and the pass's outcome,
+// generation and freezes its attributes.
+func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
+	if l.opts.Tracer == nil {
+		return l.Reconcile(ctx)
+	}
+	counts := &passCounts{n: map[string]int{}}
+	ctx, span := l.opts.Tracer.Start(context.WithValue(ctx, passKey{}, counts), SpanReconcile,
+		trace.WithAttributes(attribute.String("mcrib.pool", l.opts.Pool)))
+	res, err := l.Reconcile(ctx)
+	l.mu.Lock()
+	attrs := []attribute.KeyValue{
+		attribute.String("mcrib.outcome", res.Outcome),
+		attribute.Bool("mcrib.frozen", l.freeze != nil),
+		attribute.String("mcrib.auto_freeze_reason", l.autoFrozen),
+		attribute.Int("mcrib.replacements_blocked", l.blocked),
+	}
+	if l.current != nil {
+		attrs = append(attrs, attribute.Int64("mcrib.generation", int64(l.current.Generation())))
+	}
+	l.mu.Unlock()
+	counts.mu.Lock()
+	for k, name := range map[string]string{eventlog.KindReplacement: "mcrib.replacements", eventlog.KindPlacement: "mcrib.placements", eventlog.KindFlush: "mcrib.flushes"} {
+		attrs = append(attrs, attribute.Int(name, counts.n[k]))
+	}
+	counts.mu.Unlock()
+	span.SetAttributes(attrs...)
+	endSpan(span, err)
+	return res, err
+}
+
+// emitIn hands e to Options.Events and adds it as an event to the span of
+// ctx (a reconcile pass), counted in the pass's attributes.
+func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
+	l.emit(e)
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("mcrib.node", e.Node), attribute.String("mcrib.reason", e.Reason)}
+	if e.Slot != nil {
+		attrs = append(attrs, attribute.Int("mcrib.slot", *e.Slot))
+	}
+	span.AddEvent(e.Kind, trace.WithAttributes(attrs...))
+	if c, ok := ctx.Value(passKey{}).(*passCounts); ok {
+		c.mu.Lock()
+		c.n[e.Kind]++
+		c.mu.Unlock()
+	}
+}

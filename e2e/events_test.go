@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/testenv"
+)
+
+// TestEventsAfterAgentRestart restarts the Consul client agent of a
+// serving node for longer than --hold while its memcached keeps running:
+// GET /v1/events lists the hold started and cleared for that node, and
+// neither a flush nor a replacement after the first fill.
+func TestEventsAfterAgentRestart(t *testing.T) {
+	const slots, nodes = 4, 5
+	server := testenv.StartConsul(t)
+	p := &pool{consul: server, nodes: map[string]*testenv.Memcached{}}
+	agents := map[string]*testenv.ConsulAgent{}
+	for i := range nodes {
+		id := fmt.Sprintf("mc-%02d", i+1)
+		p.nodes[id] = testenv.StartMemcached(t)
+		p.ids = append(p.ids, id)
+		agents[id] = server.StartClientAgent(t, fmt.Sprintf("127.0.0.%d", i+2))
+		p.register(t, agents[id].Client, id)
+	}
+	m := startMcrib(t, server.HTTPAddr, flags("--slots", fmt.Sprint(slots), "--hold", "2s")...)
+	before := filled(t, p, m, slots)
+	id := before.Slot(1).ID
+
+	agents[id].Stop(t)
+	testenv.Eventually(t, 10*time.Second, id+" held", func() bool {
+		n, ok := nodeStatus(m.status(), id)
+		return ok && n.State == "held"
+	})
+	time.Sleep(3 * time.Second) // longer than --hold
+	agents[id].Start(t)
+	p.register(t, agents[id].Client, id)
+
+	var evs []eventlog.Event
+	testenv.Eventually(t, 10*time.Second, "the hold of "+id+" cleared in /v1/events", func() bool {
+		evs = nil
+		if m.getJSON("/v1/events", &evs) != 200 {
+			return false
+		}
+		for _, e := range evs {
+			if e.Kind == eventlog.KindHoldCleared && e.Node == id {
+				return true
+			}
+		}
+		return false
+	})
+	started := false
+	for _, e := range evs {
+		switch {
+		case e.Kind == eventlog.KindHoldStarted && e.Node == id:
+			started = e.Reason != "" && !e.At.IsZero()
+		case e.Kind == eventlog.KindFlush, e.Kind == eventlog.KindReplacement:
+			t.Errorf("an agent restart led to %s of %s: %q", e.Kind, e.Node, e.Reason)
+		}
+	}
+	if !started {
+		t.Errorf("/v1/events lacks the hold of %s with a time and reason: %+v", id, evs)
+	}
+	sameSlots(t, "after the agent restart", before, m.slotMap())
+	noFlushes(t, p, "after the agent restart")
+}
