@@ -204,7 +204,7 @@ func (c *Client) Delete(key string) error {
 		return ErrQueued
 	}
 	if err := n.be.Delete(key); Unreachable(err) {
-		n.enqueue(key)
+		n.unreachable(key)
 		return errors.Join(ErrQueued, err)
 	} else {
 		return err
@@ -250,7 +250,7 @@ func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, 
 	}
 	err = op(n.be, item)
 	if invalidating && Unreachable(err) {
-		n.enqueue(item.Key)
+		n.unreachable(item.Key)
 		return errors.Join(ErrQueued, err)
 	}
 	return err

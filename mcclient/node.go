@@ -27,7 +27,7 @@ type backend interface {
 type fixedSelector struct{ addr net.Addr }
 
 func (s *fixedSelector) PickServer(string) (net.Addr, error) { return s.addr, nil }
-func (s *fixedSelector) Each(f func(net.Addr) error) error  { return f(s.addr) }
+func (s *fixedSelector) Each(f func(net.Addr) error) error   { return f(s.addr) }
 
 // staticAddr is a resolved address whose String is computed once:
 // gomemcache calls it on every operation to find an idle connection.
@@ -95,6 +95,17 @@ func (n *node) replay() bool {
 		}
 		n.q.Pop(key)
 		n.sh.metrics.replayed(n.id)
+	}
+}
+
+// unreachable queues a delete of key after an operation found the node
+// not answering, and starts the replay backoff: the next replay (and so
+// the next operation on the node) waits for it.
+func (n *node) unreachable(key string) {
+	n.enqueue(key)
+	if n.replayMu.TryLock() { // else a replay is under way and backs off itself
+		n.retryAt = n.sh.clock.Now().Add(n.bo.Next())
+		n.replayMu.Unlock()
 	}
 }
 
