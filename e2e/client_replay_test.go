@@ -200,3 +200,116 @@ func TestClientReplaysDeletesAcrossAPause(t *testing.T) {
 		sameSlots(t, "after the pause", before, m.slotMap())
 	})
 }
+
+// mapLag polls mcrib's API and the client's map every 5 ms until the
+// client routes by a map for which done is true, and returns how long
+// after mcrib first served such a map the client had it.
+func mapLag(t *testing.T, m *mcrib, c *mcclient.Client, what string, done func(*cachenodes.SlotMap) bool) time.Duration {
+	t.Helper()
+	var served, followed time.Time
+	testenv.Eventually(t, 30*time.Second, what, func() bool {
+		if served.IsZero() {
+			if sm := m.slotMap(); sm != nil && done(sm) {
+				served = time.Now()
+			}
+		}
+		if followed.IsZero() && done(c.SlotMap()) {
+			followed = time.Now()
+		}
+		return !served.IsZero() && !followed.IsZero()
+	})
+	return max(followed.Sub(served), 0)
+}
+
+// TestClientFollowsReplacementAndVacancy follows the map over mcrib's
+// blocking GET /v1/slotmap: a node put into maintenance with no spare
+// leaves its slot vacant, and the client misses its keys although the old
+// node still holds them; a new node is then placed in the slot; the
+// client has each map within a second of mcrib serving it.
+func TestClientFollowsReplacementAndVacancy(t *testing.T) {
+	const slots = 4
+	p := newPool(t, slots) // no spare
+	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", fmt.Sprint(slots), "--hold", "10m")...)
+	before := filled(t, p, m, slots)
+	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + m.Addr, WaitTime: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := followingClient(t, f)
+	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return before.Equal(c.SlotMap()) })
+
+	old := before.Slot(2)
+	ks := slotKeys("follow", 2, slots, 20)
+	for _, k := range ks {
+		if err := c.Set(&memcache.Item{Key: k, Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A reader runs throughout: no read of slot 2 may hit once the client
+	// routes by a map in which it is vacant.
+	var (
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+		vacantHit string
+	)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := ks[i%len(ks)]
+			vacant := c.SlotMap().Slot(2).IsZero()
+			if _, err := c.Get(k); err == nil && vacant && vacantHit == "" {
+				vacantHit = k
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+
+	if err := p.consul.Client.Agent().EnableServiceMaintenance(old.ID, "retiring"); err != nil {
+		t.Fatal(err)
+	}
+	lag := mapLag(t, m, c, "slot 2 vacant", func(sm *cachenodes.SlotMap) bool { return sm.Slot(2).IsZero() })
+	t.Logf("the client had the vacancy %v after mcrib served it", lag)
+	if lag > time.Second {
+		t.Fatalf("the client followed the vacancy after %v, want within 1s", lag)
+	}
+	for _, k := range ks {
+		if _, err := c.Get(k); err != memcache.ErrCacheMiss {
+			t.Fatalf("get of %s in a vacant slot: %v, want a miss", k, err)
+		}
+		if _, err := directGet(old.Addr, k); err != nil {
+			t.Fatalf("%s is gone from the old node %s (%v): the miss proves nothing", k, old.ID, err)
+		}
+	}
+
+	// A new node arrives and takes the vacant slot (flushed first).
+	p.nodes["mc-05"] = testenv.StartMemcached(t)
+	p.register(t, p.consul.Client, "mc-05")
+	lag = mapLag(t, m, c, "slot 2 placed again", func(sm *cachenodes.SlotMap) bool { return sm.Slot(2).ID == "mc-05" })
+	t.Logf("the client had the replacement %v after mcrib served it", lag)
+	if lag > time.Second {
+		t.Fatalf("the client followed the replacement after %v, want within 1s", lag)
+	}
+	close(stop)
+	wg.Wait()
+	if vacantHit != "" {
+		t.Fatalf("%s was read from slot 2's old node while the slot was vacant", vacantHit)
+	}
+	for _, k := range ks {
+		if _, err := c.Get(k); err != memcache.ErrCacheMiss {
+			t.Fatalf("get of %s on the new node: %v, want a miss (it was flushed)", k, err)
+		}
+	}
+	if err := c.Set(&memcache.Item{Key: ks[0], Value: []byte("new")}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := directGet(p.nodes["mc-05"].Addr, ks[0]); err != nil || string(it.Value) != "new" {
+		t.Fatalf("a write through the client did not land on the new holder of slot 2: %v", err)
+	}
+	if it, err := directGet(old.Addr, ks[0]); err != nil || string(it.Value) != "v" {
+		t.Fatalf("the old node's copy changed: %v", err)
+	}
+}
