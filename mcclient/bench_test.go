@@ -20,7 +20,6 @@ type benchPair struct {
 	client *Client
 }
 
-//
 // With shareConns the client's node runs on the plain client itself, so
 // both use the same idle connection (served by the same memcached worker
 // thread) and differ only by mcclient's layer: what BenchmarkOverheadP50
