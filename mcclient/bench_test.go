@@ -20,7 +20,8 @@ type benchPair struct {
 	client *Client
 }
 
-// With shareConns the client's node runs on the plain client itself, so
+// newBenchPair starts a memcached and returns the two clients of it, with
+// bench-key stored. With shareConns the client's node runs on the plain client itself, so
 // both use the same idle connection (served by the same memcached worker
 // thread) and differ only by mcclient's layer: what BenchmarkOverheadP50
 // compares. Without it each has its own connections, as in production.
