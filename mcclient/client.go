@@ -171,8 +171,11 @@ func (c *Client) pick(key string) (*node, error) {
 	if r == nil {
 		return nil, ErrNoSlotMap
 	}
-	return r.slots[cachenodes.KeySlot(key, len(r.slots))], nil
+	return r.slots[slotOf(key, len(r.slots))], nil
 }
+
+// slotOf is cachenodes.KeySlot.
+func slotOf(key string, slots int) int { return cachenodes.KeySlot(key, slots) }
 
 // Get reads key from the node of its slot. A vacant slot, and a node whose
 // queued deletes cannot be replayed first, answer memcache.ErrCacheMiss.

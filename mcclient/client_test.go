@@ -252,3 +252,40 @@ func TestAddressChangeIsANewNode(t *testing.T) {
 		t.Fatalf("%d deletes replayed to the new address", n)
 	}
 }
+
+func TestGetMulti(t *testing.T) {
+	tc := newTestClient(t, Options{RetryMin: time.Second})
+	tc.SetSlotMap(slotMap(t, 1, []string{"a", "", "c", "d"}))
+	var keys []string
+	for slot := range 4 {
+		keys = append(keys, keysOfSlot(slot, 4, 3)...)
+	}
+	for _, k := range keys {
+		tc.Set(&memcache.Item{Key: k, Value: []byte(k)})
+	}
+	c := tc.fleet.node("127.0.0.1:" + port("c"))
+	c.setDown(true)
+	deleted := keysOfSlot(2, 4, 1)[0]
+	tc.Delete(deleted) // queued for c
+	c.items[deleted] = []byte("stale")
+	got, err := tc.GetMulti(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slot 1 is vacant and c has a queue it cannot replay yet: both miss.
+	for _, k := range keys {
+		slot := slotOf(k, 4)
+		if _, hit := got[k]; hit != (slot == 0 || slot == 3) {
+			t.Fatalf("key %s of slot %d: hit %v", k, slot, hit)
+		}
+	}
+	c.setDown(false)
+	tc.clock.Advance(time.Second)
+	got, err = tc.GetMulti(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, hit := got[deleted]; hit || len(got) != 8 {
+		t.Fatalf("after the replay: %d hits, deleted key hit %v; want 8 and false", len(got), hit)
+	}
+}

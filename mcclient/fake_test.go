@@ -60,6 +60,20 @@ func (f *fakeNode) Get(key string) (*memcache.Item, error) {
 	return &memcache.Item{Key: key, Value: v}, nil
 }
 
+func (f *fakeNode) GetMulti(keys []string) (map[string]*memcache.Item, error) {
+	out := map[string]*memcache.Item{}
+	for _, k := range keys {
+		it, err := f.Get(k)
+		switch {
+		case err == nil:
+			out[k] = it
+		case err != memcache.ErrCacheMiss:
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeNode) Set(it *memcache.Item) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 // *memcache.Client has it. Tests pass fakes.
 type backend interface {
 	Get(key string) (*memcache.Item, error)
+	GetMulti(keys []string) (map[string]*memcache.Item, error)
 	Set(item *memcache.Item) error
 	Add(item *memcache.Item) error
 	Replace(item *memcache.Item) error
