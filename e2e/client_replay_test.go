@@ -68,11 +68,16 @@ func pauseLosingWrites(t *testing.T, m *mcrib, node *testenv.Memcached, id strin
 	start := time.Now()
 	node.Pause(t)
 	var flood []net.Conn
-	for len(flood) < 5000 {
-		conn, err := net.DialTimeout("tcp", node.Addr, 100*time.Millisecond)
+	// The queue is full when connections stop being established: two
+	// dials in a row time out (one slow dial on a loaded machine is not
+	// enough to tell).
+	for misses := 0; misses < 2 && len(flood) < 5000; {
+		conn, err := net.DialTimeout("tcp", node.Addr, 500*time.Millisecond)
 		if err != nil {
-			break // the accept queue is full: SYNs are dropped now
+			misses++
+			continue
 		}
+		misses = 0
 		flood = append(flood, conn)
 	}
 	t.Logf("the paused node's accept queue is full after %d connections", len(flood))
