@@ -3,6 +3,7 @@ package mcclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -177,8 +178,10 @@ func (c *Client) pick(key string) (*node, error) {
 // slotOf is cachenodes.KeySlot.
 func slotOf(key string, slots int) int { return cachenodes.KeySlot(key, slots) }
 
-// Get reads key from the node of its slot. A vacant slot, and a node whose
-// queued deletes cannot be replayed first, answer memcache.ErrCacheMiss.
+// Get reads key from the node of its slot. A vacant slot answers
+// memcache.ErrCacheMiss, and so does a node with queued deletes that are
+// not replayed first: the node still fails, its backoff has not passed, or
+// another goroutine is replaying them (a Get never waits for a replay).
 func (c *Client) Get(key string) (*memcache.Item, error) {
 	n, err := c.pick(key)
 	if err != nil {
@@ -208,7 +211,7 @@ func (c *Client) Delete(key string) error {
 	}
 	if err := n.be.Delete(key); Unreachable(err) {
 		n.unreachable(key)
-		return errors.Join(ErrQueued, err)
+		return fmt.Errorf("%w: %w", ErrQueued, err)
 	} else {
 		return err
 	}
@@ -254,7 +257,7 @@ func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, 
 	err = op(n.be, item)
 	if invalidating && Unreachable(err) {
 		n.unreachable(item.Key)
-		return errors.Join(ErrQueued, err)
+		return fmt.Errorf("%w: %w", ErrQueued, err)
 	}
 	return err
 }

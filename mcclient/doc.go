@@ -20,9 +20,11 @@
 //     mcrib_client_replay_drops_total{reason="queue_full"}. A key already
 //     queued is not queued twice.
 //   - While a node's queue is not empty, every operation on that node first
-//     replays the queue, in order. If the node still fails, a Get is a miss
+//     replays the queue, in order. If the node still fails (or its backoff
+//     has not passed, or another goroutine is replaying), a Get is a miss
 //     (memcache.ErrCacheMiss), a Delete, Set or Replace is queued (the error
-//     wraps ErrQueued) and nothing else is sent; the next replay waits a
+//     wraps ErrQueued), an Add answers memcache.ErrNotStored, and nothing
+//     is sent; the next replay waits a
 //     backoff on the injected clock. Run also replays queues in the
 //     background, so a queue drains even when nothing reads its node.
 //   - Slot moves: a node that leaves every slot keeps its queue but is not
