@@ -206,23 +206,26 @@ func TestClientReplaysDeletesAcrossAPause(t *testing.T) {
 	})
 }
 
-// mapLag polls mcrib's API and the client's map every 5 ms until the
+// mapLag polls mcrib's API and the client's map every 2 ms until the
 // client routes by a map for which done is true, and returns how long
-// after mcrib first served such a map the client had it.
+// after mcrib was first seen serving such a map the client had it (0 when
+// the client had it first).
 func mapLag(t *testing.T, m *mcrib, c *mcclient.Client, what string, done func(*cachenodes.SlotMap) bool) time.Duration {
 	t.Helper()
 	var served, followed time.Time
-	testenv.Eventually(t, 30*time.Second, what, func() bool {
+	for deadline := time.Now().Add(30 * time.Second); served.IsZero() || followed.IsZero(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (mcrib served it: %v; the client had it: %v)", what, !served.IsZero(), !followed.IsZero())
+		}
+		if followed.IsZero() && done(c.SlotMap()) {
+			followed = time.Now()
+		}
 		if served.IsZero() {
 			if sm := m.slotMap(); sm != nil && done(sm) {
 				served = time.Now()
 			}
 		}
-		if followed.IsZero() && done(c.SlotMap()) {
-			followed = time.Now()
-		}
-		return !served.IsZero() && !followed.IsZero()
-	})
+	}
 	return max(followed.Sub(served), 0)
 }
 
