@@ -29,12 +29,13 @@ func (timeoutErr) Temporary() bool { return true }
 
 // fakeNode is an in-memory memcached that can be taken down.
 type fakeNode struct {
-	mu      sync.Mutex
-	addr    string
-	down    bool
-	items   map[string][]byte
-	deletes []string // every delete that reached the node, in order
-	calls   int      // every call, answered or not
+	mu       sync.Mutex
+	addr     string
+	down     bool
+	items    map[string][]byte
+	deletes  []string    // every delete that reached the node, in order
+	calls    int         // every call, answered or not
+	onDelete chan string // when set, gets every delete that reached the node
 }
 
 func (f *fakeNode) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
@@ -103,6 +104,9 @@ func (f *fakeNode) Delete(key string) error {
 		return err
 	}
 	f.deletes = append(f.deletes, key)
+	if f.onDelete != nil {
+		f.onDelete <- key
+	}
 	if _, ok := f.items[key]; !ok {
 		return memcache.ErrCacheMiss
 	}
