@@ -231,25 +231,32 @@ func TestBackgroundReplay(t *testing.T) {
 	}
 }
 
-func TestAddressChangeIsANewNode(t *testing.T) {
+func TestQueueFollowsANodeToANewAddress(t *testing.T) {
 	tc := newTestClient(t, Options{})
 	tc.SetSlotMap(slotMap(t, 1, []string{"a"}))
 	tc.fleet.node("127.0.0.1:" + port("a")).setDown(true)
 	tc.Delete("k")
-	m := slotMap(t, 2, []string{"a"}).Spec()
-	m.Slots[0].Addr = "127.0.0.2:1"
-	m2, _ := cachenodesNew(m)
-	if err := tc.SetSlotMap(m2); err != nil {
+	spec := slotMap(t, 2, []string{"a"}).Spec()
+	spec.Slots[0].Addr = "127.0.0.2:1"
+	m, err := cachenodesNew(spec)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if tc.QueueLen("a") != 0 {
-		t.Fatalf("the queue of a's old address followed it to a new one")
+	if err := tc.SetSlotMap(m); err != nil {
+		t.Fatal(err)
 	}
+	if tc.QueueLen("a") != 1 {
+		t.Fatalf("the queue of a did not follow it to its new address")
+	}
+	tc.clock.Advance(time.Hour)
 	if _, err := tc.Get("k"); err != memcache.ErrCacheMiss {
 		t.Fatalf("Get at the new address: %v", err)
 	}
-	if n := len(tc.fleet.node("127.0.0.2:1").deletes); n != 0 {
-		t.Fatalf("%d deletes replayed to the new address", n)
+	if d := tc.fleet.node("127.0.0.2:1").deletes; !slices.Equal(d, []string{"k"}) {
+		t.Fatalf("replayed %v to the new address, want [k]", d)
+	}
+	if n := tc.counter(t, "mcrib_client_replay_drops"); n != 0 {
+		t.Fatalf("%d drops for an address change", n)
 	}
 }
 

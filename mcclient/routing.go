@@ -16,8 +16,9 @@ type routing struct {
 
 // SetSlotMap makes the client route by m, with one atomic swap: operations
 // under way finish on the table they started with, and none waits for the
-// swap. A node keeps its connections and replay queue while its ID and
-// address stay the same. A node that leaves every slot keeps its queue,
+// swap. A node keeps its connections while its ID and address stay the
+// same, and its replay queue while its ID does (a queue follows its node
+// to a new address). A node that leaves every slot keeps its queue,
 // unreplayed; when it is placed again (mcrib flushed it first) or leaves
 // the map, its queue is dropped. On an error (an address that does not
 // resolve, a nil map) nothing changes.
@@ -51,7 +52,13 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 				}
 				return fmt.Errorf("mcclient: node %q of slot %d at %q: %w", nd.ID, i, nd.Addr, err)
 			}
-			n = &node{id: nd.ID, addr: nd.Addr, be: be, q: newReplayQueue(c.opts.MaxQueue), sh: c.sh}
+			q := newReplayQueue(c.opts.MaxQueue)
+			if n != nil {
+				// The same node at a new address: its queue follows it
+				// (a delete too many is harmless, one too few is not).
+				q = n.q
+			}
+			n = &node{id: nd.ID, addr: nd.Addr, be: be, q: q, sh: c.sh}
 			n.bo.Min, n.bo.Max = c.opts.RetryMin, c.opts.RetryMax
 			fresh[nd.ID] = n
 		}
@@ -65,16 +72,16 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		inMap[s.ID] = true
 	}
 	for id, n := range c.nodes {
-		switch newN := fresh[id]; {
-		case newN != nil: // same ID, new address: a different memcached
-			n.drop(dropNodeGone)
+		placed := m.SlotOf(id) >= 0
+		if placed && old != nil && !held[id] {
+			// Parked with a queue, now placed again: mcrib flushed it.
+			n.drop(dropNodeFlushed)
+		}
+		switch {
+		case fresh[id] != nil: // a new address: fresh[id] has the queue
 			n.be.Close()
 			delete(c.nodes, id)
-		case m.SlotOf(id) >= 0 && !held[id] && old != nil:
-			// Parked with a queue, now placed again: flushed by mcrib.
-			n.drop(dropNodeFlushed)
-		case m.SlotOf(id) >= 0:
-		case !inMap[id] || n.q.Len() == 0:
+		case !placed && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
 			n.be.Close()
