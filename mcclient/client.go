@@ -209,12 +209,12 @@ func (c *Client) Delete(key string) error {
 		n.enqueue(key)
 		return ErrQueued
 	}
-	if err := n.be.Delete(key); Unreachable(err) {
+	err = n.be.Delete(key)
+	if Unreachable(err) {
 		n.unreachable(key)
 		return fmt.Errorf("%w: %w", ErrQueued, err)
-	} else {
-		return err
 	}
+	return err
 }
 
 // Set writes item to the node of its slot. It is an invalidating write:
