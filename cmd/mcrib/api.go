@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,9 @@ type apiServer struct {
 	// forwards boots to the leader so the limit holds for the whole pool.
 	leader  func() (leading bool, leaderID string)
 	forward *httputil.ReverseProxy
+	// forwardTLS, when set, makes forwarded boots go over TLS verified
+	// with it (--tls-cert); nil forwards over plain HTTP.
+	forwardTLS *tls.Config
 	// replicas are the pool's live replicas; fwd remembers a leader that
 	// did not answer a forwarded boot.
 	replicas replicas

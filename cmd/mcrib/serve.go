@@ -116,8 +116,12 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		return elector.IsLeader(), elector.LeaderID()
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
+	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           front,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -129,7 +133,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	// connection's write deadline past WriteTimeout, and answers at once
 	// when the server shuts down.
 	srv.RegisterOnShutdown(handler.stopWaiting)
-	fmt.Fprintf(stdout, "mcrib serving pool %q on http://%s/ (consul %s)\n", cfg.Pool, id, cfg.Consul)
+	fmt.Fprintf(stdout, "mcrib serving pool %q on %s://%s/ (consul %s)\n", cfg.Pool, scheme, id, cfg.Consul)
 	logger.Info("mcrib serving", "pool", cfg.Pool, "listen", id, "consul", cfg.Consul, "slots", cfg.Slots, "version", version)
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -155,7 +159,13 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	// API by at most bootLoadWait.
 	waitLoaded(runCtx, boot.Loaded, bootLoadWait)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if cfg.TLSCert != "" {
+			serveErr <- srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 
 	var stopErr error
 	select {
