@@ -31,9 +31,21 @@ func NewConsulStore(client *api.Client, kvPrefix, pool string) *ConsulStore {
 // Read returns the pool's keys in one round trip.
 func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 	prefix := s.keys.Prefix()
-	pairs, _, err := s.client.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	pairs, meta, err := s.client.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", prefix, err)
+	}
+	if meta != nil && meta.ResultsFilteredByACLs {
+		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", prefix, cachenodes.ErrACLHidden)
+	}
+	if len(pairs) == 0 {
+		// Consul filters a listing by ACLs silently (for the anonymous
+		// token without even a header): a read of one key is refused
+		// instead, so a token that may not read the pool is told apart
+		// from a pool with nothing stored yet.
+		if _, _, err := s.client.KV().Get(s.keys.SlotMap(), (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+			return Snapshot{}, fmt.Errorf("reading %s from consul: %w", s.keys.SlotMap(), err)
+		}
 	}
 	var st Snapshot
 	for _, p := range pairs {
