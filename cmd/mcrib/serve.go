@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/consulcall"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/metrics"
@@ -215,10 +216,17 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 
 // newConsulClient returns a Consul API client for addr ("host:port" or a
 // URL); the rest of the Consul environment (CONSUL_HTTP_TOKEN, TLS) is read
-// as the Consul CLI reads it.
+// as the Consul CLI reads it. Every call carries a deadline
+// (internal/consulcall): 10 s, or a blocking query's wait plus 10 s.
 func newConsulClient(addr string) (*api.Client, error) {
 	conf := api.DefaultConfig()
 	conf.Address = addr
+	hc, err := api.NewHttpClient(conf.Transport, conf.TLSConfig)
+	if err != nil {
+		return nil, err
+	}
+	hc.Transport = &consulcall.Transport{Base: hc.Transport}
+	conf.HttpClient = hc
 	return api.NewClient(conf)
 }
 
