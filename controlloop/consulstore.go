@@ -47,23 +47,28 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			return Snapshot{}, fmt.Errorf("reading %s from consul: %w", s.keys.SlotMap(), err)
 		}
 	}
-	var st Snapshot
+	var (
+		st         Snapshot
+		slotMapErr error
+	)
 	for _, p := range pairs {
 		name, _ := s.keys.Name(p.Key)
 		switch name {
 		case kvlayout.SlotMap:
 			m, err := cachenodes.ParseSlotMap(p.Value)
 			if err != nil {
-				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+				slotMapErr = err
+				st.Corrupt = append(st.Corrupt, kvlayout.SlotMap)
+				continue
 			}
 			st.SlotMap, st.SlotMapIndex = m, p.ModifyIndex
 		case kvlayout.Freeze:
-			var f FreezeDoc
-			if err := json.Unmarshal(p.Value, &f); err != nil {
-				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+			f, err := parseStoredFreeze(p.Value)
+			if err != nil {
+				f = corruptFreeze(err)
+				st.Corrupt = append(st.Corrupt, kvlayout.Freeze)
 			}
-			f.Frozen = true
-			st.Freeze, st.FreezeIndex = &f, p.ModifyIndex
+			st.Freeze, st.FreezeIndex = f, p.ModifyIndex
 		case kvlayout.Leader:
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
@@ -83,6 +88,9 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			}
 			st.Votes[replica] = v
 		}
+	}
+	if slotMapErr != nil {
+		return st, &CorruptError{Keys: st.Corrupt, Err: slotMapErr}
 	}
 	return st, nil
 }

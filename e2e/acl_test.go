@@ -90,7 +90,7 @@ func TestConsulACL(t *testing.T) {
 			body = string(b)
 			return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(strings.ToLower(body), "permission denied")
 		})
-		if strings.Contains(body, c.HTTPAddr) || strings.Contains(body, "/v1/kv") {
+		if strings.Contains(body, c.HTTPAddr) || strings.Contains(body, "/v1/kv") || strings.Contains(body, "mcrib/default") {
 			t.Errorf("/readyz %q shows Consul's address or a KV path to an unauthenticated reader", body)
 		}
 		if kv := kvSlotMap(t, c.Client, "default"); kv != nil && kv.Generation() != stored.Generation() {

@@ -24,6 +24,7 @@ var wantAlerts = []string{
 	"McribReconcileStale", "McribMetricsAbsent", "McribNotReady", "McribAutoFrozen",
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
 	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
+	"McribKVDocumentCorrupt",
 }
 
 // promtool returns the path of promtool. When it is missing the test is

@@ -43,6 +43,10 @@ type Gauges struct {
 	HitRate float64
 	// BootLimit is the boot limit in boots per second (mcrib_boot_limit).
 	BootLimit float64
+	// CorruptDocuments names the documents in Consul KV that do not parse
+	// (mcrib_kv_corrupt_documents{key}: 1 for each, 0 for the others of
+	// controlloop.CorruptDocuments).
+	CorruptDocuments []string
 }
 
 // unixSeconds is t as fractional Unix seconds, 0 for the zero time.

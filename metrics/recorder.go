@@ -182,6 +182,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_vacant_slots":         "Slots without a node.",
 		"mcrib_replacements_blocked": "Replacements due but held back by a freeze or the replacement ceiling.",
 		"mcrib_nodes":                "Cache nodes by state (serving, held, spare, flushing, down).",
+		"mcrib_kv_corrupt_documents": "1 while the document of this key in Consul KV does not parse (slotmap, freeze).",
 	}
 	floats := map[string]string{
 		"mcrib_last_reconcile_timestamp_seconds": "Unix time the last reconcile pass completed; 0 before the first.",
@@ -229,6 +230,10 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 				o.ObserveInt64(ig["mcrib_nodes"], int64(n),
 					metric.WithAttributes(attribute.String("state", state)))
 			}
+		}
+		for _, key := range controlloop.CorruptDocuments {
+			o.ObserveInt64(ig["mcrib_kv_corrupt_documents"], boolValue(slices.Contains(g.CorruptDocuments, key)),
+				metric.WithAttributes(attribute.String("key", key)))
 		}
 		o.ObserveFloat64(fg["mcrib_last_reconcile_timestamp_seconds"], unixSeconds(g.LastReconcile))
 		o.ObserveFloat64(fg["mcrib_hit_rate"], g.HitRate)

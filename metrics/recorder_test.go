@@ -39,6 +39,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_boot_limit":                          "gauge",
 	"mcrib_config_write_failures_total":         "counter",
 	"mcrib_config_last_write_timestamp_seconds": "gauge",
+	"mcrib_kv_corrupt_documents":                "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.

@@ -79,6 +79,9 @@ type apiServer struct {
 	// forwardTLS, when set, makes forwarded boots go over TLS verified
 	// with it (--tls-cert); nil forwards over plain HTTP.
 	forwardTLS *tls.Config
+	// scrub takes Consul's addresses and KV paths out of served texts;
+	// nil serves them as they are.
+	scrub *scrubber
 	// replicas are the pool's live replicas; fwd remembers a leader that
 	// did not answer a forwarded boot.
 	replicas replicas
@@ -149,7 +152,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	}
 	if err := h(w, r); err != nil {
-		writeError(w, err)
+		writeError(w, a.scrub.err(err))
 	}
 }
 
@@ -224,7 +227,11 @@ func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) status() statusDocument {
-	return newStatusDocument(a.loop.Status(), a.boot.Document())
+	st := a.loop.Status()
+	st.LastError = a.scrub.text(st.LastError)
+	st.AutoFreezeReason = a.scrub.text(st.AutoFreezeReason)
+	st.DiscoveryFaultReason = a.scrub.text(st.DiscoveryFaultReason)
+	return newStatusDocument(st, a.boot.Document())
 }
 
 func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {

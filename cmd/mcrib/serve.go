@@ -117,6 +117,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		return elector.IsLeader(), elector.LeaderID()
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
+	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
 	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
 	if err != nil {
 		return err
@@ -247,6 +248,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		NodesByState:        map[string]int{},
 		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
+		CorruptDocuments:    st.CorruptDocuments,
 	}
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
