@@ -10,6 +10,8 @@
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
 #                mcrib on http://127.0.0.1:7070/)
 #   make bench   run the Go benchmarks
+#   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
+#                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
 #                make distclean removes bin/ entirely
 
@@ -26,7 +28,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench clean distclean
+.PHONY: deps apt-deps build test vet run bench fuzz clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -65,6 +67,10 @@ run: deps build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+FUZZTIME ?= 30s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib
