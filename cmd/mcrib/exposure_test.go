@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 func TestExposureRefused(t *testing.T) {
@@ -188,20 +190,15 @@ func TestServeTLS(t *testing.T) {
 		}
 	}()
 	env := envOf(map[string]string{"MCRIB_CACERT": cert})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var last string
+	testenv.Eventually(t, 20*time.Second, "mcrib status --addr https://… answers", func() bool {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), []string{"status", "--json", "--addr", "https://" + addr}, &stdout, &stderr, env)
-		if code == 0 {
-			if !strings.Contains(stdout.String(), `"pool"`) {
-				t.Fatalf("status over TLS: %s", stdout.String())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status over TLS: exit %d, %s; serve log:\n%s", code, stderr.String(), serveErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		last = stderr.String() + stdout.String()
+		return code == 0
+	})
+	if !strings.Contains(last, `"pool"`) {
+		t.Fatalf("status over TLS: %s", last)
 	}
 	if !strings.Contains(serveOut.String(), "https://"+addr) {
 		t.Errorf("serve printed %q, want the https URL", serveOut.String())
