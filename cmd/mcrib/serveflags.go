@@ -95,7 +95,7 @@ func serveFlags() []serveFlag {
 			define: textFlag(func(c *serveConfig) *string { return &c.Listen })},
 		{name: "advertise-addr", arg: "HOST:PORT", usage: "address other replicas and applications reach this process at, its leader_id (default: --listen, or with a wildcard --listen this host's first non-loopback address and the listen port)",
 			define: textFlag(func(c *serveConfig) *string { return &c.AdvertiseAddr })},
-		{name: "insecure-no-token", arg: "", usage: "allow a non-loopback --listen without a token (otherwise refused)",
+		{name: "insecure-no-token", arg: "", usage: "allow a non-loopback --listen without a token (otherwise refused)", defaultHelp: "off",
 			define: boolFlag(func(c *serveConfig) *bool { return &c.InsecureNoToken })},
 		{name: "tls-cert", arg: "PATH", usage: "PEM certificate (chain) to serve the API over TLS; replicas then forward to each other over TLS",
 			define: textFlag(func(c *serveConfig) *string { return &c.TLSCert })},
