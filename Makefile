@@ -69,8 +69,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 FUZZTIME ?= 30s
+FUZZMINIMIZETIME ?= 1000x
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) scripts/fuzz.sh
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib
