@@ -94,6 +94,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
 		return badFlag(fmt.Errorf("--slots: %w", errors.Unwrap(err)))
+	case errors.Is(err, controlloop.ErrCorruptDocument) || errors.Is(err, controlloop.ErrForeignSlotMap):
+		logger.Error("the pool's state in Consul KV is refused; nothing is changed until it is fixed", "err", err)
 	case err != nil:
 		logger.Warn("consul is not reachable at start; serving what is known and retrying", "err", err)
 	}
