@@ -11,6 +11,8 @@
 #                mcrib on http://127.0.0.1:7070/)
 #   make bench   run the Go benchmarks
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
+#   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
+#                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
 #                make distclean removes bin/ entirely
 
@@ -27,7 +29,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench scale clean distclean
+.PHONY: deps apt-deps build test vet run bench scale fuzz clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -71,6 +73,11 @@ bench:
 # minute for 10 minutes, without the race detector (make test runs 15 s).
 scale: deps
 	MCRIB_SCALE_DURATION=$${MCRIB_SCALE_DURATION:-10m} $(GO) test -count=1 -timeout 30m -run TestScaleTenThousandNodes -v ./controlloop/
+
+FUZZTIME ?= 30s
+FUZZMINIMIZETIME ?= 1000x
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) scripts/fuzz.sh
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib

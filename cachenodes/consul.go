@@ -154,5 +154,10 @@ func (s *ConsulSource) query(_ context.Context, q *api.QueryOptions) (Membership
 	if err != nil {
 		return Membership{}, nil, fmt.Errorf("reading consul health of service %q: %w", s.service, err)
 	}
+	if meta.ResultsFilteredByACLs {
+		// A membership missing the nodes the token may not see would look
+		// like a mass absence: no answer rather than a partial one.
+		return Membership{}, nil, fmt.Errorf("reading consul health of service %q: %w", s.service, ErrACLHidden)
+	}
 	return Membership{Instances: s.instances(entries), Index: meta.LastIndex}, meta, nil
 }

@@ -31,27 +31,44 @@ func NewConsulStore(client *api.Client, kvPrefix, pool string) *ConsulStore {
 // Read returns the pool's keys in one round trip.
 func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 	prefix := s.keys.Prefix()
-	pairs, _, err := s.client.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	pairs, meta, err := s.client.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", prefix, err)
 	}
-	var st Snapshot
+	if meta != nil && meta.ResultsFilteredByACLs {
+		return Snapshot{}, fmt.Errorf("reading %s from consul: %w", prefix, cachenodes.ErrACLHidden)
+	}
+	if len(pairs) == 0 {
+		// Consul filters a listing by ACLs silently (for the anonymous
+		// token without even a header): a read of one key is refused
+		// instead, so a token that may not read the pool is told apart
+		// from a pool with nothing stored yet.
+		if _, _, err := s.client.KV().Get(s.keys.SlotMap(), (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+			return Snapshot{}, fmt.Errorf("reading %s from consul: %w", s.keys.SlotMap(), err)
+		}
+	}
+	var (
+		st         Snapshot
+		slotMapErr error
+	)
 	for _, p := range pairs {
 		name, _ := s.keys.Name(p.Key)
 		switch name {
 		case kvlayout.SlotMap:
 			m, err := cachenodes.ParseSlotMap(p.Value)
 			if err != nil {
-				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+				slotMapErr = err
+				st.Corrupt = append(st.Corrupt, kvlayout.SlotMap)
+				continue
 			}
 			st.SlotMap, st.SlotMapIndex = m, p.ModifyIndex
 		case kvlayout.Freeze:
-			var f FreezeDoc
-			if err := json.Unmarshal(p.Value, &f); err != nil {
-				return Snapshot{}, fmt.Errorf("reading %s: %w", p.Key, err)
+			f, err := parseStoredFreeze(p.Value)
+			if err != nil {
+				f = corruptFreeze(err)
+				st.Corrupt = append(st.Corrupt, kvlayout.Freeze)
 			}
-			f.Frozen = true
-			st.Freeze, st.FreezeIndex = &f, p.ModifyIndex
+			st.Freeze, st.FreezeIndex = f, p.ModifyIndex
 		case kvlayout.Leader:
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
@@ -71,6 +88,9 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			}
 			st.Votes[replica] = v
 		}
+	}
+	if slotMapErr != nil {
+		return st, &CorruptError{Keys: st.Corrupt, Err: slotMapErr}
 	}
 	return st, nil
 }

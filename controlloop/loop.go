@@ -51,6 +51,7 @@ type Loop struct {
 	leaderID      string
 	consulErr     error
 	passErr       error
+	corrupt       []string // documents the last read found corrupt (kvcheck.go)
 	lastReconcile time.Time
 	ceiling       flapdamp.Ceiling
 	out           outputs
@@ -104,11 +105,16 @@ func (l *Loop) Load(ctx context.Context) error {
 	st, err := l.store.Read(ctx)
 	if err != nil {
 		l.mu.Lock()
-		l.consulErr = err
+		if !isKVRefusal(err) {
+			l.consulErr = err
+		}
 		l.mu.Unlock()
 		return err
 	}
 	if err := l.checkSlots(st.SlotMap); err != nil {
+		return err
+	}
+	if err := l.checkStored(st.SlotMap, nil); err != nil {
 		return err
 	}
 	l.mu.Lock()

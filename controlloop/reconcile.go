@@ -45,10 +45,25 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 	st, err := l.store.Read(ctx)
 	now := l.clock.Now()
 	if err != nil {
-		l.setPassError(err, true)
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			l.mu.Lock()
+			l.setCorruptLocked(ce.Keys)
+			l.mu.Unlock()
+		}
+		l.setPassError(err, !isKVRefusal(err))
 		return Result{Outcome: OutcomeError}, err
 	}
 	if err := l.checkSlots(st.SlotMap); err != nil {
+		l.setPassError(err, false)
+		return Result{Outcome: OutcomeError}, err
+	}
+	l.mu.Lock()
+	known := l.current
+	l.setCorruptLocked(st.Corrupt)
+	l.mu.Unlock()
+	if err := l.checkStored(st.SlotMap, known); err != nil {
+		l.opts.Logger.Error("refusing the stored slot map", "err", err)
 		l.setPassError(err, false)
 		return Result{Outcome: OutcomeError}, err
 	}

@@ -31,6 +31,9 @@ type Status struct {
 	ReplacementsBlocked  int          `json:"replacements_blocked"`
 	LastError            string       `json:"last_error"`
 	VacantSlots          int          `json:"vacant_slots"`
+	// CorruptDocuments names the documents in Consul KV that do not parse
+	// ("slotmap", "freeze"); absent when none.
+	CorruptDocuments []string `json:"corrupt_documents,omitempty"`
 }
 
 // NodeStatus is one node of the status document. Slot is null for a node
@@ -79,6 +82,11 @@ func (l *Loop) Status() Status {
 	}
 	if l.passErr != nil {
 		st.LastError = l.passErr.Error()
+	} else if len(l.corrupt) > 0 {
+		st.LastError = corruptMessage(l.corrupt)
+	}
+	if len(l.corrupt) > 0 {
+		st.CorruptDocuments = slices.Clone(l.corrupt)
 	}
 	if !l.lastReconcile.IsZero() {
 		t := l.lastReconcile.UTC()
@@ -162,6 +170,8 @@ func (l *Loop) Ready() error {
 	switch {
 	case l.consulErr != nil:
 		return fmt.Errorf("consul is unreachable: %v", l.consulErr)
+	case l.passErr != nil && isKVRefusal(l.passErr):
+		return l.passErr
 	case l.lastReconcile.IsZero() && l.passErr != nil:
 		return fmt.Errorf("no reconcile has completed yet: %v", l.passErr)
 	case l.lastReconcile.IsZero():

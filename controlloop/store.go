@@ -31,6 +31,9 @@ type Snapshot struct {
 	// Votes are the live replicas' votes, by replica ID: only those whose
 	// key a session still holds (a dead replica's vote does not count).
 	Votes map[string]Vote
+	// Corrupt names the documents that did not parse ("freeze": Freeze
+	// then stands for a freeze, the safe reading).
+	Corrupt []string
 }
 
 // Vote is what one replica publishes of the nodes it probes: the nodes it

@@ -25,6 +25,7 @@ var wantAlerts = []string{
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
 	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
 	"McribBootLimitPinned", "McribNoSpares", "McribConfigBehindMap", "McribObserverFaultTooLong",
+	"McribKVDocumentCorrupt",
 }
 
 // promtool returns the path of promtool. When it is missing the test is

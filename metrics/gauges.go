@@ -56,6 +56,10 @@ type Gauges struct {
 	// config file was last found or written in step with
 	// (mcrib_config_generation{kind}); only the kinds this process keeps.
 	ConfigGenerations map[string]uint64
+	// CorruptDocuments names the documents in Consul KV that do not parse
+	// (mcrib_kv_corrupt_documents{key}: 1 for each, 0 for the others of
+	// controlloop.CorruptDocuments).
+	CorruptDocuments []string
 }
 
 // unixSeconds is t as fractional Unix seconds, 0 for the zero time.

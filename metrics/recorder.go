@@ -197,6 +197,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_boot_limit_manual":    "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
 		"mcrib_flushes_pending":      "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
 		"mcrib_config_generation":    "Slot-map generation each config file kept by this process was last found or written in step with, by kind.",
+		"mcrib_kv_corrupt_documents": "1 while the document of this key in Consul KV does not parse (slotmap, freeze).",
 	}
 	floats := map[string]string{
 		"mcrib_last_reconcile_timestamp_seconds":  "Unix time the last reconcile pass completed; 0 before the first.",
@@ -245,6 +246,10 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 				o.ObserveInt64(ig["mcrib_nodes"], int64(n),
 					metric.WithAttributes(attribute.String("state", state)))
 			}
+		}
+		for _, key := range controlloop.CorruptDocuments {
+			o.ObserveInt64(ig["mcrib_kv_corrupt_documents"], boolValue(slices.Contains(g.CorruptDocuments, key)),
+				metric.WithAttributes(attribute.String("key", key)))
 		}
 		o.ObserveFloat64(fg["mcrib_last_reconcile_timestamp_seconds"], unixSeconds(g.LastReconcile))
 		o.ObserveFloat64(fg["mcrib_hit_rate"], g.HitRate)

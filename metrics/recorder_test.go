@@ -43,6 +43,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_boot_limit_manual":                   "gauge",
 	"mcrib_flushes_pending":                     "gauge",
 	"mcrib_slotmap_updated_timestamp_seconds":   "gauge",
+	"mcrib_kv_corrupt_documents":                "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.

@@ -134,6 +134,8 @@ func (d Document) Validate() error {
 		return fmt.Errorf("%w: limit %v is not a finite number at least 0", ErrBadDocument, d.Limit)
 	case d.Burst < 1 || d.Burst > maxBurst:
 		return fmt.Errorf("%w: burst %d is not between 1 and %d", ErrBadDocument, d.Burst, maxBurst)
+	case d.AutoBurst < 0 || d.AutoBurst > maxBurst:
+		return fmt.Errorf("%w: auto_burst %d is not between 0 and %d", ErrBadDocument, d.AutoBurst, maxBurst)
 	case !finite(d.AutoLimit) || d.AutoLimit < 0:
 		return fmt.Errorf("%w: auto_limit %v is not a finite number at least 0", ErrBadDocument, d.AutoLimit)
 	}

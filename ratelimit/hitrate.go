@@ -72,12 +72,14 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 		m.nodes = make(map[string]nodeCounters, len(nodes))
 	}
 	m.round++
-	var hits, misses uint64
+	// Sums in float64: counters near 2^64 (a bogus reply, a node whose
+	// counters wrapped) must not overflow into a small total.
+	var hits, misses float64
 	for id, c := range nodes {
 		if prev, seen := m.nodes[id]; seen {
 			h, ms := delta(prev.c, c)
-			hits += h
-			misses += ms
+			hits += float64(h)
+			misses += float64(ms)
 		}
 		m.nodes[id] = nodeCounters{c: c, seen: m.round}
 	}
@@ -90,12 +92,12 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 	first := m.lastAt.IsZero()
 	m.lastAt = now
 	m.lastUnreadable = unreadable
-	m.lastRequests = hits + misses
-	if hits+misses == 0 {
+	n := hits + misses
+	m.lastRequests = uint64(min(n, math.MaxUint64))
+	if n == 0 {
 		return m.rate, m.have
 	}
-	n := float64(hits + misses)
-	sample := float64(hits) / n
+	sample := min(max(hits/n, 0), 1)
 	// Traffic is compared per second, so a late or early tick does not
 	// look like a change of traffic.
 	volume := n
@@ -107,10 +109,14 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 		return m.rate, true
 	}
 	w := hitRateWeight * math.Min(1, volume/m.traffic)
-	m.rate += w * (sample - m.rate)
+	m.rate = min(max(m.rate+w*(sample-m.rate), 0), 1)
 	m.traffic += trafficWeight * (volume - m.traffic)
 	return m.rate, true
 }
+
+// maxGetsPerSecond bounds the gets one memcached can have counted per
+// second of uptime; a restarted node reporting more is not believed.
+const maxGetsPerSecond = 1e8
 
 // delta returns the hits and misses counted between prev and cur. A new
 // pid, a smaller uptime or a smaller counter means memcached restarted (or
@@ -119,6 +125,12 @@ func delta(prev, cur Counters) (hits, misses uint64) {
 	restarted := (prev.PID != 0 && cur.PID != 0 && prev.PID != cur.PID) ||
 		cur.Uptime < prev.Uptime || cur.Hits < prev.Hits || cur.Misses < prev.Misses
 	if restarted {
+		// Everything counted since the restart is new, unless the counters
+		// are beyond what the node can have served in its uptime (a
+		// corrupt reply): then this reading is only a new baseline.
+		if float64(cur.Hits)+float64(cur.Misses) > maxGetsPerSecond*max(cur.Uptime.Seconds(), 1) {
+			return 0, 0
+		}
 		return cur.Hits, cur.Misses
 	}
 	return cur.Hits - prev.Hits, cur.Misses - prev.Misses

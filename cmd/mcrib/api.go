@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,12 @@ type apiServer struct {
 	// forwards boots to the leader so the limit holds for the whole pool.
 	leader  func() (leading bool, leaderID string)
 	forward *httputil.ReverseProxy
+	// forwardTLS, when set, makes forwarded boots go over TLS verified
+	// with it (--tls-cert); nil forwards over plain HTTP.
+	forwardTLS *tls.Config
+	// scrub takes Consul's addresses and KV paths out of served texts;
+	// nil serves them as they are.
+	scrub *scrubber
 	// replicas are the pool's live replicas; fwd remembers a leader that
 	// did not answer a forwarded boot.
 	replicas replicas
@@ -149,7 +156,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	}
 	if err := h(w, r); err != nil {
-		writeError(w, err)
+		writeError(w, a.scrub.err(err))
 	}
 }
 
@@ -224,7 +231,11 @@ func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) status() statusDocument {
-	return withKnownHitRate(newStatusDocument(a.loop.Status(), a.boot.Document()), a.boot)
+	st := a.loop.Status()
+	st.LastError = a.scrub.text(st.LastError)
+	st.AutoFreezeReason = a.scrub.text(st.AutoFreezeReason)
+	st.DiscoveryFaultReason = a.scrub.text(st.DiscoveryFaultReason)
+	return withKnownHitRate(newStatusDocument(st, a.boot.Document()), a.boot)
 }
 
 func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {

@@ -127,6 +127,9 @@ func (a *apiServer) newBootForwarder() *httputil.ReverseProxy {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			id, _ := pr.In.Context().Value(leaderKey{}).(string)
 			pr.Out.URL.Scheme = "http"
+			if a.forwardTLS != nil {
+				pr.Out.URL.Scheme = "https"
+			}
 			pr.Out.URL.Host = id
 			pr.Out.Host = id
 			pr.Out.Header.Set(forwardedHeader, a.replicas.Session())
@@ -138,6 +141,7 @@ func (a *apiServer) newBootForwarder() *httputil.ReverseProxy {
 			DialContext:           dialer.DialContext,
 			MaxIdleConnsPerHost:   64,
 			ResponseHeaderTimeout: forwardTimeout,
+			TLSClientConfig:       a.forwardTLS,
 		},
 		ModifyResponse: func(*http.Response) error {
 			if a.fwd.reached() {

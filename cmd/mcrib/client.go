@@ -51,6 +51,9 @@ func newClient(addrFlag string, getenv func(string) string) (*apiClient, error) 
 		return nil, usageError("%s %q %v", from, addr, err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if err := clientTrust(tr, getenv); err != nil {
+		return nil, usageError("%v", err)
+	}
 	return &apiClient{
 		base:  base,
 		token: strings.TrimSpace(getenv("MCRIB_TOKEN")),

@@ -12,6 +12,7 @@ var (
 	errNotDuration = errors.New("not a duration (like 45s, 2m or 1m30s)")
 	errNotInteger  = errors.New("not a whole number")
 	errNotNumber   = errors.New("not a number")
+	errNotBool     = errors.New("not true or false")
 )
 
 // flagValue wraps the flag package's typed value of one flag (as defined by
@@ -61,4 +62,11 @@ func (v *flagValue) from() string {
 		return ""
 	}
 	return " (from " + v.env + ")"
+}
+
+// IsBoolFlag tells the flag package that a switch (a wrapped bool flag)
+// may be given without a value.
+func (v *flagValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/consulcall"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/tracing"
@@ -112,6 +113,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
 		return badFlag(fmt.Errorf("--slots: %w", errors.Unwrap(err)))
+	case errors.Is(err, controlloop.ErrCorruptDocument) || errors.Is(err, controlloop.ErrForeignSlotMap):
+		logger.Error("the pool's state in Consul KV is refused; nothing is changed until it is fixed", "err", err)
 	case err != nil:
 		logger.Warn("consul is not reachable at start; serving what is known and retrying", "err", err)
 	}
@@ -136,8 +139,13 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
 	handler.ops = ops
+	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
+	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, handler),
+		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -149,7 +157,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	// connection's write deadline past WriteTimeout, and answers at once
 	// when the server shuts down.
 	srv.RegisterOnShutdown(handler.stopWaiting)
-	fmt.Fprintf(stdout, "mcrib serving pool %q on http://%s/ (consul %s)\n", cfg.Pool, id, cfg.Consul)
+	fmt.Fprintf(stdout, "mcrib serving pool %q on %s://%s/ (consul %s)\n", cfg.Pool, scheme, id, cfg.Consul)
 	logger.Info("mcrib serving", "pool", cfg.Pool, "listen", id, "consul", cfg.Consul, "slots", cfg.Slots, "version", version)
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -176,7 +184,13 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	// API by at most bootLoadWait.
 	waitLoaded(runCtx, boot.Loaded, bootLoadWait)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if cfg.TLSCert != "" {
+			serveErr <- srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 
 	var stopErr error
 	select {
@@ -226,10 +240,17 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 
 // newConsulClient returns a Consul API client for addr ("host:port" or a
 // URL); the rest of the Consul environment (CONSUL_HTTP_TOKEN, TLS) is read
-// as the Consul CLI reads it.
+// as the Consul CLI reads it. Every call carries a deadline
+// (internal/consulcall): 10 s, or a blocking query's wait plus 10 s.
 func newConsulClient(addr string) (*api.Client, error) {
 	conf := api.DefaultConfig()
 	conf.Address = addr
+	hc, err := api.NewHttpClient(conf.Transport, conf.TLSConfig)
+	if err != nil {
+		return nil, err
+	}
+	hc.Transport = &consulcall.Transport{Base: hc.Transport}
+	conf.HttpClient = hc
 	return api.NewClient(conf)
 }
 
@@ -251,6 +272,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
+		CorruptDocuments:    st.CorruptDocuments,
 	}
 	g.ConfigGenerations = loop.ConfigGenerations()
 	if m := loop.SlotMap(); m != nil {

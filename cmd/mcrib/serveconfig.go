@@ -31,6 +31,9 @@ type serveConfig struct {
 	KVPrefix                 string        // --kv-prefix: Consul KV prefix, without leading or trailing '/'
 	Listen                   string        // --listen: operator HTTP API address, host:port
 	AdvertiseAddr            string        // --advertise-addr: this process's routable host:port, its leader ID ("" = from --listen)
+	InsecureNoToken          bool          // --insecure-no-token: allow a non-loopback --listen without a token
+	TLSCert                  string        // --tls-cert: PEM certificate to serve the API over TLS ("" = plain HTTP)
+	TLSKey                   string        // --tls-key: PEM key of TLSCert
 	TokenFile                string        // --token-file: path the token was read from ("" = none)
 	Token                    string        // operator bearer token from --token-file or MCRIB_TOKEN ("" = no auth)
 	Hold                     time.Duration // --hold
@@ -121,6 +124,9 @@ func parseServeConfig(args []string, getenv func(string) string) (serveConfig, e
 		return serveConfig{}, err
 	}
 	cfg.Token = token
+	if err := checkExposure(cfg, values); err != nil {
+		return serveConfig{}, err
+	}
 	return cfg, nil
 }
 

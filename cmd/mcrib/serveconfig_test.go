@@ -97,9 +97,9 @@ func TestParseServeConfigSources(t *testing.T) {
 			func(c *serveConfig) { c.Consul = "10.0.0.2:8500" }},
 		{"--consul beats both", []string{"--consul", "https://consul:8501"}, map[string]string{"CONSUL_HTTP_ADDR": "10.0.0.1:8500", "MCRIB_CONSUL": "10.0.0.2:8500"},
 			func(c *serveConfig) { c.Consul = "https://consul:8501" }},
-		{"every string flag", []string{"--service", "mc", "--tag", "blue", "--pool", "p1", "--kv-prefix", "/team/mcrib/", "--listen", ":0", "--mcrouter-config", "/tmp/mcrouter.json", "--log-format", "json"}, nil,
+		{"every string flag", []string{"--service", "mc", "--tag", "blue", "--pool", "p1", "--kv-prefix", "/team/mcrib/", "--listen", "localhost:0", "--mcrouter-config", "/tmp/mcrouter.json", "--log-format", "json"}, nil,
 			func(c *serveConfig) {
-				c.Service, c.Tag, c.Pool, c.KVPrefix, c.Listen, c.McrouterConfig, c.LogFormat = "mc", "blue", "p1", "team/mcrib", ":0", "/tmp/mcrouter.json", "json"
+				c.Service, c.Tag, c.Pool, c.KVPrefix, c.Listen, c.McrouterConfig, c.LogFormat = "mc", "blue", "p1", "team/mcrib", "localhost:0", "/tmp/mcrouter.json", "json"
 			}},
 		{"every number flag", []string{"--probe-interval", "500ms", "--flush-after-unreachable", "3s", "--stats-interval", "1s", "--boot-limit-max", "500", "--boot-limit-min", "0", "--hit-rate-target", "1", "--hit-rate-low", "0"}, nil,
 			func(c *serveConfig) {

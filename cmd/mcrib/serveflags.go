@@ -38,6 +38,15 @@ func textFlag(field func(*serveConfig) *string) flagDefiner {
 	}
 }
 
+// boolFlag defines a switch: given alone it is true; from the environment
+// it takes the strconv.ParseBool spellings (true, 1, false, 0…).
+func boolFlag(field func(*serveConfig) *bool) flagDefiner {
+	return func(fs *flag.FlagSet, cfg *serveConfig, name, usage string) error {
+		fs.BoolVar(field(cfg), name, false, usage)
+		return errNotBool
+	}
+}
+
 func durationFlag(field func(*serveConfig) *time.Duration) flagDefiner {
 	return func(fs *flag.FlagSet, cfg *serveConfig, name, usage string) error {
 		fs.DurationVar(field(cfg), name, 0, usage)
@@ -86,6 +95,12 @@ func serveFlags() []serveFlag {
 			define: textFlag(func(c *serveConfig) *string { return &c.Listen })},
 		{name: "advertise-addr", arg: "HOST:PORT", usage: "address other replicas and applications reach this process at, its leader_id (default: --listen, or with a wildcard --listen this host's first non-loopback address and the listen port)",
 			define: textFlag(func(c *serveConfig) *string { return &c.AdvertiseAddr })},
+		{name: "insecure-no-token", arg: "", usage: "allow a non-loopback --listen without a token (otherwise refused)", defaultHelp: "off",
+			define: boolFlag(func(c *serveConfig) *bool { return &c.InsecureNoToken })},
+		{name: "tls-cert", arg: "PATH", usage: "PEM certificate (chain) to serve the API over TLS; replicas then forward to each other over TLS",
+			define: textFlag(func(c *serveConfig) *string { return &c.TLSCert })},
+		{name: "tls-key", arg: "PATH", usage: "PEM private key of --tls-cert",
+			define: textFlag(func(c *serveConfig) *string { return &c.TLSKey })},
 		{name: "token-file", arg: "PATH", usage: "file holding the operator bearer token; env MCRIB_TOKEN also works",
 			define: textFlag(func(c *serveConfig) *string { return &c.TokenFile })},
 		{name: "hold", def: "60s", arg: "DURATION", usage: "how long a serving node may be absent and unreachable before its slot goes to a spare",

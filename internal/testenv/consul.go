@@ -50,6 +50,10 @@ type Consul struct {
 
 	mu     sync.Mutex
 	agents []*ConsulAgent // client agents joined to this server, for Start
+
+	// aclToken, when set, enables ACLs (default deny) with it as the
+	// management and agent token; Client and the probe send it.
+	aclToken string
 }
 
 // consulServerPorts are the ports a dev server listens on.
@@ -78,7 +82,15 @@ func StartConsulOn(t testing.TB, h *Host) *Consul {
 // startConsul starts a dev server on h, or on loopback when h is nil.
 func startConsul(t testing.TB, h *Host) *Consul {
 	t.Helper()
+	return startConsulWith(t, h, "")
+}
+
+// startConsulWith starts a dev server on h (loopback when nil), with ACLs
+// enabled and aclToken as the management token when it is not "".
+func startConsulWith(t testing.TB, h *Host, aclToken string) *Consul {
+	t.Helper()
 	c := &Consul{
+		aclToken: aclToken,
 		bin:      ConsulBinary(t),
 		nodeID:   newUUID(t),
 		NodeName: "consul-server",
@@ -105,6 +117,10 @@ func startConsul(t testing.TB, h *Host) *Consul {
 		c.SerfLANAddr = net.JoinHostPort(c.ip, strconv.Itoa(c.ports.serfLAN))
 		c.Client = newAPIClient(t, c.HTTPAddr, 0)
 		c.probe = newAPIClient(t, c.HTTPAddr, consulProbeTimeout)
+		if aclToken != "" {
+			c.Client.AddHeader("X-Consul-Token", aclToken)
+			c.probe.AddHeader("X-Consul-Token", aclToken)
+		}
 		if err = c.start(); err == nil {
 			return c
 		}
@@ -135,6 +151,7 @@ func (c *Consul) start() error {
 		"-node-id", c.nodeID,
 		"-log-level", consulLogLevel(),
 		"-hcl", "disable_update_check = true",
+		"-hcl", c.aclHCL(),
 	)
 	if err != nil {
 		return err

@@ -1,0 +1,111 @@
+package controlloop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcrib/mcrib/cachenodes"
+)
+
+// ErrCorruptDocument is matched (errors.Is) by the error of a read that
+// found a document in Consul KV that does not parse: it is reported as
+// exactly that, never as Consul being unreachable.
+var ErrCorruptDocument = errors.New("controlloop: a document in Consul KV is corrupt")
+
+// ErrForeignSlotMap is wrapped by the error of a pass that found a slot
+// map of another pool under this pool's key: it is neither used nor
+// overwritten.
+var ErrForeignSlotMap = errors.New("controlloop: the stored slot map belongs to another pool")
+
+// ErrOlderSlotMap is wrapped by the error of a pass that found a stored
+// slot map older than the one this process knows (a hand edit, a restored
+// snapshot): it is neither adopted nor overwritten until an operator
+// decides (delete the key to have the known map put back, or restart mcrib
+// to adopt the stored one).
+var ErrOlderSlotMap = errors.New("controlloop: the stored slot map is older than the one this process knows")
+
+// CorruptDocuments lists the documents CorruptError and Snapshot.Corrupt
+// name, the label values of mcrib_kv_corrupt_documents.
+var CorruptDocuments = []string{"slotmap", "freeze"}
+
+// CorruptError is the error of a read that found corrupt documents. Its
+// message starts "the slotmap document in Consul KV is corrupt".
+type CorruptError struct {
+	// Keys are the corrupt documents' names ("slotmap", "freeze").
+	Keys []string
+	// Err is why the first one does not parse.
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: %v", corruptMessage(e.Keys), e.Err)
+}
+
+// Is makes a CorruptError match ErrCorruptDocument.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorruptDocument }
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// corruptMessage says which documents are corrupt, in one sentence.
+func corruptMessage(keys []string) string {
+	if len(keys) == 1 {
+		return "the " + keys[0] + " document in Consul KV is corrupt"
+	}
+	return "the " + strings.Join(keys, " and ") + " documents in Consul KV are corrupt"
+}
+
+// corruptFreeze is the freeze a corrupt freeze document stands for: a
+// freeze (the safe reading), whose reason says why.
+func corruptFreeze(err error) *FreezeDoc {
+	return &FreezeDoc{Frozen: true, Reason: fmt.Sprintf("the freeze document in Consul KV is corrupt (%v): taken as frozen until it is fixed or deleted (mcrib unfreeze)", err), By: "mcrib"}
+}
+
+// isKVRefusal reports whether a read error is about what is stored rather
+// than about reaching Consul.
+func isKVRefusal(err error) bool {
+	return errors.Is(err, ErrCorruptDocument) || errors.Is(err, ErrForeignSlotMap) || errors.Is(err, ErrOlderSlotMap)
+}
+
+// checkStored refuses a stored map that belongs to another pool, or that
+// is older than known (the map this process last adopted or wrote; nil
+// when none).
+func (l *Loop) checkStored(m, known *cachenodes.SlotMap) error {
+	if m == nil {
+		return nil
+	}
+	if m.Pool() != l.opts.Pool {
+		return fmt.Errorf("%w: the slot map in Consul KV names pool %q, not %q: refusing to use or overwrite it (fix or delete the key)", ErrForeignSlotMap, m.Pool(), l.opts.Pool)
+	}
+	if known != nil && m.Generation() < known.Generation() {
+		return fmt.Errorf("%w: the slot map in Consul KV has generation %d, older than generation %d this process knows: refusing to adopt or overwrite it (delete the key to have generation %d put back, or restart mcrib to adopt the stored one)",
+			ErrOlderSlotMap, m.Generation(), known.Generation(), known.Generation())
+	}
+	return nil
+}
+
+// setCorruptLocked records which documents the last read found corrupt.
+// l.mu must be held.
+func (l *Loop) setCorruptLocked(keys []string) {
+	l.corrupt = slices.Clone(keys)
+}
+
+// Corrupt returns the documents the last read found corrupt.
+func (l *Loop) Corrupt() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.corrupt)
+}
+
+// parseStoredFreeze reads a stored freeze document; any value present
+// means frozen.
+func parseStoredFreeze(b []byte) (*FreezeDoc, error) {
+	var f FreezeDoc
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	f.Frozen = true
+	return &f, nil
+}
