@@ -92,20 +92,18 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{
-		`mcrib_slot_replacements_total{reason="maintenance"} 1`,
-		`mcrib_slot_replacements_total{reason="hold_expired"} 0`,
-		`mcrib_flushes_total{reason="placement"} 1`,
-		`mcrib_replacements_blocked 1`,
-		`mcrib_leader 1`,
-		`mcrib_ready 1`,
+	for _, want := range []struct{ name, labels, value string }{
+		{"mcrib_slot_replacements_total", `reason="maintenance"`, "1"},
+		{"mcrib_slot_replacements_total", `reason="hold_expired"`, "0"},
+		{"mcrib_flushes_total", `reason="placement"`, "1"},
+		{"mcrib_replacements_blocked", "", "1"},
+		{"mcrib_leader", "", "1"},
+		{"mcrib_ready", "", "1"},
+		{"mcrib_slotmap_generation", "", itoa(sm.Generation())},
 	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
+		if !hasSample(string(body), want.name, want.labels, want.value) {
+			t.Errorf("/metrics lacks %s{%s} %s (with the pool label)", want.name, want.labels, want.value)
 		}
-	}
-	if !strings.Contains(string(body), "mcrib_slotmap_generation "+itoa(sm.Generation())) {
-		t.Errorf("/metrics lacks the generation %d", sm.Generation())
 	}
 
 	resp, err = http.Get(m.url("/"))
@@ -137,3 +135,19 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// hasSample reports whether the exposition body has a sample of name whose
+// labels include pool="default" and labels (when not empty), with value.
+func hasSample(body, name, labels, value string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		set, val, ok := strings.Cut(rest, "} ")
+		if ok && val == value && strings.Contains(set, `pool="default"`) && (labels == "" || strings.Contains(set, labels)) {
+			return true
+		}
+	}
+	return false
+}
