@@ -16,7 +16,7 @@ type workload struct {
 	zipf   *rand.Zipf
 	weight uint64 // real reads one sampled read stands for
 
-	running, pending int     // clients serving, clients waiting to boot
+	running, pending  int     // clients serving, clients waiting to boot
 	carry, churnCarry float64 // fractional sampled reads and restarts
 
 	// this second's figures, in sampled reads and real queries

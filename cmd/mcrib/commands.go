@@ -60,6 +60,8 @@ func commands() []command {
 				{"ratelimit set N [--burst B]", "pin the boot limit to N boots/s"},
 				{"ratelimit auto", "hand the boot limit back to the controller"},
 			}},
+		{name: "sim", run: cli.sim, help: printSimHelp, usage: simUsage,
+			synopsis: []synopsisLine{{"sim [flags]", "simulate scenarios on mcrib's own code (mcrib sim -h lists its flags)"}}},
 		{name: "version", run: cli.version,
 			usage:    "usage: mcrib version",
 			synopsis: []synopsisLine{{"version", "print the version"}}},
