@@ -107,6 +107,9 @@ type Config struct {
 	// DBCapacity is the database's capacity in queries a second; a
 	// query beyond it fails and leaves the cache unfilled.
 	DBCapacity float64
+	// LossRate is the share of probes and Consul checks lost during
+	// packet-loss (default 1e-4).
+	LossRate float64
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -151,10 +154,11 @@ func (c Config) WithDefaults() Config {
 	def(&c.SampledReads, 2000)
 	def(&c.ItemsPerNode, 4000)
 	def(&c.Keys, 4*c.Slots*c.ItemsPerNode)
-	defF(&c.ZipfS, 1.1)
+	defF(&c.ZipfS, 1.2)
 	def(&c.BootReads, 200)
 	defF(&c.ChurnPerHour, 1)
 	defF(&c.DBCapacity, 2400)
+	defF(&c.LossRate, 1e-4)
 	return c
 }
 
@@ -178,6 +182,8 @@ func (c Config) Validate() error {
 		return bad("the Zipf exponent must be above 1")
 	case c.DBCapacity <= 0:
 		return bad("the database capacity must be above 0")
+	case !(c.LossRate > 0 && c.LossRate < 1):
+		return bad("the loss rate must be between 0 and 1")
 	}
 	return nil
 }

@@ -163,6 +163,6 @@ var scenarioText = map[string]string{
 	NodeFailure:  "A few nodes (1 in 50, at least one) really die, one a minute.",
 	Partition:    "40% of the nodes are unreachable for 30 s; Consul marks them failing after 10 s.",
 	ObserverBlip: "mcrib's own host loses the fleet for 3 s: its probes fail and its Consul agent reports every node failing; the clients still reach the nodes.",
-	PacketLoss:   "For an hour, 1 probe in 10,000 is lost, and so is 1 Consul check in 10,000 (the node fails its check until the next one, 10 s later).",
+	PacketLoss:   "For an hour, a share of the probes (1 in 10,000 unless --loss-rate says otherwise) is lost, and so is the same share of Consul's checks (the node fails its check until the next one, 10 s later).",
 	ColdStart:    "At peak every cache is empty and every client (re)boots.",
 }

@@ -16,7 +16,6 @@ const (
 	partitionShare  = 0.40
 	partitionLength = 30 * time.Second
 	blipLength      = 3 * time.Second
-	lossRate        = 1e-4
 	lossLength      = time.Hour
 	checkInterval   = 10 * time.Second // packet-loss: Consul's check of each node
 	tail            = 10 * time.Minute // simulated after the scenario's last event
@@ -83,7 +82,7 @@ func (s *sim) schedule(rng *rand.Rand) {
 		s.q.at(t0, func() { w.observerCut = true; s.consul() })
 		s.q.at(t0+blipLength, func() { w.observerCut = false; s.consul() })
 	case PacketLoss:
-		s.q.at(t0, func() { w.probeLoss = lossRate })
+		s.q.at(t0, func() { w.probeLoss = s.cfg.LossRate })
 		s.q.at(t0+lossLength, func() { w.probeLoss = 0 })
 		// Consul's checks lose packets too: a lost check turns the node
 		// critical until the next one.
@@ -92,7 +91,7 @@ func (s *sim) schedule(rng *rand.Rand) {
 				return
 			}
 			for i, nd := range w.nodes {
-				if rng.Float64() < lossRate {
+				if rng.Float64() < s.cfg.LossRate {
 					nd.consulUp = false
 					s.consul()
 					s.q.at(s.clk.Now().Sub(epoch)+checkInterval, func() { w.nodes[i].consulUp = true; s.consul() })

@@ -21,7 +21,10 @@ type panel struct {
 	ref      float64
 	refLabel string
 	// zoom starts the axis near the lowest value instead of at 0.
-	zoom   bool
+	zoom bool
+	// clip, when above 0, is the top of the axis: higher values are drawn
+	// at the top (the title says so).
+	clip   float64
 	format func(float64) string
 }
 
@@ -30,7 +33,7 @@ const (
 	chartW    = 760
 	panelH    = 170
 	marginL   = 70
-	marginR   = 20
+	marginR   = 40
 	marginTop = 30
 	gapH      = 40
 	legendH   = 24
@@ -42,7 +45,7 @@ const (
 func writeSVG(w io.Writer, scenario string, rs []Result, capacity float64) error {
 	panels := []panel{
 		{title: "hit rate (1-minute window)", value: func(p Point) float64 { return p.HitRate }, ref: math.NaN(), zoom: true, format: func(v float64) string { return fmt.Sprintf("%.2f", v) }},
-		{title: "database load (queries/s, 10 s average)", value: func(p Point) float64 { return p.DBLoad }, ref: capacity, refLabel: "capacity", format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+		{title: fmt.Sprintf("database load (queries/s asked, 10 s average; clipped at %.0f)", 4*capacity), value: func(p Point) float64 { return p.DBLoad }, ref: capacity, clip: 4 * capacity, refLabel: "capacity", format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 		{title: "boot limit (boots/s; none: no line)", value: func(p Point) float64 { return p.BootLimit }, ref: math.NaN(), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 	}
 	height := marginTop + legendH + len(panels)*(panelH+gapH)
@@ -96,6 +99,9 @@ func writePanel(b *strings.Builder, pn panel, rs []Result, top int, tMin, tMax f
 	} else {
 		lo = 0
 	}
+	if pn.clip > 0 {
+		hi = math.Min(hi, pn.clip)
+	}
 	if hi <= lo {
 		hi = lo + 1
 	}
@@ -126,6 +132,9 @@ func writePanel(b *strings.Builder, pn panel, rs []Result, top int, tMin, tMax f
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				pen = false
 				continue
+			}
+			if pn.clip > 0 {
+				v = math.Min(v, pn.clip)
 			}
 			cmd := "L"
 			if !pen {

@@ -47,6 +47,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs.IntVar(&cfg.Keys, "keys", 0, "distinct keys (0: 4 × slots × items per node)")
 	fs.IntVar(&cfg.BootReads, "boot-reads", 0, "keys a client boot reads (0: 200)")
 	fs.Float64Var(&cfg.DBCapacity, "db-capacity", 0, "database capacity, queries a second (0: 2400)")
+	fs.Float64Var(&cfg.LossRate, "loss-rate", 0, "share of probes and Consul checks lost in packet-loss (0: 1e-4)")
 	return fs, scenarios, policies, like, out
 }
 
