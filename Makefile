@@ -9,7 +9,8 @@
 #   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
 #                mcrib on http://127.0.0.1:7070/)
-#   make bench   run the Go benchmarks
+#   make bench   run the Go benchmarks and make bench-sim
+#   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
 #                make distclean removes bin/ entirely
 
@@ -26,7 +27,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -63,8 +64,16 @@ test: deps vet
 run: deps build
 	scripts/run-local.sh
 
-bench:
+bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The simulator's reports (README "Simulator"): the 2-hour agent rollout of
+# 500 nodes (the speed figure), the observer and node faults, and the
+# cold-start sweep of static boot limits against the adaptive one.
+bench-sim: build
+	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
+	$(MCRIB) sim --nodes 100 --scenario node-failure,partition,observer-blip,packet-loss --policy immediate,mcrib --out bench/sim-faults
+	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:5,static:10,static:20,static:50,static:100,static:200 --out bench/sim-cold-start
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib

@@ -64,6 +64,7 @@ func TestEveryScenarioAndPolicy(t *testing.T) {
 			cfg := small(sc, policy)
 			cfg.Duration = 90 * time.Second
 			cfg.Warmup = time.Minute
+			cfg.SampledReads = 200
 			r := run(t, cfg)
 			if !(r.Baseline > 0.5 && r.Baseline < 1) || !(r.LowestHitRate >= 0 && r.LowestHitRate <= 1) {
 				t.Errorf("%s under %s: baseline %v, lowest %v", sc, policy, r.Baseline, r.LowestHitRate)

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // workload is the cache clients and the database: Zipf-distributed reads
@@ -44,29 +46,33 @@ func slotOf(k uint32, slots int) int {
 	return int(x % uint64(slots))
 }
 
-// prefill fills each slot holder with the most popular keys of its slot,
-// the most popular the most recently used: a cache that has been serving
-// for a long time.
+// prefill gives each slot holder the contents an LRU settles at under the
+// workload, as if it had been serving for a long time. Under independent
+// Zipf reads an LRU of C items holds the C distinct keys read most
+// recently, and the time since key k was last read is exponential with the
+// key's read rate: so each key gets such an age, each node keeps the
+// youngest C keys of its slot, and they go in oldest first (the youngest
+// most recently used).
 func (wl *workload) prefill(route []int) {
-	keys := make(map[int][]uint32)
+	type aged struct {
+		age float32
+		key uint32
+	}
+	byNode := make(map[int][]aged)
 	for k := range wl.cfg.Keys {
 		i := route[slotOf(uint32(k), len(route))]
-		if i >= 0 && len(keys[i]) < wl.cfg.ItemsPerNode {
-			keys[i] = append(keys[i], uint32(k))
+		if i < 0 {
+			continue
 		}
+		rate := math.Pow(float64(k)+1, -wl.cfg.ZipfS) // relative; only the order matters
+		byNode[i] = append(byNode[i], aged{age: float32(wl.rng.ExpFloat64() / rate), key: uint32(k)})
 	}
-	for i, ks := range keys {
+	for i := range wl.w.nodes {
+		ks := byNode[i]
+		slices.SortFunc(ks, func(a, b aged) int { return cmp.Or(cmp.Compare(a.age, b.age), cmp.Compare(a.key, b.key)) })
+		ks = ks[:min(len(ks), wl.cfg.ItemsPerNode)]
 		for j := len(ks) - 1; j >= 0; j-- {
-			wl.w.nodes[i].cache.set(ks[j])
-		}
-	}
-	// An LRU serving Zipf reads holds less than the most popular keys:
-	// reads that turn every cache over a few times bring it to where it
-	// settles, uncounted and outside time.
-	for range 20 * wl.cfg.ItemsPerNode * len(route) {
-		k := uint32(wl.zipf.Uint64())
-		if i := route[slotOf(k, len(route))]; i >= 0 && !wl.w.nodes[i].cache.get(k) {
-			wl.w.nodes[i].cache.set(k)
+			wl.w.nodes[i].cache.set(ks[j].key)
 		}
 	}
 }
