@@ -151,7 +151,7 @@ func (c Config) WithDefaults() Config {
 	defF(&c.HitRateTarget, 0.90)
 	def(&c.Clients, 2000)
 	defF(&c.ReadsPerClient, 10)
-	def(&c.SampledReads, 2000)
+	def(&c.SampledReads, 1000)
 	def(&c.ItemsPerNode, 4000)
 	def(&c.Keys, 4*c.Slots*c.ItemsPerNode)
 	defF(&c.ZipfS, 1.2)

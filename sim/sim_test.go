@@ -45,15 +45,18 @@ func figures(t *testing.T, r Result) string {
 }
 
 func TestSameSeedSameNumbers(t *testing.T) {
-	for _, policy := range []string{PolicyMCrib, PolicyImmediate} {
-		cfg := small(AgentRollout, policy)
+	for _, c := range []struct{ scenario, policy string }{
+		{AgentRollout, PolicyImmediate}, {NodeFailure, PolicyMCrib}, {Partition, PolicyMCrib}, {ColdStart, PolicyAdaptive},
+	} {
+		scenario, policy := c.scenario, c.policy
+		cfg := small(scenario, policy)
 		a, b := run(t, cfg), run(t, cfg)
 		if fa, fb := figures(t, a), figures(t, b); fa != fb {
-			t.Errorf("%s: two runs of the same config differ:\n%s\n%s", policy, fa, fb)
+			t.Errorf("%s under %s: two runs of the same config differ:\n%s\n%s", scenario, policy, fa, fb)
 		}
 		cfg.Seed++
 		if c := run(t, cfg); figures(t, c) == figures(t, a) {
-			t.Errorf("%s: another seed gave the same numbers", policy)
+			t.Errorf("%s under %s: another seed gave the same numbers", scenario, policy)
 		}
 	}
 }
