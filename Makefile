@@ -68,10 +68,12 @@ bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The simulator's reports (README "Simulator"): the 2-hour agent rollout of
-# 500 nodes (the speed figure), the observer and node faults, and the
-# cold-start sweep of static boot limits against the adaptive one.
+# 500 nodes, every read simulated and then 1 read in 20 (the speed figure),
+# the observer and node faults, and the cold-start sweep of static boot
+# limits against the adaptive one.
 bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
+	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
 	$(MCRIB) sim --nodes 100 --scenario node-failure,partition,observer-blip,packet-loss --policy immediate,mcrib --out bench/sim-faults
 	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:5,static:10,static:20,static:50,static:100,static:200 --out bench/sim-cold-start
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -93,9 +94,12 @@ type Config struct {
 
 	// The workload: Clients application processes each reading
 	// ReadsPerClient keys a second (Zipf over Keys keys, exponent
-	// ZipfS), of which SampledReads a second (at the full fleet) are
-	// simulated one by one, each standing for the rest. A boot reads
-	// BootReads keys. Clients restart ChurnPerHour times an hour each.
+	// ZipfS), of which SampledReads a second (at the full fleet; default
+	// all) are simulated one by one, each standing for the rest. Sampling
+	// is faster but slows the refill of a cold cache by the sampling
+	// factor (a sampled miss fills one key for all the misses it stands
+	// for). A boot reads BootReads keys. Clients restart ChurnPerHour
+	// times an hour each.
 	Clients        int
 	ReadsPerClient float64
 	SampledReads   int
@@ -151,7 +155,7 @@ func (c Config) WithDefaults() Config {
 	defF(&c.HitRateTarget, 0.90)
 	def(&c.Clients, 2000)
 	defF(&c.ReadsPerClient, 10)
-	def(&c.SampledReads, 1000)
+	def(&c.SampledReads, int(math.Round(float64(c.Clients)*c.ReadsPerClient)))
 	def(&c.ItemsPerNode, 4000)
 	def(&c.Keys, 4*c.Slots*c.ItemsPerNode)
 	defF(&c.ZipfS, 1.2)

@@ -42,7 +42,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs.Float64Var(&cfg.HitRateTarget, "hit-rate-target", 0, "mcrib serve --hit-rate-target (0: 0.90)")
 	fs.IntVar(&cfg.Clients, "clients", 0, "application processes reading the cache (0: 2000)")
 	fs.Float64Var(&cfg.ReadsPerClient, "reads-per-client", 0, "reads a second per client (0: 10)")
-	fs.IntVar(&cfg.SampledReads, "sampled-reads", 0, "reads a second simulated one by one at the full fleet (0: 1000)")
+	fs.IntVar(&cfg.SampledReads, "sampled-reads", 0, "reads a second simulated one by one at the full fleet (0: all; fewer is faster, but a sampled miss refills one key for all it stands for)")
 	fs.IntVar(&cfg.ItemsPerNode, "items-per-node", 0, "items each memcached holds (0: 4000)")
 	fs.IntVar(&cfg.Keys, "keys", 0, "distinct keys (0: 4 × slots × items per node)")
 	fs.IntVar(&cfg.BootReads, "boot-reads", 0, "keys a client boot reads (0: 200)")
