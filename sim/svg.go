@@ -44,7 +44,7 @@ const (
 // script and nothing fetched.
 func writeSVG(w io.Writer, scenario string, rs []Result, capacity float64) error {
 	panels := []panel{
-		{title: "hit rate (1-minute window)", value: func(p Point) float64 { return p.HitRate }, ref: math.NaN(), zoom: true, format: func(v float64) string { return fmt.Sprintf("%.2f", v) }},
+		{title: "hit rate (1-minute window)", value: func(p Point) float64 { return p.HitRate }, ref: math.NaN(), zoom: true, format: func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }},
 		{title: fmt.Sprintf("database load (queries/s asked, 10 s average; clipped at %.0f)", 4*capacity), value: func(p Point) float64 { return p.DBLoad }, ref: capacity, clip: 4 * capacity, refLabel: "capacity", format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 		{title: "boot limit (boots/s; none: no line)", value: func(p Point) float64 { return p.BootLimit }, ref: math.NaN(), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 	}
