@@ -73,13 +73,15 @@ func (p *immediatePolicy) onConsul(_ context.Context, m cachenodes.Membership) {
 	}
 }
 
-// fill puts the first spare that flushes into slot s.
+// fill puts the first spare that flushes into slot s; a spare that does
+// not answer stays a spare, at the back.
 func (p *immediatePolicy) fill(s int) {
-	for len(p.spares) > 0 {
+	for range len(p.spares) {
 		i := p.spares[0]
 		p.spares = p.spares[1:]
 		if p.w.flush(i) != nil {
-			continue // not placed; it comes back through Consul
+			p.spares = append(p.spares, i)
+			continue
 		}
 		p.flushN++
 		p.routes[s] = i

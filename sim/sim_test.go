@@ -181,3 +181,23 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestParseShape(t *testing.T) {
+	status := []byte(`{"pool":"web","nodes":[{},{},{}],"boot_limit":{"floor":5,"ceiling":300}}`)
+	slotmap := []byte(`{"pool":"web","num_slots":2,"generation":1,"updated_at":"2026-01-01T00:00:00Z",` +
+		`"slots":[{"slot":0,"node_id":"a","addr":"10.0.0.1:11211","az":""},{"slot":1,"node_id":"b","addr":"10.0.0.2:11211","az":""}],` +
+		`"spares":[{"node_id":"c","addr":"10.0.0.3:11211","az":""}]}`)
+	s, err := ParseShape(status, slotmap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Apply(Config{}).WithDefaults()
+	if s.Pool != "web" || c.Nodes != 3 || c.Slots != 2 || c.BootLimitMin != 5 || c.BootLimitMax != 300 {
+		t.Errorf("shape %+v gives %d nodes, %d slots, limit %v..%v", s, c.Nodes, c.Slots, c.BootLimitMin, c.BootLimitMax)
+	}
+	for _, bad := range [][2][]byte{{[]byte("{"), slotmap}, {status, []byte(`{"num_slots":1}`)}} {
+		if _, err := ParseShape(bad[0], bad[1]); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("ParseShape(%s, %s) = %v; want ErrBadConfig", bad[0], bad[1], err)
+		}
+	}
+}
