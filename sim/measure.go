@@ -33,7 +33,6 @@ type measure struct {
 	flushesAt0  int
 	replAt0     int
 	refusedAt0  int
-	pendingNow  int
 	targetRatio float64
 }
 
