@@ -9,7 +9,8 @@
 #   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
 #                mcrib on http://127.0.0.1:7070/)
-#   make bench   run the Go benchmarks
+#   make bench   run the Go benchmarks and make bench-sim
+#   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
@@ -29,7 +30,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench scale fuzz clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim scale fuzz clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -66,7 +67,7 @@ test: deps vet
 run: deps build
 	scripts/run-local.sh
 
-bench:
+bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The 10,000-node scale run: the real loop and Consul store, 1% churn a
@@ -78,6 +79,16 @@ FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 1000x
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) scripts/fuzz.sh
+
+# The simulator's reports (README "Simulator"): the 2-hour agent rollout of
+# 500 nodes, every read simulated and then 1 read in 20 (the speed figure),
+# the observer and node faults, and the cold-start sweep of static boot
+# limits against the adaptive one.
+bench-sim: build
+	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
+	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
+	$(MCRIB) sim --nodes 100 --scenario node-failure,partition,observer-blip,packet-loss --policy immediate,mcrib --out bench/sim-faults
+	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:5,static:10,static:20,static:50,static:100,static:200 --out bench/sim-cold-start
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib

@@ -61,6 +61,8 @@ func commands() []command {
 				{"ratelimit auto", "hand the boot limit back to the controller"},
 			}},
 		{name: "events", run: cli.events, usage: eventsUsage, synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}}},
+		{name: "sim", run: cli.sim, help: printSimHelp, usage: simUsage,
+			synopsis: []synopsisLine{{"sim [flags]", "simulate scenarios on mcrib's own code (mcrib sim -h lists its flags)"}}},
 		{name: "version", run: cli.version,
 			usage:    "usage: mcrib version",
 			synopsis: []synopsisLine{{"version", "print the version"}}},

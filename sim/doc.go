@@ -1,0 +1,33 @@
+// Package sim is mcrib's cache-tier simulator (mcrib sim): a discrete-event
+// simulation on a simulated clock (internal/clock.Fake, moved by the event
+// loop) that runs mcrib's own code against a simulated fleet, so that
+// "what happens to the hit rate and the database if a quarter of the
+// Consul agents restart at peak?" has an answer before it happens.
+//
+// What is real: controlloop.Loop, built with controlloop.New and the
+// default flags of mcrib serve, with flapdamp inside it; it is driven on
+// one goroutine (Loop.Observe for each Consul answer, Loop.ProbeNode for
+// each node every probe interval, then Loop.Reconcile), never Loop.Run,
+// so a run is deterministic. The boot limit is ratelimit's Admitter, moved
+// by ratelimit's Controller on the hit rate ratelimit's HitRateMeter
+// measures from Loop.HitCounters every stats interval, as mcrib serve
+// does.
+//
+// What is simulated: Consul's answers (every node listed, passing or not);
+// memcached nodes (an LRU of a fixed item count, get_hits, get_misses,
+// cmd_flush, flush_all) reached through a controlloop.Prober; client
+// processes reading Zipf-distributed keys (math/rand/v2, seeded) routed
+// by the slot map, a sample of the reads simulated one by one and each
+// standing for the rest; client boots that each read a burst of keys, asked
+// for once a second per waiting client; and a database with a fixed
+// capacity a second, beyond which queries fail and fill nothing, and a
+// boot whose reads fail boots again. The caches start at the contents an
+// LRU settles at under the workload.
+//
+// The baseline policy "immediate" is the 2022 behaviour mcrib replaced:
+// replace a slot holder as soon as Consul stops listing it as passing,
+// flush a node Consul lists again, no boot limit.
+//
+// The same Config (seed included) always gives the same Result, the wall
+// time aside.
+package sim

@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// membershipPolicy decides which node holds each slot: the map the cache
+// clients route by.
+type membershipPolicy interface {
+	// onConsul takes one answer of Consul.
+	onConsul(ctx context.Context, m cachenodes.Membership)
+	// onProbeInterval runs what the policy does every probe interval.
+	onProbeInterval(ctx context.Context)
+	// route returns the node index of each slot, -1 for a vacant slot.
+	route() []int
+	// flushes and replacements count what the policy did.
+	flushes() int
+	replacements() int
+}
+
+// mcribPolicy is mcrib's own control loop, driven synchronously: the
+// answers of Consul go to Loop.Observe, every probe interval each node is
+// probed through the simulated Prober (Loop.ProbeNode) and a pass runs
+// (Loop.Reconcile), as Run would schedule them but on one goroutine.
+type mcribPolicy struct {
+	w       *world
+	loop    *controlloop.Loop
+	metrics *loopMetrics
+	flushN  int
+	gen     uint64
+	routes  []int
+	slots   int
+}
+
+func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
+	p := &mcribPolicy{w: w, metrics: &loopMetrics{}, slots: cfg.Slots}
+	loop, err := controlloop.New(controlloop.Options{
+		Pool: "sim", KVPrefix: "mcrib", NumSlots: cfg.Slots,
+		Hold: cfg.Hold, ProbeInterval: cfg.ProbeInterval,
+		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
+		MaxAbsentFraction:        cfg.MaxAbsentFraction,
+		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
+		Store:                    &memStore{},
+		Discovery:                noDiscovery{},
+		Prober:                   prober{w: w, flushes: &p.flushN},
+		Clock:                    w.clk,
+		Metrics:                  p.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.loop = loop
+	p.routes = make([]int, cfg.Slots)
+	for i := range p.routes {
+		p.routes[i] = -1
+	}
+	return p, nil
+}
+
+func (p *mcribPolicy) onConsul(ctx context.Context, m cachenodes.Membership) {
+	p.loop.Observe(m)
+	p.pass(ctx) // the answer kicks a pass
+}
+
+func (p *mcribPolicy) onProbeInterval(ctx context.Context) {
+	for i := range p.w.nodes {
+		p.loop.ProbeNode(ctx, p.w.node(i))
+	}
+	p.pass(ctx)
+}
+
+// pass runs one reconcile pass and follows the map it serves.
+func (p *mcribPolicy) pass(ctx context.Context) {
+	_, _ = p.loop.Reconcile(ctx) // a failed pass is retried next interval, as Run does
+	m := p.loop.SlotMap()
+	if m == nil || m.Generation() == p.gen {
+		return
+	}
+	p.gen = m.Generation()
+	for s := range p.routes {
+		p.routes[s] = -1
+		if n := m.Slot(s); !n.IsZero() {
+			if i, ok := p.w.byID[n.ID]; ok {
+				p.routes[s] = i
+			}
+		}
+	}
+}
+
+func (p *mcribPolicy) route() []int      { return p.routes }
+func (p *mcribPolicy) flushes() int      { return p.flushN }
+func (p *mcribPolicy) replacements() int { return p.metrics.replacements }
+
+// loopMetrics counts the loop's replacements (controlloop.Metrics).
+type loopMetrics struct{ replacements int }
+
+func (m *loopMetrics) Pass(string, time.Duration)           {}
+func (m *loopMetrics) Replacement(string)                   { m.replacements++ }
+func (m *loopMetrics) Flush(string)                         {}
+func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
+
+// memStore is the loop's Store in memory: one process leads alone, so
+// every check-and-set write succeeds.
+type memStore struct {
+	m     *cachenodes.SlotMap
+	index uint64
+}
+
+func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
+	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index}, nil
+}
+
+func (s *memStore) WriteSlotMap(_ context.Context, m *cachenodes.SlotMap, _ controlloop.Snapshot, _ leader.Lease) (bool, error) {
+	s.m = m
+	s.index++
+	return true, nil
+}
+
+func (s *memStore) PutFreeze(context.Context, controlloop.FreezeDoc) error { return nil }
+func (s *memStore) DeleteFreeze(context.Context) error                     { return nil }
+func (s *memStore) PutVote(context.Context, string, controlloop.Vote, leader.Lease) error {
+	return nil
+}
+
+// noDiscovery is the loop's Discovery; the simulator hands the answers to
+// Loop.Observe itself and never calls Run.
+type noDiscovery struct{}
+
+func (noDiscovery) Run(ctx context.Context, _ func(cachenodes.Membership), _ func(error)) {
+	<-ctx.Done()
+}
