@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -73,6 +74,10 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
 			}
+		case kvlayout.Replacements:
+			// Unreadable times are no times: the ceiling then counts only
+			// what this process saw itself.
+			_ = json.Unmarshal(p.Value, &st.Replacements)
 		default:
 			replica, isVote := s.keys.VoteReplica(name)
 			if !isVote || p.Session == "" {
@@ -99,22 +104,28 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 // only if absent), in one transaction that also checks that the freeze key
 // is as read and, unless lease is zero, that lease still holds the leader
 // lock (leader.Lease.CAS).
-func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (ok bool, err error) {
+func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (ok bool, err error) {
 	body, err := cachenodes.EncodeStoredSlotMap(m)
 	if err != nil {
 		return false, err
 	}
+	times, err := json.Marshal(recent)
+	if err != nil {
+		return false, fmt.Errorf("encoding the replacement times: %w", err)
+	}
+	record := &api.KVTxnOp{Verb: api.KVSet, Key: s.keys.Replacements(), Value: times}
 	freeze := &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.keys.Freeze()}
 	if read.Freeze != nil {
 		freeze = &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.keys.Freeze(), Index: read.FreezeIndex}
 	}
 	if !lease.IsZero() {
-		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, freeze)
+		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, freeze, record)
 	}
 	// No leader lock (a process that leads alone): the same write without
 	// the lock check.
 	ops := api.TxnOps{
 		{KV: freeze},
+		{KV: record},
 		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex}},
 	}
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))

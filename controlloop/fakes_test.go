@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,8 @@ type fakeStore struct {
 	reads, writes int
 	// votes are the published votes, by replica.
 	votes map[string]Vote
+	// replacements are the replacement times stored with the map.
+	replacements []time.Time
 }
 
 func (s *fakeStore) PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error {
@@ -97,10 +100,10 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 		s.failReads--
 		return Snapshot{}, fmt.Errorf("reading the fake store: unreachable")
 	}
-	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes)}, nil
+	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes), Replacements: slices.Clone(s.replacements)}, nil
 }
 
-func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (bool, error) {
+func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.changed.notifyLocked()
@@ -112,6 +115,7 @@ func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, rea
 		return false, nil
 	}
 	s.putLocked(m)
+	s.replacements = slices.Clone(recent)
 	s.writes++
 	return true, nil
 }

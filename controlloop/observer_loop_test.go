@@ -164,3 +164,62 @@ func TestMassUnreachableFreezesAndFlushesNothing(t *testing.T) {
 	}
 	w.wantStored(t, 3, []string{"a", "b", "c", "d"}, 0)
 }
+
+// TestCeilingHoldsAcrossATakeover: the replacements a leader made are
+// stored with the map, and a new leader counts them against
+// --max-replacements-per-minute (found by the soak: three replacements in
+// 32 s with a ceiling of 2 across a kill -9 of the leader).
+func TestCeilingHoldsAcrossATakeover(t *testing.T) {
+	leakcheck.Check(t)
+	w := leadingWorld(t, []string{"a", "b", "c", "d"}, "e", "f", "g")
+	w.loop.opts.MaxReplacementsPerMinute = 2
+	w.loop.ceiling.PerMinute = 2
+	takeOut("a")(w)
+	w.pass(OutcomeOK)
+	w.store.mu.Lock()
+	stored := len(w.store.replacements)
+	w.store.mu.Unlock()
+	if stored != 1 {
+		t.Fatalf("%d replacement times stored with the map, want 1", stored)
+	}
+
+	// A new process takes over, with a fresh ceiling of its own.
+	next := newWorld(t, 4)
+	next.store, next.clk = w.store, w.clk
+	next.lead.store = w.store
+	loop, err := New(Options{
+		Pool: assignPool, KVPrefix: "mcrib", NumSlots: 4, Hold: 10 * time.Second, ProbeInterval: time.Second,
+		FlushAfterUnreachable: 10 * time.Second, MaxAbsentFraction: 0.9, MaxReplacementsPerMinute: 2,
+		Store: w.store, Discovery: &fakeDiscovery{}, Leadership: next.lead, Prober: w.prober, Clock: w.clk, Metrics: next.metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.loop = loop
+	next.lead.win("s2")
+	next.answer("b", "c", "d", "e", "f", "g")
+	next.probe()
+	next.pass(OutcomeOK)
+	// b and c die at once; 12 s after the first replacement only one more
+	// fits (the new leader's hold is 10 s).
+	for _, id := range []string{"b", "c"} {
+		w.prober.setDown(cacheNode(id).Addr, true)
+	}
+	next.probe()
+	next.answer("d", "e", "f", "g")
+	w.clk.Advance(time.Second)
+	next.probe()
+	w.clk.Advance(11 * time.Second)
+	next.probe()
+	next.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	replaced := 0
+	for i, id := range []string{"e", "b", "c", "d"} {
+		if m.Slot(i).ID != id {
+			replaced++
+		}
+	}
+	if replaced != 1 || next.loop.Status().ReplacementsBlocked != 1 {
+		t.Fatalf("slots %v, %d blocked: the new leader replaced %d holders within the minute of the old leader's replacement, want 1 (ceiling 2)", slotIDs(m), next.loop.Status().ReplacementsBlocked, replaced)
+	}
+}

@@ -136,7 +136,7 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 		Prev:     prev,
 		Nodes:    l.tr.views(now),
 		Frozen:   st.Freeze != nil || tripped,
-		Budget:   l.ceiling.Remaining(now),
+		Budget:   l.adoptedBudgetLocked(st, now),
 	}
 	plan := Decide(in)
 	l.blocked = plan.Blocked
@@ -178,7 +178,10 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		return Result{Outcome: OutcomeError}, err
 	}
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
-		ok, err := l.store.WriteSlotMap(ctx, next, st, lease)
+		l.mu.Lock()
+		recent := l.ceiling.Recent(now, len(d.plan.Evictions))
+		l.mu.Unlock()
+		ok, err := l.store.WriteSlotMap(ctx, next, st, lease, recent)
 		if err != nil {
 			l.setPassError(err, true)
 			return Result{Outcome: OutcomeError}, err
@@ -253,4 +256,13 @@ func (l *Loop) setPassError(err error, consul bool) {
 	if consul {
 		l.consulErr = err
 	}
+}
+
+// adoptedBudgetLocked returns how many slot holders may be replaced now,
+// counting the replacements the previous leader stored with the map as
+// well as this process's own: the ceiling holds across a takeover.
+// l.mu must be held.
+func (l *Loop) adoptedBudgetLocked(st Snapshot, now time.Time) int {
+	l.ceiling.Adopt(st.Replacements)
+	return l.ceiling.Remaining(now)
 }

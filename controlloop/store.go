@@ -28,6 +28,9 @@ type Snapshot struct {
 	// LeaderID is the ID stored in the leader lock while a session holds
 	// it; "" otherwise.
 	LeaderID string
+	// Replacements are the times of the slot replacements of the last
+	// minute as the last leader stored them with the map.
+	Replacements []time.Time
 	// Votes are the live replicas' votes, by replica ID: only those whose
 	// key a session still holds (a dead replica's vote does not count).
 	Votes map[string]Vote
@@ -57,9 +60,11 @@ type Store interface {
 	// when the slot map or the freeze document changed since read, or when
 	// lease no longer holds the leader lock, so that neither a freeze that
 	// lands mid-pass nor a deposed leader is overridden. The zero lease
-	// checks no lock (a process that leads alone). An error means the
-	// outcome is unknown.
-	WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (ok bool, err error)
+	// checks no lock (a process that leads alone). recent, the replacement
+	// times of the last minute (this write's included), is stored in the
+	// same step, so that a new leader honours the ceiling. An error means
+	// the outcome is unknown.
+	WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (ok bool, err error)
 	// PutFreeze stores the freeze document.
 	PutFreeze(ctx context.Context, f FreezeDoc) error
 	// DeleteFreeze removes the freeze document.

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -62,10 +63,10 @@ func (s tracedStore) Read(ctx context.Context) (Snapshot, error) {
 	return st, err
 }
 
-func (s tracedStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease) (bool, error) {
+func (s tracedStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (bool, error) {
 	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.Int64("mcrib.generation", int64(m.Generation()))))
-	ok, err := s.Store.WriteSlotMap(ctx, m, read, lease)
+	ok, err := s.Store.WriteSlotMap(ctx, m, read, lease, recent)
 	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
 	endSpan(span, err)
 	return ok, err

@@ -1,6 +1,9 @@
 package flapdamp
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // CeilingWindow is the sliding window of Ceiling: a replacement recorded at t
 // counts against the ceiling until t + CeilingWindow.
@@ -65,6 +68,30 @@ func (c *Ceiling) NextAt(now time.Time) time.Time {
 	}
 	// One fits once inWindow-PerMinute+1 of the oldest have left.
 	return c.recent[first+inWindow-c.PerMinute].Add(CeilingWindow)
+}
+
+// Recent returns the recorded replacement times still inside the window at
+// now, oldest first, with n more at now (the replacements about to be
+// made): what a leader stores so that the next one honours the window.
+func (c *Ceiling) Recent(now time.Time, n int) []time.Time {
+	now = c.clamp(now)
+	out := append([]time.Time(nil), c.recent[c.firstInWindow(now):]...)
+	for range n {
+		out = append(out, now)
+	}
+	return out
+}
+
+// Adopt merges replacement times recorded elsewhere (by a previous leader)
+// into c, each once: a time already recorded is not counted twice.
+func (c *Ceiling) Adopt(times []time.Time) {
+	for _, t := range times {
+		if slices.ContainsFunc(c.recent, t.Equal) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(c.recent, t, func(a, b time.Time) int { return a.Compare(b) })
+		c.recent = slices.Insert(c.recent, i, t)
+	}
 }
 
 // clamp returns now, or the latest recorded time when now is earlier.

@@ -149,3 +149,28 @@ func TestCeilingRecordForgetsOldReplacements(t *testing.T) {
 		t.Errorf("Remaining right after the last record = %d, want 1", got)
 	}
 }
+
+// TestCeilingAdoptAndRecent: times stored by a previous leader count once,
+// and Recent hands on what is still inside the window.
+func TestCeilingAdoptAndRecent(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	c := Ceiling{PerMinute: 2}
+	c.Record(t0.Add(10 * time.Second))
+	c.Adopt([]time.Time{t0.Add(10 * time.Second), t0, t0.Add(-2 * time.Minute)})
+	if got := c.Remaining(t0.Add(20 * time.Second)); got != 0 {
+		t.Fatalf("Remaining after adopting one new time in the window = %d, want 0", got)
+	}
+	if got := c.Remaining(t0.Add(61 * time.Second)); got != 1 {
+		t.Fatalf("Remaining once the adopted time left the window = %d, want 1", got)
+	}
+	got := c.Recent(t0.Add(30*time.Second), 1)
+	want := []time.Time{t0, t0.Add(10 * time.Second), t0.Add(30 * time.Second)}
+	if len(got) != len(want) {
+		t.Fatalf("Recent = %v, want %v", got, want)
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Fatalf("Recent = %v, want %v", got, want)
+		}
+	}
+}

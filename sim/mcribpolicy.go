@@ -115,7 +115,7 @@ func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
 	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index}, nil
 }
 
-func (s *memStore) WriteSlotMap(_ context.Context, m *cachenodes.SlotMap, _ controlloop.Snapshot, _ leader.Lease) (bool, error) {
+func (s *memStore) WriteSlotMap(_ context.Context, m *cachenodes.SlotMap, _ controlloop.Snapshot, _ leader.Lease, _ []time.Time) (bool, error) {
 	s.m = m
 	s.index++
 	return true, nil

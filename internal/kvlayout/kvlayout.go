@@ -21,6 +21,10 @@ const (
 	// (its leader ID), held by its session, listing the nodes it cannot
 	// reach (invariant 7). A key whose session is gone is no vote.
 	Unreachable = "unreachable"
+	// Replacements holds the times of the slot replacements of the last
+	// minute, written with the slot map, so that a new leader honours
+	// --max-replacements-per-minute across a takeover.
+	Replacements = "replacements"
 )
 
 // Pool names the keys of one pool. The zero value names keys under "/";
@@ -69,3 +73,6 @@ func (p Pool) VoteReplica(name string) (string, bool) {
 	r, ok := strings.CutPrefix(name, Unreachable+"/")
 	return r, ok && r != ""
 }
+
+// Replacements returns <prefix>/<pool>/replacements.
+func (p Pool) Replacements() string { return p.Key(Replacements) }
