@@ -80,14 +80,19 @@ func keyName(k uint64) string { return fmt.Sprintf("bench-%08d", k) }
 // value is the cached value of key k: 100 bytes.
 func value(k uint64) []byte { return fmt.Appendf(nil, "%-100d", k) }
 
-// prefill sets every key once, in parallel, so the run starts with no cold
-// misses.
+// prefill puts the pool in the state the load converges to, so the hit rate
+// is stationary from the start: every key cached except a writeFrac of
+// them, chosen at random, as if their last operation were a write.
 func (g *loadGen) prefill(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range uint64(8) {
 		wg.Go(func() {
+			r := rand.New(rand.NewPCG(w, 0x9f11))
 			for k := w; k < g.keys && ctx.Err() == nil; k += 8 {
+				if r.Float64() < g.writeFrac {
+					continue
+				}
 				if err := g.client.Set(&memcache.Item{Key: keyName(k), Value: value(k)}); err != nil {
 					errs <- fmt.Errorf("prefill %s: %w", keyName(k), err)
 					return

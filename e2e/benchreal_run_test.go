@@ -33,7 +33,7 @@ type benchRealConfig struct {
 type absenceResult struct {
 	node             string
 	stopped, started time.Duration // since the load started
-	hitRate          float64        // over stop .. start (plus the rejoin)
+	hitRate          float64       // over stop .. start (plus the rejoin)
 }
 
 // sample is one interval of the summed memcached counters.
@@ -55,6 +55,7 @@ type benchRealResult struct {
 	gen0, gen1               uint64
 	generationsSeen          int
 	events                   map[string]int
+	log                      []string // the events other than placements, "kind node at"
 	reads, sets, writes      int64
 	errs                     int64
 }
@@ -119,7 +120,9 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	awayNow := false
 	setAway := func(v bool) { away.Lock(); awayNow = v; away.Unlock() }
 	samples := make(chan []sample, 1)
-	wg.Go(func() { samples <- p.sample(ctx, cfg.interval, res.started, func() bool { away.Lock(); defer away.Unlock(); return awayNow }) })
+	wg.Go(func() {
+		samples <- p.sample(ctx, cfg.interval, res.started, func() bool { away.Lock(); defer away.Unlock(); return awayNow })
+	})
 
 	time.Sleep(cfg.warmup)
 	c0 := p.totals(t)
@@ -167,13 +170,18 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	res.gen1 = m.slotMap().Generation()
 	res.generationsSeen = g.generations()
 	var evs []struct {
-		Kind string `json:"kind"`
+		Kind string    `json:"kind"`
+		Node string    `json:"node"`
+		At   time.Time `json:"at"`
 	}
 	if code := m.getJSON("/v1/events", &evs); code != http.StatusOK {
 		t.Fatalf("GET /v1/events: %d", code)
 	}
 	for _, e := range evs {
 		res.events[e.Kind]++
+		if e.Kind != "placement" {
+			res.log = append(res.log, fmt.Sprintf("%s %s %s", e.Kind, e.Node, e.At.Sub(res.started).Round(100*time.Millisecond)))
+		}
 	}
 	res.reads, res.sets, res.writes, res.errs = g.reads.Load(), g.sets.Load(), g.writes.Load(), g.errs.Load()
 	return res
@@ -242,6 +250,6 @@ func benchRealTargets(r *benchRealResult) []string {
 // String is a one-line summary for the test log.
 func (r *benchRealResult) String() string {
 	b, _ := json.Marshal(map[string]any{"baseline": r.baseline, "during": r.during, "lowest": r.lowest,
-		"gen": []uint64{r.gen0, r.gen1}, "events": r.events, "reads": r.reads, "errs": r.errs})
+		"gen": []uint64{r.gen0, r.gen1}, "events": r.events, "log": r.log, "reads": r.reads, "errs": r.errs})
 	return string(b)
 }
