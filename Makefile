@@ -11,6 +11,9 @@
 #                mcrib on http://127.0.0.1:7070/)
 #   make bench   run the Go benchmarks and make bench-sim
 #   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
+#   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
+#                of the agents restarted; report in bench/real-rollout/
+#                (BENCH_REAL_DURATION, default 4m)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
@@ -30,7 +33,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench bench-sim scale fuzz clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim bench-real scale fuzz clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -69,6 +72,12 @@ run: deps build
 
 bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The real-stack agent rollout of issue 10 (e2e TestBenchRealAgentRollout):
+# make test runs its short form.
+bench-real: deps
+	MCRIB_BENCH_REAL=1 MCRIB_BENCH_REAL_OUT=$(CURDIR)/bench/real-rollout BENCH_REAL_DURATION=$${BENCH_REAL_DURATION:-4m} \
+		$(GO) test -count=1 -timeout 30m -run '^TestBenchRealAgentRollout$$' -v ./e2e/
 
 # The 10,000-node scale run: the real loop and Consul store, 1% churn a
 # minute for 10 minutes, without the race detector (make test runs 15 s).
