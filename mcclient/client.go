@@ -1,0 +1,313 @@
+package mcclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/clock"
+)
+
+// Defaults of the zero fields of Options.
+const (
+	DefaultMaxQueue       = 100_000
+	DefaultRetryMin       = 100 * time.Millisecond
+	DefaultRetryMax       = 2 * time.Second
+	DefaultReplayInterval = 100 * time.Millisecond
+)
+
+// ErrVacantSlot is returned by Set, Add and Replace for a key whose slot
+// has no node (Get and Delete answer memcache.ErrCacheMiss instead). It is
+// cachenodes.ErrVacantSlot.
+var ErrVacantSlot = cachenodes.ErrVacantSlot
+
+// Source delivers the slot map: Run follows it until ctx ends, calling
+// onChange with every new valid map and onError with every failure.
+// *cachenodes.SlotMapFollower (Consul KV) and *HTTPFollower (mcrib's API)
+// are sources.
+type Source interface {
+	Run(ctx context.Context, onChange func(*cachenodes.SlotMap), onError func(error))
+}
+
+// Options configures a Client. The zero value of every field selects its
+// default.
+type Options struct {
+	// Source is followed by Run; nil means the caller sets maps with
+	// SetSlotMap.
+	Source Source
+	// Timeout is the socket read/write timeout of every node; zero means
+	// gomemcache's (500ms). It is how long an unreachable node holds up
+	// the operation that finds it so.
+	Timeout time.Duration
+	// MaxIdleConns is the idle connections kept per node; zero means
+	// gomemcache's (2).
+	MaxIdleConns int
+	// MaxQueue bounds each node's replay queue, in keys; zero means
+	// DefaultMaxQueue.
+	MaxQueue int
+	// RetryMin and RetryMax bound the backoff between replays to a node
+	// that does not answer; zero means DefaultRetryMin, DefaultRetryMax.
+	RetryMin, RetryMax time.Duration
+	// ReplayInterval is how often Run looks for queues to replay in the
+	// background; zero means DefaultReplayInterval.
+	ReplayInterval time.Duration
+	// Meter receives the replay metrics; nil means a no-op meter.
+	Meter metric.Meter
+	// Clock times the replay backoff and the background replays; nil
+	// means the real clock.
+	Clock clock.Clock
+	// Logger receives the source's failures and slot map changes; nil
+	// discards them.
+	Logger *slog.Logger
+
+	// dial makes a node's backend; nil means gomemcache. Tests set it.
+	dial func(addr string) (backend, error)
+}
+
+// shared is what every node of a client needs.
+type shared struct {
+	clock   clock.Clock
+	metrics *clientMetrics
+}
+
+// Client routes keys by the slot map over gomemcache and replays failed
+// deletes. Build one with New; it is safe for concurrent use.
+type Client struct {
+	opts  Options
+	sh    *shared
+	route atomic.Pointer[routing]
+
+	mu    sync.Mutex       // serializes SetSlotMap and guards nodes
+	nodes map[string]*node // every node with a slot, or parked with a queue, by ID
+}
+
+// New returns a client with no slot map: every operation fails with
+// ErrNoSlotMap until Run receives one or SetSlotMap sets one.
+func New(opts Options) (*Client, error) {
+	if opts.MaxQueue < 0 || opts.Timeout < 0 || opts.RetryMin < 0 || opts.RetryMax < 0 || opts.ReplayInterval < 0 {
+		return nil, errors.New("mcclient: Options must not be negative")
+	}
+	if opts.MaxQueue == 0 {
+		opts.MaxQueue = DefaultMaxQueue
+	}
+	if opts.RetryMin == 0 {
+		opts.RetryMin = DefaultRetryMin
+	}
+	if opts.RetryMax == 0 {
+		opts.RetryMax = DefaultRetryMax
+	}
+	if opts.ReplayInterval == 0 {
+		opts.ReplayInterval = DefaultReplayInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.dial == nil {
+		o := opts
+		opts.dial = func(addr string) (backend, error) { return dialBackend(addr, o) }
+	}
+	c := &Client{opts: opts, nodes: map[string]*node{}}
+	m, err := newMetrics(opts.Meter, c.queueLengths)
+	if err != nil {
+		return nil, err
+	}
+	c.sh = &shared{clock: clock.Or(opts.Clock), metrics: m}
+	return c, nil
+}
+
+// Run follows Options.Source (if any) and replays queued deletes in the
+// background, until ctx ends.
+func (c *Client) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if c.opts.Source != nil {
+		wg.Go(func() {
+			c.opts.Source.Run(ctx, func(m *cachenodes.SlotMap) {
+				if err := c.SetSlotMap(m); err != nil {
+					c.opts.Logger.Warn("mcclient: cannot route by the new slot map; keeping the last", "generation", m.Generation(), "err", err)
+				}
+			}, func(err error) {
+				c.opts.Logger.Warn("mcclient: following the slot map failed", "err", err)
+			})
+		})
+	}
+	t := c.sh.clock.NewTicker(c.opts.ReplayInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C():
+			c.replayAll(&wg)
+		}
+	}
+}
+
+// replayAll starts a replay of every slot holder with a queue (a replay
+// already under way, or still backing off, returns at once).
+func (c *Client) replayAll(wg *sync.WaitGroup) {
+	r := c.route.Load()
+	if r == nil {
+		return
+	}
+	for _, n := range r.holders {
+		if n.q.Len() > 0 {
+			wg.Go(func() { n.replay() })
+		}
+	}
+}
+
+// pick returns the node of key's slot: ErrNoSlotMap without a map, nil
+// and no error for a vacant slot. It takes no lock and does not allocate.
+func (c *Client) pick(key string) (*node, error) {
+	r := c.route.Load()
+	if r == nil {
+		return nil, ErrNoSlotMap
+	}
+	return r.slots[slotOf(key, len(r.slots))], nil
+}
+
+// slotOf is cachenodes.KeySlot.
+func slotOf(key string, slots int) int { return cachenodes.KeySlot(key, slots) }
+
+// Get reads key from the node of its slot. A vacant slot answers
+// memcache.ErrCacheMiss, and so does a node with queued deletes that are
+// not replayed first: the node still fails, its backoff has not passed, or
+// another goroutine is replaying them (a Get never waits for a replay).
+func (c *Client) Get(key string) (*memcache.Item, error) {
+	n, err := c.pick(key)
+	if err != nil {
+		return nil, err
+	}
+	if n == nil || !n.ready() {
+		return nil, memcache.ErrCacheMiss
+	}
+	return n.be.Get(key)
+}
+
+// Delete deletes key from the node of its slot: memcache.ErrCacheMiss when
+// it was not there (or the slot is vacant: no node holds it). When the
+// node is unreachable the delete is queued for replay and the error wraps
+// ErrQueued (and the network error, when there was one).
+func (c *Client) Delete(key string) error {
+	n, err := c.pick(key)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		return memcache.ErrCacheMiss
+	}
+	if !n.ready() {
+		n.enqueue(key)
+		return ErrQueued
+	}
+	err = n.be.Delete(key)
+	if Unreachable(err) {
+		n.unreachable(key)
+		return fmt.Errorf("%w: %w", ErrQueued, err)
+	}
+	return err
+}
+
+// Set writes item to the node of its slot. It is an invalidating write:
+// when the node is unreachable a delete of the key is queued (the node may
+// hold an older value) and the error wraps ErrQueued.
+func (c *Client) Set(item *memcache.Item) error {
+	return c.write(item, true, (backend).Set)
+}
+
+// Replace is memcached's replace on the node of the item's slot; like Set,
+// an invalidating write.
+func (c *Client) Replace(item *memcache.Item) error {
+	return c.write(item, true, (backend).Replace)
+}
+
+// Add is memcached's add on the node of the item's slot (memcache.
+// ErrNotStored when the key is there). It only fills a miss, so a failed
+// Add queues nothing.
+func (c *Client) Add(item *memcache.Item) error {
+	return c.write(item, false, (backend).Add)
+}
+
+// write runs op on the node of item's slot, queuing a delete of the key
+// when invalidating and the node is unreachable.
+func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, *memcache.Item) error) error {
+	n, err := c.pick(item.Key)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		return ErrVacantSlot
+	}
+	if !n.ready() {
+		if invalidating {
+			n.enqueue(item.Key)
+			return ErrQueued
+		}
+		return memcache.ErrNotStored
+	}
+	err = op(n.be, item)
+	if invalidating && Unreachable(err) {
+		n.unreachable(item.Key)
+		return fmt.Errorf("%w: %w", ErrQueued, err)
+	}
+	return err
+}
+
+// NodeFor returns the node of key's slot, and false when the slot is
+// vacant or there is no map.
+func (c *Client) NodeFor(key string) (cachenodes.Node, bool) {
+	r := c.route.Load()
+	if r == nil {
+		return cachenodes.Node{}, false
+	}
+	nd := r.m.Slot(cachenodes.KeySlot(key, len(r.slots)))
+	return nd, !nd.IsZero()
+}
+
+// SlotMap returns the map the client routes by, or nil.
+func (c *Client) SlotMap() *cachenodes.SlotMap {
+	if r := c.route.Load(); r != nil {
+		return r.m
+	}
+	return nil
+}
+
+// QueueLen returns the number of deletes queued for node id.
+func (c *Client) QueueLen(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[id]; n != nil {
+		return n.q.Len()
+	}
+	return 0
+}
+
+// queueLengths calls f with every known node's queue length.
+func (c *Client) queueLengths(f func(id string, n int)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range c.nodes {
+		f(id, n.q.Len())
+	}
+}
+
+// Close closes every node's idle connections; queued deletes are lost.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, n.be.Close())
+	}
+	c.sh.metrics.reg.Unregister()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,236 @@
+package mcclient
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/clock"
+)
+
+// errDown is the error of a fake node that does not answer: a timeout, as
+// gomemcache reports a paused memcached.
+var errDown error = &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// fakeNode is an in-memory memcached that can be taken down.
+type fakeNode struct {
+	mu       sync.Mutex
+	addr     string
+	down     bool
+	items    map[string][]byte
+	deletes  []string    // every delete that reached the node, in order
+	calls    int         // every call, answered or not
+	onDelete chan string // when set, gets every delete that reached the node
+}
+
+func (f *fakeNode) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
+
+func (f *fakeNode) call() error {
+	f.calls++
+	if f.down {
+		return errDown
+	}
+	return nil
+}
+
+func (f *fakeNode) Get(key string) (*memcache.Item, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(); err != nil {
+		return nil, err
+	}
+	v, ok := f.items[key]
+	if !ok {
+		return nil, memcache.ErrCacheMiss
+	}
+	return &memcache.Item{Key: key, Value: v}, nil
+}
+
+func (f *fakeNode) GetMulti(keys []string) (map[string]*memcache.Item, error) {
+	out := map[string]*memcache.Item{}
+	for _, k := range keys {
+		it, err := f.Get(k)
+		switch {
+		case err == nil:
+			out[k] = it
+		case err != memcache.ErrCacheMiss:
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeNode) Set(it *memcache.Item) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(); err != nil {
+		return err
+	}
+	f.items[it.Key] = it.Value
+	return nil
+}
+
+func (f *fakeNode) Add(it *memcache.Item) error {
+	f.mu.Lock()
+	_, ok := f.items[it.Key]
+	f.mu.Unlock()
+	if ok {
+		return memcache.ErrNotStored
+	}
+	return f.Set(it)
+}
+
+func (f *fakeNode) Replace(it *memcache.Item) error { return f.Set(it) }
+
+func (f *fakeNode) Delete(key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(); err != nil {
+		return err
+	}
+	f.deletes = append(f.deletes, key)
+	if f.onDelete != nil {
+		f.onDelete <- key
+	}
+	if _, ok := f.items[key]; !ok {
+		return memcache.ErrCacheMiss
+	}
+	delete(f.items, key)
+	return nil
+}
+
+func (f *fakeNode) Close() error { return nil }
+
+// fakeFleet hands out fake nodes by address.
+type fakeFleet struct {
+	mu    sync.Mutex
+	nodes map[string]*fakeNode
+}
+
+func (f *fakeFleet) node(addr string) *fakeNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes == nil {
+		f.nodes = map[string]*fakeNode{}
+	}
+	n := f.nodes[addr]
+	if n == nil {
+		n = &fakeNode{addr: addr, items: map[string][]byte{}}
+		f.nodes[addr] = n
+	}
+	return n
+}
+
+// testClient is a client over fake nodes, on a fake clock, with a metric
+// reader.
+type testClient struct {
+	*Client
+	fleet  *fakeFleet
+	clock  *clock.Fake
+	reader *sdkmetric.ManualReader
+}
+
+func newTestClient(t *testing.T, opts Options) *testClient {
+	t.Helper()
+	tc := &testClient{fleet: &fakeFleet{}, clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), reader: sdkmetric.NewManualReader()}
+	opts.Clock = tc.clock
+	opts.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tc.reader)).Meter("test")
+	opts.dial = func(addr string) (backend, error) { return tc.fleet.node(addr), nil }
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tc.Client = c
+	return tc
+}
+
+// slotMap builds a map from node IDs by slot ("" is vacant) and spares;
+// node X listens at "X:11211".
+func slotMap(t *testing.T, gen uint64, slots []string, spares ...string) *cachenodes.SlotMap {
+	t.Helper()
+	spec := cachenodes.SlotMapSpec{Pool: "default", Generation: gen}
+	for _, id := range slots {
+		n := cachenodes.Node{}
+		if id != "" {
+			n = cachenodes.Node{ID: id, Addr: "127.0.0.1:" + port(id)}
+		}
+		spec.Slots = append(spec.Slots, n)
+	}
+	for _, id := range spares {
+		spec.Spares = append(spec.Spares, cachenodes.Node{ID: id, Addr: "127.0.0.1:" + port(id)})
+	}
+	m, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// port gives each node ID ("a", "b", …) a port of its own.
+func port(id string) string { return fmt.Sprint(11000 + int(id[0])) }
+
+// keysOfSlot returns n keys whose slot, of slots, is slot.
+func keysOfSlot(slot, slots, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		if cachenodes.KeySlot(k, slots) == slot {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// counter returns the sum of the counter name's points whose attributes
+// include want.
+func (tc *testClient) counter(t *testing.T, name string, want ...attribute.KeyValue) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := tc.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			var points []metricdata.DataPoint[int64]
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				points = d.DataPoints
+			case metricdata.Gauge[int64]:
+				points = d.DataPoints
+			}
+		next:
+			for _, p := range points {
+				for _, kv := range want {
+					if v, ok := p.Attributes.Value(kv.Key); !ok || v != kv.Value {
+						continue next
+					}
+				}
+				sum += p.Value
+			}
+		}
+	}
+	return sum
+}
+
+// cachenodesNew is cachenodes.NewSlotMap.
+var cachenodesNew = cachenodes.NewSlotMap

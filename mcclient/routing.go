@@ -1,0 +1,96 @@
+package mcclient
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcrib/mcrib/cachenodes"
+)
+
+// routing is the immutable routing table of one slot map.
+type routing struct {
+	m       *cachenodes.SlotMap
+	slots   []*node // by slot; nil when vacant
+	holders []*node // every node with a slot, once
+}
+
+// SetSlotMap makes the client route by m, with one atomic swap: operations
+// under way finish on the table they started with, and none waits for the
+// swap. A node keeps its connections while its ID and address stay the
+// same, and its replay queue while its ID does (a queue follows its node
+// to a new address). A node that leaves every slot keeps its queue,
+// unreplayed; when it is placed again (mcrib flushed it first) or leaves
+// the map, its queue is dropped. On an error (an address that does not
+// resolve, a nil map) nothing changes.
+func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
+	if m == nil {
+		return errors.New("mcclient: setting a nil slot map")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.route.Load()
+	held := map[string]bool{} // IDs with a slot in the old map
+	if old != nil {
+		for _, n := range old.holders {
+			held[n.id] = true
+		}
+	}
+
+	r := &routing{m: m, slots: make([]*node, m.NumSlots())}
+	fresh := map[string]*node{} // nodes made for this map, not yet known
+	for i := range m.NumSlots() {
+		nd := m.Slot(i)
+		if nd.IsZero() {
+			continue
+		}
+		n := c.nodes[nd.ID]
+		if n == nil || n.addr != nd.Addr {
+			be, err := c.opts.dial(nd.Addr)
+			if err != nil {
+				for _, f := range fresh {
+					f.be.Close()
+				}
+				return fmt.Errorf("mcclient: node %q of slot %d at %q: %w", nd.ID, i, nd.Addr, err)
+			}
+			q := newReplayQueue(c.opts.MaxQueue)
+			if n != nil {
+				// The same node at a new address: its queue follows it
+				// (a delete too many is harmless, one too few is not).
+				q = n.q
+			}
+			n = &node{id: nd.ID, addr: nd.Addr, be: be, q: q, sh: c.sh}
+			n.bo.Min, n.bo.Max = c.opts.RetryMin, c.opts.RetryMax
+			fresh[nd.ID] = n
+		}
+		r.slots[i] = n
+		r.holders = append(r.holders, n)
+	}
+
+	// Reconcile the known nodes with the new holders.
+	inMap := map[string]bool{}
+	for _, s := range m.Spares() {
+		inMap[s.ID] = true
+	}
+	for id, n := range c.nodes {
+		placed := m.SlotOf(id) >= 0
+		if placed && old != nil && !held[id] {
+			// Parked with a queue, now placed again: mcrib flushed it.
+			n.drop(dropNodeFlushed)
+		}
+		switch {
+		case fresh[id] != nil: // a new address: fresh[id] has the queue
+			n.be.Close()
+			delete(c.nodes, id)
+		case !placed && (!inMap[id] || n.q.Len() == 0):
+			// Out of the map, or parked with nothing to replay.
+			n.drop(dropNodeGone)
+			n.be.Close()
+			delete(c.nodes, id)
+		}
+	}
+	for id, n := range fresh {
+		c.nodes[id] = n
+	}
+	c.route.Store(r)
+	return nil
+}

@@ -1,0 +1,64 @@
+package mcclient
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/leakcheck"
+)
+
+// fakeSource delivers one map and one error, then waits for the end.
+type fakeSource struct {
+	m         *cachenodes.SlotMap
+	delivered chan struct{}
+}
+
+func (s *fakeSource) Run(ctx context.Context, onChange func(*cachenodes.SlotMap), onError func(error)) {
+	onChange(s.m)
+	onError(errors.New("consul: connection refused"))
+	close(s.delivered)
+	<-ctx.Done()
+}
+
+// TestRunFollowsAndReplaysInTheBackground runs the client on a source and
+// the fake clock: it routes by the source's map, and a queued delete is
+// replayed on a background tick, with no read; Run returns when its
+// context ends and leaves no goroutine behind.
+func TestRunFollowsAndReplaysInTheBackground(t *testing.T) {
+	leakcheck.Check(t)
+	src := &fakeSource{m: slotMap(t, 1, []string{"a"}), delivered: make(chan struct{})}
+	tc := newTestClient(t, Options{Source: src, RetryMin: time.Second, ReplayInterval: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); tc.Run(ctx) }()
+	<-src.delivered
+	if !tc.SlotMap().Equal(src.m) {
+		t.Fatalf("the client does not route by the source's map")
+	}
+	a := tc.fleet.node("127.0.0.1:" + port("a"))
+	a.setDown(true)
+	tc.Delete("k")
+	a.mu.Lock()
+	a.down, a.onDelete = false, make(chan string, 1)
+	a.mu.Unlock()
+	if !tc.clock.BlockUntil(ctx, 1) { // Run's ticker
+		t.Fatal("Run armed no ticker")
+	}
+	tc.clock.Advance(time.Second) // past the backoff, and a tick
+	select {
+	case k := <-a.onDelete:
+		if k != "k" {
+			t.Fatalf("replayed %q, want k", k)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no background replay after the backoff")
+	}
+	cancel()
+	<-done
+	if n := tc.QueueLen("a"); n != 0 {
+		t.Fatalf("%d still queued after the replay", n)
+	}
+}
