@@ -10,6 +10,8 @@
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
 #                mcrib on http://127.0.0.1:7070/)
 #   make bench   run the Go benchmarks
+#   make soak    the fault soak on a bed of hosts for 10 minutes
+#                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
 #                make distclean removes bin/ entirely
@@ -27,7 +29,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench scale clean distclean
+.PHONY: deps apt-deps build test vet run bench scale soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -71,6 +73,12 @@ bench:
 # minute for 10 minutes, without the race detector (make test runs 15 s).
 scale: deps
 	MCRIB_SCALE_DURATION=$${MCRIB_SCALE_DURATION:-10m} $(GO) test -count=1 -timeout 30m -run TestScaleTenThousandNodes -v ./controlloop/
+
+# The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
+# faults with every invariant checked after each, without the race detector
+# (make test runs 60 s of it). SOAK_SEED replays a run.
+soak: deps
+	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count=1 -timeout 60m -run TestSoak -v ./e2e/
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib
