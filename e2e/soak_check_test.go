@@ -26,9 +26,20 @@ var (
 
 // soakTouch is what the faults of one step did to a node's memcached.
 type soakTouch struct {
-	stopped   bool // paused, killed or cut off: clients lost it too
-	restarted bool // killed and started again: empty, counters reset
+	stopped   bool          // paused, killed or cut off: clients lost it too
+	restarted bool          // killed and started again: empty, counters reset
+	absent    bool          // its Consul check failed too (killed or cut off; a paused memcached still accepts connections)
+	down      time.Duration // for how long
 }
+
+// soakSureUnreachable is how long a node must have been stopped for every
+// replica to have counted it unreachable (a whole probe interval of failed
+// probes, and the probes' timeouts): it is then flushed on its return.
+const soakSureUnreachable = 3 * time.Second
+
+// soakSurelyKept is how long a node may be absent and unreachable and still
+// be sure to keep its slot: --hold less a probe interval and a margin.
+const soakSurelyKept = soakHold - 2*time.Second
 
 // soakChecker holds what the previous check saw.
 type soakChecker struct {
@@ -145,8 +156,14 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 		if was.ID == now.ID {
 			continue
 		}
-		if !was.IsZero() && !touched[was.ID].stopped {
+		switch tw := touched[was.ID]; {
+		case was.IsZero():
+		case !tw.stopped:
 			c.violate("after %s: slot %d moved from %s to %q although %s's memcached never stopped answering", step, i, was.ID, now.ID, was.ID)
+		case !tw.absent:
+			c.violate("after %s: slot %d moved from %s to %q although %s never failed its Consul check (only paused)", step, i, was.ID, now.ID, was.ID)
+		case tw.down < soakSurelyKept:
+			c.violate("after %s: slot %d moved from %s to %q although %s was down only %v (--hold %v)", step, i, was.ID, now.ID, was.ID, tw.down, soakHold)
 		}
 		if now.IsZero() {
 			continue
@@ -169,7 +186,13 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 			if newly[n.id] && rose == 0 {
 				c.violate("after %s: %s placed but its cmd_flush stayed %d", step, n.id, st.CmdFlush)
 			}
-			if rose > uint64(placed[n.id]) && !touched[n.id].stopped {
+			tn := touched[n.id]
+			held := c.prev.SlotOf(n.id) >= 0 && sm.SlotOf(n.id) >= 0
+			if held && tn.stopped && !tn.restarted && tn.down >= soakSureUnreachable && rose == 0 && returned[n.id] == 0 {
+				c.violate("after %s: %s held its slot through %v of unreachability and was not flushed on its return (cmd_flush %d)",
+					step, n.id, tn.down, st.CmdFlush)
+			}
+			if rose > uint64(placed[n.id]) && !tn.stopped {
 				c.violate("after %s: %s flushed (cmd_flush %d → %d, %d placement(s)) although its memcached never stopped answering",
 					step, n.id, c.flush[n.id], st.CmdFlush, placed[n.id])
 			}
@@ -188,13 +211,16 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 }
 
 // genMonitor polls the stored slot map every 100ms and records a
-// violation when its generation goes back, or when it changes while an
-// operator freeze is confirmed in force.
+// violation when its generation goes back, when a slot changes hands while
+// an operator freeze is confirmed in force, or when more slots are taken
+// from their holders in a minute than --max-replacements-per-minute allows.
 type genMonitor struct {
-	mu     sync.Mutex
-	last   uint64
-	frozen *cachenodes.SlotMap // the map when an operator freeze was confirmed; nil: none
-	bad    []string
+	mu        sync.Mutex
+	last      uint64
+	prev      *cachenodes.SlotMap
+	evictions []time.Time         // when a slot was seen taken from its holder
+	frozen    *cachenodes.SlotMap // the map when an operator freeze was confirmed; nil: none
+	bad       []string
 }
 
 func (g *genMonitor) run(ctx context.Context, c *api.Client) {
@@ -228,6 +254,41 @@ func (g *genMonitor) observe(sm *cachenodes.SlotMap) {
 		g.frozen = sm
 	}
 	g.last = max(g.last, gen)
+	if g.prev != nil && sm.NumSlots() == g.prev.NumSlots() {
+		now := time.Now()
+		for i := range sm.NumSlots() {
+			if was := g.prev.Slot(i); !was.IsZero() && was.ID != sm.Slot(i).ID {
+				g.evictions = append(g.evictions, now)
+				g.ceiling(now)
+			}
+		}
+	}
+	g.prev = sm
+}
+
+// soakCeiling is mcrib's default --max-replacements-per-minute; the
+// monitor sees a change up to 100ms late, hence the slack on the window.
+const soakCeiling = 2
+
+// ceiling records a violation when the evictions of the last minute (less
+// the monitor's polling slack) exceed soakCeiling; g.mu is held.
+func (g *genMonitor) ceiling(now time.Time) {
+	n := 0
+	for _, at := range g.evictions {
+		if now.Sub(at) < time.Minute-time.Second {
+			n++
+		}
+	}
+	if n > soakCeiling {
+		g.bad = append(g.bad, fmt.Sprintf("%d slots taken from their holders within a minute (--max-replacements-per-minute %d)", n, soakCeiling))
+	}
+}
+
+// evicted returns how many slots the monitor saw taken from their holders.
+func (g *genMonitor) evicted() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.evictions)
 }
 
 func (g *genMonitor) record(format string, args ...any) {

@@ -73,8 +73,9 @@ func (s *soak) node() *hostNode   { return s.p.nodes[s.rng.IntN(len(s.p.nodes))]
 func (s *soak) replica() *replica { return s.p.replicas[s.rng.IntN(len(s.p.replicas))] }
 
 // stoppedNode is the effect of a fault that stopped n's memcached.
-func stoppedNode(what string, n *hostNode, restarted bool) soakEffect {
-	return soakEffect{what: what, touched: map[string]soakTouch{n.id: {stopped: true, restarted: restarted}}}
+func stoppedNode(what string, n *hostNode, t soakTouch) soakEffect {
+	t.stopped = true
+	return soakEffect{what: what, touched: map[string]soakTouch{n.id: t}}
 }
 
 // agentRestart stops a client agent (of a memcached host or of a replica)
@@ -101,7 +102,7 @@ func (s *soak) memcachedKill() soakEffect {
 	n.mc.Kill(s.t)
 	time.Sleep(d)
 	n.mc.Start(s.t)
-	return stoppedNode(fmt.Sprintf("memcached-kill %s down %v", n.id, d), n, true)
+	return stoppedNode(fmt.Sprintf("memcached-kill %s down %v", n.id, d), n, soakTouch{restarted: true, absent: true, down: d})
 }
 
 // memcachedPause stops a memcached (SIGSTOP) and resumes it.
@@ -111,7 +112,7 @@ func (s *soak) memcachedPause() soakEffect {
 	n.mc.Pause(s.t)
 	time.Sleep(d)
 	n.mc.Resume(s.t)
-	return stoppedNode(fmt.Sprintf("memcached-pause %s for %v", n.id, d), n, false)
+	return stoppedNode(fmt.Sprintf("memcached-pause %s for %v", n.id, d), n, soakTouch{down: d})
 }
 
 // mcribPause stops a replica (SIGSTOP), as a VM migration would.
@@ -132,7 +133,7 @@ func (s *soak) cutNodeHost() soakEffect {
 	n.host.Cut(s.t)
 	time.Sleep(d)
 	n.host.Heal(s.t)
-	e := stoppedNode(fmt.Sprintf("cut-memcached-host %s for %v", n.id, d), n, false)
+	e := stoppedNode(fmt.Sprintf("cut-memcached-host %s for %v", n.id, d), n, soakTouch{absent: true, down: d})
 	e.rejoin = []*testenv.ConsulAgent{n.agent}
 	return e
 }
@@ -226,5 +227,5 @@ func (s *soak) operatorFreeze() soakEffect {
 	if code, body := r.call("DELETE", "/v1/freeze", "", token); code != http.StatusOK {
 		s.t.Fatalf("DELETE /v1/freeze on %s: %d %s", r.name, code, body)
 	}
-	return stoppedNode(fmt.Sprintf("operator-freeze with %s killed for %v", n.id, d), n, true)
+	return stoppedNode(fmt.Sprintf("operator-freeze with %s killed for %v", n.id, d), n, soakTouch{restarted: true, absent: true, down: d})
 }

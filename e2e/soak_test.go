@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -100,6 +101,17 @@ func TestSoak(t *testing.T) {
 		at := time.Since(start).Round(time.Second)
 		e := f.inject(s)
 		s.faults[f.name]++
+		var roles []string
+		for id := range e.touched {
+			if slot := s.checker.prev.SlotOf(id); slot >= 0 {
+				roles = append(roles, fmt.Sprintf("%s held slot %d", id, slot))
+			} else {
+				roles = append(roles, id+" was a spare")
+			}
+		}
+		if len(roles) > 0 {
+			e.what += " (" + strings.Join(roles, ", ") + ")"
+		}
 		s.settle(e)
 		s.checker.check(e.what, e.touched)
 		for _, v := range append(s.mon.take(), s.client.takeViolations()...) {
@@ -132,6 +144,10 @@ func (s *soak) settle(e soakEffect) {
 			return false
 		}
 		for _, r := range p.replicas {
+			if code := r.ready(); code != http.StatusOK {
+				why = fmt.Sprintf("%s: /readyz %d", r.name, code)
+				return false
+			}
 			if got := r.slotMap(); got == nil || !got.Equal(sm) {
 				why = fmt.Sprintf("%s does not serve the stored map (generation %d)", r.name, sm.Generation())
 				return false
@@ -139,7 +155,7 @@ func (s *soak) settle(e soakEffect) {
 		}
 		return true
 	}) {
-		s.checker.violate("after %s: the replicas did not converge on the stored map within 20s: %s", e.what, why)
+		s.checker.violate("after %s: the replicas were not all ready with the stored map within 20s: %s", e.what, why)
 	}
 }
 
@@ -164,6 +180,7 @@ func (s *soak) report() {
 		fmt.Sprintf("invariant checks: %d (after every fault; %d found a vacant slot)", s.checker.checks, s.checker.vacant),
 		fmt.Sprintf("violations: %d", len(s.checker.problems)),
 		fmt.Sprintf("flushes by cause: %s", strings.Join(causes, ", ")),
+		fmt.Sprintf("slots taken from their holders: %d", s.mon.evicted()),
 	}
 	if s.client != nil {
 		lines = append(lines, s.client.summary())
