@@ -218,7 +218,7 @@ type genMonitor struct {
 	mu        sync.Mutex
 	last      uint64
 	prev      *cachenodes.SlotMap
-	evictions []time.Time         // when a slot was seen taken from its holder
+	evictions []soakEviction      // slots seen taken from their holders
 	frozen    *cachenodes.SlotMap // the map when an operator freeze was confirmed; nil: none
 	bad       []string
 }
@@ -258,12 +258,19 @@ func (g *genMonitor) observe(sm *cachenodes.SlotMap) {
 		now := time.Now()
 		for i := range sm.NumSlots() {
 			if was := g.prev.Slot(i); !was.IsZero() && was.ID != sm.Slot(i).ID {
-				g.evictions = append(g.evictions, now)
+				g.evictions = append(g.evictions, soakEviction{at: now,
+					what: fmt.Sprintf("slot %d: %s → %q (generation %d)", i, was.ID, sm.Slot(i).ID, gen)})
 				g.ceiling(now)
 			}
 		}
 	}
 	g.prev = sm
+}
+
+// soakEviction is a slot seen taken from its holder.
+type soakEviction struct {
+	at   time.Time
+	what string // "slot 3: mc-04 → mc-06 (generation 7)"
 }
 
 // soakCeiling is mcrib's default --max-replacements-per-minute; the
@@ -273,14 +280,15 @@ const soakCeiling = 2
 // ceiling records a violation when the evictions of the last minute (less
 // the monitor's polling slack) exceed soakCeiling; g.mu is held.
 func (g *genMonitor) ceiling(now time.Time) {
-	n := 0
-	for _, at := range g.evictions {
-		if now.Sub(at) < time.Minute-time.Second {
-			n++
+	var recent []string
+	for _, e := range g.evictions {
+		if now.Sub(e.at) < time.Minute-time.Second {
+			recent = append(recent, fmt.Sprintf("%s at %s", e.what, e.at.UTC().Format("15:04:05.0")))
 		}
 	}
-	if n > soakCeiling {
-		g.bad = append(g.bad, fmt.Sprintf("%d slots taken from their holders within a minute (--max-replacements-per-minute %d)", n, soakCeiling))
+	if len(recent) > soakCeiling {
+		g.bad = append(g.bad, fmt.Sprintf("%d slots taken from their holders within a minute (--max-replacements-per-minute %d): %s",
+			len(recent), soakCeiling, strings.Join(recent, "; ")))
 	}
 }
 

@@ -43,6 +43,13 @@ type soak struct {
 	faults  map[string]int
 }
 
+// soakEffect is what one step's faults did.
+type soakEffect struct {
+	what    string
+	touched map[string]soakTouch   // nodes whose memcached the clients lost
+	rejoin  []*testenv.ConsulAgent // agents the server must join again
+}
+
 // soakEnv returns SOAK_DURATION and SOAK_SEED, or their defaults.
 func soakEnv(t *testing.T) (time.Duration, uint64) {
 	d, seed := soakDefaultDuration, uint64(soakDefaultSeed)
@@ -97,10 +104,8 @@ func TestSoak(t *testing.T) {
 
 	start := time.Now()
 	for i := 1; time.Since(start) < duration; i++ {
-		f := pickFault(s.rng)
 		at := time.Since(start).Round(time.Second)
-		e := f.inject(s)
-		s.faults[f.name]++
+		e := s.step()
 		var roles []string
 		for id := range e.touched {
 			if slot := s.checker.prev.SlotOf(id); slot >= 0 {
