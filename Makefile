@@ -14,6 +14,8 @@
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
 #                of the agents restarted; report in bench/real-rollout/
 #                (BENCH_REAL_DURATION, default 4m)
+#   make soak    the fault soak on a bed of hosts for 10 minutes
+#                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
@@ -33,7 +35,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench bench-sim bench-real scale fuzz clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim bench-real scale fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -98,6 +100,12 @@ bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
 	$(MCRIB) sim --nodes 100 --scenario node-failure,partition,observer-blip,packet-loss --policy immediate,mcrib --out bench/sim-faults
 	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:5,static:10,static:20,static:50,static:100,static:200 --out bench/sim-cold-start
+
+# The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
+# faults with every invariant checked after each, without the race detector
+# (make test runs 60 s of it). SOAK_SEED replays a run.
+soak: deps
+	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count=1 -timeout 60m -run TestSoak -v ./e2e/
 
 clean:
 	rm -f $(MCRIB) mcrib cmd/mcrib/mcrib

@@ -1,0 +1,35 @@
+package controlloop
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/flapdamp"
+)
+
+// TestTrackerRestartSeenLateVoidsTheFlush: the other replicas' votes turn
+// the verdict back to reachable before this replica's own probe has seen
+// the node answer, so the flush is marked due; its own probe then finds a
+// new memcached (new pid, counters from zero). The node is empty: the flush
+// must not stay due, or this replica flushes it whenever it leads next, long
+// after the node filled again (found by the soak, e2e/soak_test.go).
+func TestTrackerRestartSeenLateVoidsTheFlush(t *testing.T) {
+	tr := newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: time.Minute}})
+	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
+	tr.observeProbe("a", cachenodes.Stats{PID: 7, Uptime: time.Hour, CmdFlush: 5}, nil, true, t0)
+	down := map[string]map[string]time.Time{"r2": {"a": t0.Add(time.Second)}, "r3": {"a": t0.Add(time.Second)}}
+	tr.setPeers(down, t0.Add(time.Second))
+	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(time.Second))
+	if tr.nodes["a"].reachable {
+		t.Fatal("a is still reachable with every replica voting it down")
+	}
+	tr.setPeers(map[string]map[string]time.Time{"r2": {}, "r3": {}}, t0.Add(5*time.Second))
+	if !tr.nodes["a"].reachable {
+		t.Fatal("a is not reachable again once the other replicas see it answer")
+	}
+	tr.observeProbe("a", cachenodes.Stats{PID: 8, Uptime: 4 * time.Second}, nil, true, t0.Add(6*time.Second))
+	if tr.nodes["a"].needsFlush {
+		t.Fatal("a restarted memcached (new pid, empty) is still marked for a flush")
+	}
+}
