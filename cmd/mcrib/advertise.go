@@ -64,3 +64,18 @@ func advertiseAddr(flag, listen string, addrs func() ([]net.Addr, error)) (strin
 	}
 	return "", errors.New("--listen is a wildcard address and this host has no non-loopback address: set --advertise-addr")
 }
+
+// listenName returns --listen as given, with the port the listener really
+// got (for a port 0): a host name in --listen stays a name in leader_id, as
+// CONTRACT.md section 1 has it, rather than the address it resolved to.
+func listenName(listen string, bound net.Addr) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return bound.String()
+	}
+	_, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return bound.String()
+	}
+	return net.JoinHostPort(host, port)
+}

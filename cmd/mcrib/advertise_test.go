@@ -56,3 +56,18 @@ func TestAdvertiseAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestListenNameKeepsTheHostName(t *testing.T) {
+	bound := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40123}
+	for listen, want := range map[string]string{
+		"localhost:0":          "localhost:40123",
+		"ctl-1.internal:40123": "ctl-1.internal:40123",
+		"127.0.0.1:0":          "127.0.0.1:40123",
+		"0.0.0.0:40123":        "0.0.0.0:40123",
+		":0":                   ":40123",
+	} {
+		if got := listenName(listen, bound); got != want {
+			t.Errorf("listenName(%q) = %q, want %q", listen, got, want)
+		}
+	}
+}

@@ -54,10 +54,11 @@ func parseSlotMapQuery(q url.Values) (slotMapQuery, error) {
 	}
 	if s := q.Get("wait"); q.Has("wait") {
 		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 || d > slotMapWaitMax {
-			return out, errorf(http.StatusBadRequest, "wait must be a duration above 0s and at most %s (like 30s or 5m), got %q", slotMapWaitMax, s)
+		if err != nil || d <= 0 {
+			return out, errorf(http.StatusBadRequest, "wait must be a duration above 0s (like 30s or 5m; longer than %s waits %s), got %q", slotMapWaitMax, slotMapWaitMax, s)
 		}
-		out.wait = d
+		// As Consul's blocking queries do, a longer wait is capped.
+		out.wait = min(d, slotMapWaitMax)
 	}
 	return out, nil
 }
