@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,15 +101,28 @@ func (m *mcrib) start() {
 	m.cmd.Env = append(os.Environ(), m.env...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatalf("starting mcrib: %v", err)
-	}
 	m.done = make(chan struct{})
+	started := make(chan error, 1)
 	go func(cmd *exec.Cmd, done chan struct{}) {
+		// Pdeathsig fires when the OS thread that forked the child ends, not
+		// the process: other goroutines lock threads and let them end (the
+		// test bed's namespace switches, testenv's own children), and one of
+		// them could be this thread. So the child is forked on a thread kept
+		// for it until it is reaped (never unlocked: it ends afterwards).
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(done)
+			return
+		}
+		started <- nil
 		cmd.Wait()
 		m.code = cmd.ProcessState.ExitCode()
 		close(done)
 	}(m.cmd, m.done)
+	if err := <-started; err != nil {
+		m.t.Fatalf("starting mcrib: %v", err)
+	}
 	testenv.Eventually(m.t, 20*time.Second, "mcrib answers /healthz", func() bool {
 		select {
 		case <-m.done:
