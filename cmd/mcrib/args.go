@@ -33,6 +33,20 @@ func parseClientArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// connectNoArgs parses args into fs, refuses positional arguments (a
+// usage error), and returns a client of the operator API at addr, as read
+// once parsing has filled it (addr is read after the parse).
+func (c cli) connectNoArgs(fs *flag.FlagSet, addr *string, args []string) (*apiClient, error) {
+	pos, err := parseClientArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, usageError("unexpected argument %q", pos[0])
+	}
+	return newClient(*addr, c.getenv)
+}
+
 // parseInterspersed parses fs from args where flags and positional arguments
 // may be mixed ("set 5 --burst 3", "--addr x set 5"). An argument that reads
 // as a negative number is positional, not a flag; "--" ends the flags.

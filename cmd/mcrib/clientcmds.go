@@ -23,14 +23,7 @@ import (
 func (c cli) read(ctx context.Context, cmd, path string, args []string, show func(body []byte) error) error {
 	fs, addr := clientFlags(cmd)
 	asJSON := fs.Bool("json", false, "print the raw JSON document")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
-	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connectNoArgs(fs, addr, args)
 	if err != nil {
 		return err
 	}
@@ -113,14 +106,7 @@ func (c cli) freeze(ctx context.Context, args []string) error {
 // unfreeze sends DELETE /v1/freeze.
 func (c cli) unfreeze(ctx context.Context, args []string) error {
 	fs, addr := clientFlags("unfreeze")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
-	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connectNoArgs(fs, addr, args)
 	if err != nil {
 		return err
 	}

@@ -25,14 +25,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 	fs, addr := clientFlags("events")
 	asJSON := fs.Bool("json", false, "print each event as one line of JSON")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
-	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connectNoArgs(fs, addr, args)
 	if err != nil {
 		return err
 	}
