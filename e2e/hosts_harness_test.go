@@ -24,6 +24,20 @@ type hostsOptions struct {
 	slots    int      // --slots
 	hold     string   // --hold
 	flags    []string // further serve flags
+	// zones, when above 0, puts the nodes in that many zones a, b, … of
+	// nodes/zones each, with IDs that sort by zone (mc-a-1 …, mc-b-1 …);
+	// otherwise the nodes are mc-01 … in zones a, b, c in turn.
+	zones int
+}
+
+// nodeIdentity returns the ID and zone of node i (from 0) of a bed.
+func (o hostsOptions) nodeIdentity(i int) (id, az string) {
+	if o.zones <= 0 {
+		return fmt.Sprintf("mc-%02d", i+1), string(rune('a' + i%3))
+	}
+	per := max(1, o.nodes/o.zones)
+	az = string(rune('a' + i/per))
+	return fmt.Sprintf("mc-%s-%d", az, i%per+1), az
 }
 
 // hostsPool is a pool deployed as in production, on a bed: the Consul
@@ -45,6 +59,7 @@ type hostsPool struct {
 // hostNode is one memcached on its own host.
 type hostNode struct {
 	id    string
+	az    string // its zone (service meta az)
 	host  *testenv.Host
 	agent *testenv.ConsulAgent
 	mc    *testenv.Memcached
@@ -63,11 +78,12 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 	p.consulAt = bed.AddHost(t, "consul")
 	p.consul = testenv.StartConsulOn(t, p.consulAt)
 	for i := range o.nodes {
-		n := &hostNode{id: fmt.Sprintf("mc-%02d", i+1), host: bed.AddHost(t, fmt.Sprintf("mc%d", i+1))}
+		id, az := o.nodeIdentity(i)
+		n := &hostNode{id: id, az: az, host: bed.AddHost(t, fmt.Sprintf("mc%d", i+1))}
 		n.agent = p.consul.StartClientAgentOn(t, n.host)
 		n.mc = testenv.StartMemcachedOn(t, n.host)
 		testenv.Register(t, n.agent.Client, n.mc, testenv.Registration{
-			ID: n.id, Meta: map[string]string{"az": string(rune('a' + i%3))}})
+			ID: n.id, Meta: map[string]string{"az": az}})
 		p.nodes = append(p.nodes, n)
 		p.byID[n.id] = n
 	}
