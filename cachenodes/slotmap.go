@@ -23,6 +23,8 @@ type SlotMap struct {
 	updatedAt  time.Time
 	slots      []Node
 	spares     []Node
+	// warming[i] is slot i's warm source; nil when no slot warms.
+	warming []*Warming
 	// slotOf maps each slot holder's ID to its slot; built once by
 	// NewSlotMap (it is the duplicate check's set), read-only after.
 	slotOf map[string]int
@@ -36,7 +38,24 @@ type SlotMapSpec struct {
 	UpdatedAt  time.Time
 	Slots      []Node
 	Spares     []Node
+	// Warming, when not nil, has one entry per slot: the warm source of a
+	// slot whose new holder is being warmed from its previous one
+	// (CONTRACT.md section 7), nil for a slot that does not warm.
+	Warming []*Warming
 }
+
+// Warming names the previous holder of a slot that serves as its new
+// holder's warm source until Until (section 7 of CONTRACT.md). Clients read
+// the new holder and, on a miss, this node; they stop at Until by their own
+// clock.
+type Warming struct {
+	NodeID string    `json:"node_id"`
+	Addr   string    `json:"addr"`
+	Until  time.Time `json:"until"`
+}
+
+// Node returns the warm source as a Node (without its zone).
+func (w *Warming) Node() Node { return Node{ID: w.NodeID, Addr: w.Addr} }
 
 // NewSlotMap validates spec and returns the snapshot it describes. It
 // refuses a map with no slots, a node ID that appears twice (in slots or
@@ -69,6 +88,10 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		}
 		addrs[n.Addr] = i
 	}
+	warming, err := checkWarming(spec, seen)
+	if err != nil {
+		return nil, err
+	}
 	// Spares sorted by ID (as mcrib writes them) are checked for
 	// duplicates among themselves by their neighbours; others by a set.
 	sorted := slices.IsSortedFunc(spec.Spares, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
@@ -83,6 +106,9 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		if at, dup := seen[n.ID]; dup {
 			return nil, fmt.Errorf("%w: spare %q also appears in slot %d", ErrInvalidSlotMap, n.ID, at)
 		}
+		if w := warmingOf(warming, n.ID); w >= 0 {
+			return nil, fmt.Errorf("%w: spare %q is also the warm source of slot %d", ErrInvalidSlotMap, n.ID, w)
+		}
 		if (sorted && k > 0 && spec.Spares[k-1].ID == n.ID) || spareSet[n.ID] {
 			return nil, fmt.Errorf("%w: spare %q also appears in the spares", ErrInvalidSlotMap, n.ID)
 		}
@@ -96,8 +122,61 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		updatedAt:  spec.UpdatedAt.UTC(),
 		slots:      append([]Node(nil), spec.Slots...),
 		spares:     append([]Node(nil), spec.Spares...),
+		warming:    warming,
 		slotOf:     seen,
 	}, nil
+}
+
+// checkWarming validates spec.Warming against the slot holders seen and
+// returns the copy the map keeps (nil when no slot warms): a warm source
+// belongs to a held slot, is not a slot holder itself, has an address and
+// an until, and warms one slot only.
+func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, error) {
+	if spec.Warming == nil {
+		return nil, nil
+	}
+	if len(spec.Warming) != len(spec.Slots) {
+		return nil, fmt.Errorf("%w: %d warming entries for %d slots", ErrInvalidSlotMap, len(spec.Warming), len(spec.Slots))
+	}
+	var out []*Warming
+	sources := make(map[string]int)
+	for i, w := range spec.Warming {
+		if w == nil {
+			continue
+		}
+		switch {
+		case spec.Slots[i].IsZero():
+			return nil, fmt.Errorf("%w: vacant slot %d has a warm source", ErrInvalidSlotMap, i)
+		case w.NodeID == "" || w.Addr == "":
+			return nil, fmt.Errorf("%w: the warm source of slot %d has no node ID or address", ErrInvalidSlotMap, i)
+		case w.Until.IsZero():
+			return nil, fmt.Errorf("%w: the warming of slot %d has no until", ErrInvalidSlotMap, i)
+		}
+		if at, held := seen[w.NodeID]; held {
+			return nil, fmt.Errorf("%w: warm source %q of slot %d also holds slot %d", ErrInvalidSlotMap, w.NodeID, i, at)
+		}
+		if at, dup := sources[w.NodeID]; dup {
+			return nil, fmt.Errorf("%w: node %q is the warm source of slot %d and of slot %d", ErrInvalidSlotMap, w.NodeID, at, i)
+		}
+		sources[w.NodeID] = i
+		if out == nil {
+			out = make([]*Warming, len(spec.Slots))
+		}
+		c := *w
+		c.Until = c.Until.UTC()
+		out[i] = &c
+	}
+	return out, nil
+}
+
+// warmingOf returns the slot that node id is the warm source of, or -1.
+func warmingOf(warming []*Warming, id string) int {
+	for i, w := range warming {
+		if w != nil && w.NodeID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // Spec returns a copy of the map's description, for building the next map.
@@ -108,8 +187,39 @@ func (m *SlotMap) Spec() SlotMapSpec {
 		UpdatedAt:  m.updatedAt,
 		Slots:      append([]Node(nil), m.slots...),
 		Spares:     append([]Node(nil), m.spares...),
+		Warming:    m.copyWarming(),
 	}
 }
+
+func (m *SlotMap) copyWarming() []*Warming {
+	if m.warming == nil {
+		return nil
+	}
+	out := make([]*Warming, len(m.warming))
+	for i, w := range m.warming {
+		if w != nil {
+			c := *w
+			out[i] = &c
+		}
+	}
+	return out
+}
+
+// Warming returns the warm source of slot i (a copy), or nil when the slot
+// does not warm.
+func (m *SlotMap) Warming(i int) *Warming {
+	if m.warming == nil || m.warming[i] == nil {
+		return nil
+	}
+	c := *m.warming[i]
+	return &c
+}
+
+// AnyWarming reports whether some slot is being warmed.
+func (m *SlotMap) AnyWarming() bool { return m.warming != nil }
+
+// WarmingOf returns the slot that node id is the warm source of, or -1.
+func (m *SlotMap) WarmingOf(id string) int { return warmingOf(m.warming, id) }
 
 // Pool returns the pool name.
 func (m *SlotMap) Pool() string { return m.pool }
@@ -173,7 +283,7 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 		return false
 	}
 	for i := range m.slots {
-		if m.slots[i] != o.slots[i] {
+		if m.slots[i] != o.slots[i] || !sameWarming(m.Warming(i), o.Warming(i)) {
 			return false
 		}
 	}
@@ -183,6 +293,13 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 		}
 	}
 	return true
+}
+
+func sameWarming(a, b *Warming) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.NodeID == b.NodeID && a.Addr == b.Addr && a.Until.Equal(b.Until)
 }
 
 // slotMapDoc is the JSON document of CONTRACT.md section 4.
@@ -198,6 +315,7 @@ type slotMapDoc struct {
 type slotDoc struct {
 	Slot int `json:"slot"`
 	Node
+	Warming *Warming `json:"warming,omitempty"`
 }
 
 // MarshalJSON writes the slot map document.
@@ -214,7 +332,7 @@ func (m *SlotMap) MarshalJSON() ([]byte, error) {
 		doc.Spares = []Node{}
 	}
 	for i, n := range m.slots {
-		doc.Slots[i] = slotDoc{Slot: i, Node: n}
+		doc.Slots[i] = slotDoc{Slot: i, Node: n, Warming: m.Warming(i)}
 	}
 	return json.Marshal(doc)
 }
@@ -241,6 +359,12 @@ func ParseSlotMap(data []byte) (*SlotMap, error) {
 			return nil, fmt.Errorf("%w: entry %d names slot %d", ErrInvalidSlotMap, i, s.Slot)
 		}
 		spec.Slots = append(spec.Slots, s.Node)
+		if s.Warming != nil {
+			if spec.Warming == nil {
+				spec.Warming = make([]*Warming, len(doc.Slots))
+			}
+			spec.Warming[i] = s.Warming
+		}
 	}
 	return NewSlotMap(spec)
 }

@@ -352,6 +352,7 @@ type fakeMetrics struct {
 	passes       []string
 	replacements []string
 	flushes      []string
+	moves        []string
 }
 
 func (m *fakeMetrics) Pass(result string, d time.Duration) {
@@ -374,3 +375,9 @@ func (m *fakeMetrics) Flush(reason string) {
 }
 
 func (m *fakeMetrics) ConfigWrite(string, time.Time, error) {}
+
+func (m *fakeMetrics) SlotMove(kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.moves = append(m.moves, kind)
+}

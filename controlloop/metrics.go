@@ -20,6 +20,10 @@ type Metrics interface {
 	// slot map, by kind (ConfigKinds): a failure when err is not nil, else
 	// a success at the time at.
 	ConfigWrite(kind string, at time.Time, err error)
+	// SlotMove counts one slot given to a new holder by a move (a
+	// replacement, a drain or return step, a replace), by kind: "warm"
+	// (the old holder warms the new one) or "cold".
+	SlotMove(kind string)
 }
 
 // Label values the loop uses, so an exporter can create each at 0.
@@ -35,3 +39,4 @@ func (nopMetrics) Pass(string, time.Duration)           {}
 func (nopMetrics) Replacement(string)                   {}
 func (nopMetrics) Flush(string)                         {}
 func (nopMetrics) ConfigWrite(string, time.Time, error) {}
+func (nopMetrics) SlotMove(string)                      {}

@@ -56,6 +56,7 @@ func (m *scaleMetrics) Pass(result string, d time.Duration) {
 func (m *scaleMetrics) Replacement(string)                   {}
 func (m *scaleMetrics) Flush(string)                         {}
 func (m *scaleMetrics) ConfigWrite(string, time.Time, error) {}
+func (m *scaleMetrics) SlotMove(string)                      {}
 
 // chanDiscovery hands the loop the answers sent on its channel.
 type chanDiscovery chan cachenodes.Membership

@@ -34,6 +34,11 @@ type Status struct {
 	// CorruptDocuments names the documents in Consul KV that do not parse
 	// ("slotmap", "freeze"); absent when none.
 	CorruptDocuments []string `json:"corrupt_documents,omitempty"`
+	// Zones has one entry per zone known, by zone name (section 7).
+	Zones []ZoneStatus `json:"zones"`
+	// ZoneAlert names the zone more than half of whose slot holders are
+	// unreachable, and the command that would drain it; "" when none.
+	ZoneAlert string `json:"zone_alert,omitempty"`
 }
 
 // NodeStatus is one node of the status document. Slot is null for a node
@@ -55,6 +60,11 @@ type NodeStatus struct {
 	// FlushPending is true while a flush of a returning slot holder is due
 	// but not done yet (held back by a freeze, or waiting for the leader).
 	FlushPending bool `json:"flush_pending"`
+	// Drained is true while the node's zone is drained.
+	Drained bool `json:"drained"`
+	// Warming is the slot this node still serves as the warm source of,
+	// else null.
+	Warming *int `json:"warming"`
 }
 
 // Status returns the loop's view now.

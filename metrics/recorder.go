@@ -59,6 +59,7 @@ type Recorder struct {
 	passes       metric.Int64Counter
 	duration     metric.Float64Histogram
 	replacements metric.Int64Counter
+	moves        metric.Int64Counter
 	flushes      metric.Int64Counter
 	boots        metric.Int64Counter
 	configs      *configWrites
@@ -126,6 +127,9 @@ func (r *Recorder) counters(meter metric.Meter) error {
 	r.replacements, err = meter.Int64Counter("mcrib_slot_replacements",
 		metric.WithDescription("Nodes taken out of their slot, by reason (hold_expired, maintenance)."))
 	errs = append(errs, err)
+	r.moves, err = meter.Int64Counter("mcrib_slot_moves",
+		metric.WithDescription("Slots given to a new holder, by kind (warm: warmed from the old holder, cold)."))
+	errs = append(errs, err)
 	r.flushes, err = meter.Int64Counter("mcrib_flushes",
 		metric.WithDescription("flush_all commands sent, by reason (placement, returned)."))
 	errs = append(errs, err)
@@ -144,6 +148,7 @@ func (r *Recorder) counters(meter metric.Meter) error {
 	}{
 		{r.passes, "result", controlloop.PassResults},
 		{r.replacements, "reason", controlloop.ReplacementReasons},
+		{r.moves, "kind", controlloop.MoveKinds},
 		{r.flushes, "reason", controlloop.FlushReasons},
 		{r.boots, "result", []string{BootAdmitted, BootRejected}},
 	} {
@@ -164,6 +169,11 @@ func (r *Recorder) Pass(result string, d time.Duration) {
 // Replacement counts one node taken out of its slot.
 func (r *Recorder) Replacement(reason string) {
 	r.replacements.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+// SlotMove counts one slot given to a new holder, by kind.
+func (r *Recorder) SlotMove(kind string) {
+	r.moves.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", kind)))
 }
 
 // Flush counts one flush_all.

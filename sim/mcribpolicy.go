@@ -102,6 +102,7 @@ type loopMetrics struct{ replacements int }
 func (m *loopMetrics) Pass(string, time.Duration)           {}
 func (m *loopMetrics) Replacement(string)                   { m.replacements++ }
 func (m *loopMetrics) Flush(string)                         {}
+func (m *loopMetrics) SlotMove(string)                      {}
 func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
