@@ -163,7 +163,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		{tok, []string{"drain"}, []int{2}},
 		{tok, []string{"drain", "b"}, []int{2}},
 		{tok, []string{"drain", "b", "c", "--reason", "x"}, []int{2}},
-		{tok, []string{"drain", "b", "--reason", "x", "--every", "soon"}, []int{2}},
+		{tok, []string{"drain", "b", "--reason", "x", "--every", "soon"}, []int{1, 2}},
 		{tok, []string{"drain", "b", "--reason", "x", "--percent", "0"}, []int{1, 2}},
 		{tok, []string{"drain", "b", "--reason", "x", "--every", "500ms"}, []int{1, 2}},
 		{tok, []string{"drain", "nope", "--reason", "x"}, []int{1}},

@@ -669,3 +669,27 @@ func entered(before, after *zMap) map[string]bool {
 	}
 	return out
 }
+
+// moves returns mcrib_slot_moves_total of kind ("warm" or "cold") from the
+// API's /metrics, and false when there is no such sample.
+func (a *zAPI) moves(kind string) (float64, bool) {
+	code, body := a.do("GET", "/metrics", "", "")
+	if code != http.StatusOK {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, "mcrib_slot_moves_total{")
+		if !ok {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok || !strings.Contains(labels, `kind="`+kind+`"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(val, &v); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
+}

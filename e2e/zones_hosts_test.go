@@ -121,6 +121,12 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 	for _, bad := range flushChanges(flushes, after, entered(before, drained)) {
 		t.Errorf("the drain of the cut-off zone: %s", bad)
 	}
+	if cold, ok := api.moves("cold"); !ok || cold < float64(counts["b"]) {
+		t.Errorf("mcrib_slot_moves_total{kind=\"cold\"} %v (listed %v), want at least the %d slots that left the cut-off zone", cold, ok, counts["b"])
+	}
+	if warm, ok := api.moves("warm"); !ok || warm != 0 {
+		t.Errorf("mcrib_slot_moves_total{kind=\"warm\"} %v (listed %v), want 0: no holder answered", warm, ok)
+	}
 	if bad := w.invalid(); len(bad) > 0 {
 		t.Errorf("%d invalid slot maps seen, first: %s", len(bad), bad[0])
 	}

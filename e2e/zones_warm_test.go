@@ -159,6 +159,9 @@ func TestWarmReplace(t *testing.T) {
 		t.Errorf("the old holder in the status: %+v (warming %v, slot %v); want state warming, warming %d, no slot", n, n.Warming, n.Slot, slot)
 	}
 	newAddr := s.Addr
+	if warm, ok := api.moves("warm"); !ok || warm != 1 {
+		t.Errorf("mcrib_slot_moves_total{kind=\"warm\"} %v (listed %v) after one warm replace, want 1", warm, ok)
+	}
 
 	testenv.Eventually(t, 5*time.Second, "the client routes slot 1 to "+ans.To, func() bool {
 		n, ok := c.NodeFor(keys[0])
@@ -176,8 +179,11 @@ func TestWarmReplace(t *testing.T) {
 	if during < was-0.10 {
 		t.Errorf("hit rate on slot %d's keys during the warming %s, before %s: a warm move must keep it within a few points (here 10)", slot, pct(during), pct(was))
 	}
-	if _, err := directGet(newAddr, keys[1]); err != nil {
-		t.Errorf("%s read through the client during the warming is not on the new holder %s (%v): the client fills it from the old one", keys[1], ans.To, err)
+	if !within(2*time.Second, func() bool { _, err := directGet(newAddr, keys[1]); return err == nil }) {
+		t.Errorf("%s, read through the client during the warming, is not on the new holder %s: the client fills it from the old one", keys[1], ans.To)
+	}
+	if code, body := api.do("POST", "/v1/nodes/"+victim.NodeID+"/replace", `{"reason":"again"}`, token); code != 409 || !isErrorBody(body) {
+		t.Errorf("replace of the warming old holder %s (it holds no slot): %d %s, want 409 with {\"error\": …}", victim.NodeID, code, body)
 	}
 	staleCheck := func(when string) {
 		t.Helper()
