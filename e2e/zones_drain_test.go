@@ -150,10 +150,10 @@ func TestDrainZoneRealStack(t *testing.T) {
 
 	// The CLI: usage errors exit 2, server errors 1, nothing changed.
 	if code, out, errOut := runCLI(t, lead.Addr, nil, "zones"); code != 0 || len(strings.Split(strings.TrimSpace(out), "\n")) < 3 {
-		t.Errorf("mcrib zones: exit %d, stdout %q, stderr %q; want 0 and a line per zone", code, out, errOut)
+		t.Errorf("mcrib zones: exit %d, stdout %q, stderr %q; want 0 and a line per zone", code, short(out), short(errOut))
 	}
 	if code, out, errOut := runCLI(t, lead.Addr, nil, "zones", "--json"); code != 0 || !json.Valid([]byte(out)) || !strings.Contains(out, `"b"`) {
-		t.Errorf("mcrib zones --json: exit %d, stdout %q, stderr %q; want 0 and JSON naming zone b", code, out, errOut)
+		t.Errorf("mcrib zones --json: exit %d, stdout %q, stderr %q; want 0 and JSON naming zone b", code, short(out), short(errOut))
 	}
 	for _, tc := range []struct {
 		env  []string
@@ -178,7 +178,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		}
 		if !ok || (code == 1 && strings.TrimSpace(errOut) == "") {
 			t.Errorf("mcrib %s: exit %d, stdout %q, stderr %q; want exit %v (2 usage, 1 an error from the server, its message on stderr)",
-				strings.Join(tc.args, " "), code, out, errOut, tc.want)
+				strings.Join(tc.args, " "), code, short(out), short(errOut), tc.want)
 		}
 		unchanged("mcrib " + strings.Join(tc.args, " "))
 	}
@@ -262,7 +262,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	before, flushes = w.latest(), p.flushes(t)
 	start = time.Now()
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "undrain", "b"); code != 0 {
-		t.Fatalf("mcrib undrain b: exit %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("mcrib undrain b: exit %d, stdout %q, stderr %q", code, short(out), short(errOut))
 	}
 	w.waitMap(t, 10*time.Second, "the first return step", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] > 0 })
 	if code, body := api.do("PUT", "/v1/freeze", `{"reason":"hold the return"}`, token); code != 200 {
@@ -318,7 +318,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	before, flushes = w.latest(), p.flushes(t)
 	start = time.Now()
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "drain", "b", "--reason", "x", "--percent", "100", "--step", "50", "--every", "3s"); code != 0 {
-		t.Fatalf("mcrib drain b --reason x --percent 100 --step 50 --every 3s: exit %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("mcrib drain b --reason x --percent 100 --step 50 --every 3s: exit %d, stdout %q, stderr %q", code, short(out), short(errOut))
 	}
 	if d := mustDrain(t, api); d.Zones["b"].StepPercent != 50 || d.Zones["b"].StepInterval != "3s" || d.Zones["b"].Percent != 100 || d.Zones["b"].Reason != "x" {
 		t.Errorf("after mcrib drain b --reason x --percent 100 --step 50 --every 3s: %+v", d.Zones["b"])
@@ -356,7 +356,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		t.Errorf("the refused drain of c changed the drain document: %+v", after.Zones)
 	}
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "drain", "c", "--reason", "x"); code != 1 || strings.TrimSpace(errOut) == "" {
-		t.Errorf("mcrib drain c with a and b drained: exit %d, stdout %q, stderr %q; want 1 with the server's message", code, out, errOut)
+		t.Errorf("mcrib drain c with a and b drained: exit %d, stdout %q, stderr %q; want 1 with the server's message", code, short(out), short(errOut))
 	}
 
 	if bad := w.invalid(); len(bad) > 0 {

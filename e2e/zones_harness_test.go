@@ -693,3 +693,13 @@ func (a *zAPI) moves(kind string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// short returns the first line of s, cut at 200 bytes, for messages that
+// quote a command's output (a usage text would drown the failure).
+func short(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -111,11 +111,11 @@ func TestWarmReplace(t *testing.T) {
 	tok := []string{"MCRIB_TOKEN=" + token}
 	for _, args := range [][]string{{"replace"}, {"replace", victim.NodeID}} {
 		if code, out, errOut := runCLI(t, m.Addr, tok, args...); code != 2 {
-			t.Errorf("mcrib %s: exit %d, stdout %q, stderr %q; want 2 (usage)", strings.Join(args, " "), code, out, errOut)
+			t.Errorf("mcrib %s: exit %d, stdout %q, stderr %q; want 2 (usage)", strings.Join(args, " "), code, short(out), short(errOut))
 		}
 	}
 	if code, out, errOut := runCLI(t, m.Addr, tok, "replace", "nope", "--reason", "x"); code != 1 || strings.TrimSpace(errOut) == "" {
-		t.Errorf("mcrib replace nope --reason x: exit %d, stdout %q, stderr %q; want 1 with the server's message", code, out, errOut)
+		t.Errorf("mcrib replace nope --reason x: exit %d, stdout %q, stderr %q; want 1 with the server's message", code, short(out), short(errOut))
 	}
 
 	// The warm replace.
@@ -222,7 +222,7 @@ func TestWarmReplace(t *testing.T) {
 	// mcrib replace: the same through the CLI.
 	other := after.Slots[0]
 	if code, out, errOut := runCLI(t, m.Addr, tok, "replace", other.NodeID, "--reason", "x"); code != 0 || !strings.Contains(out, other.NodeID) {
-		t.Fatalf("mcrib replace %s --reason x: exit %d, stdout %q, stderr %q; want 0 naming the node", other.NodeID, code, out, errOut)
+		t.Fatalf("mcrib replace %s --reason x: exit %d, stdout %q, stderr %q; want 0 naming the node", other.NodeID, code, short(out), short(errOut))
 	}
 	if sm, _, err := api.slotMap(""); err != nil || sm.Slots[0].NodeID == other.NodeID || sm.Slots[0].Warming == nil || sm.Slots[0].Warming.NodeID != other.NodeID {
 		t.Errorf("after mcrib replace %s: %s (%v); want slot 0 moved, warming from %s", other.NodeID, describeMap(sm), err, other.NodeID)

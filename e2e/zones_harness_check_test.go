@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestZoneHarnessChecks checks the zone tests' own judges on made-up maps:
+// the slot map rules, the pace of a drain, the spread and the flushes.
+func TestZoneHarnessChecks(t *testing.T) {
+	slot := func(i int, id string) zSlot {
+		if id == "" {
+			return zSlot{Slot: i}
+		}
+		return zSlot{Slot: i, NodeID: id, Addr: id + ":11211"}
+	}
+	mk := func(ids ...string) *zMap {
+		m := &zMap{NumSlots: len(ids)}
+		for i, id := range ids {
+			m.Slots = append(m.Slots, slot(i, id))
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		m    *zMap
+		want string
+	}{
+		{"valid", mk("a1", "b1", "", "c1"), ""},
+		{"short", &zMap{NumSlots: 2, Slots: []zSlot{slot(0, "a1")}}, "num_slots 2"},
+		{"node twice", mk("a1", "a1"), "holds slots 0 and 1"},
+		{"address twice", &zMap{NumSlots: 2, Slots: []zSlot{slot(0, "a1"), {Slot: 1, NodeID: "a2", Addr: "a1:11211"}}}, "address a1:11211"},
+		{"out of order", &zMap{NumSlots: 2, Slots: []zSlot{slot(1, "a1"), slot(0, "a2")}}, "entry 0 names slot 1"},
+		{"spare holds", func() *zMap { m := mk("a1"); m.Spares = []zSpare{{NodeID: "a1"}}; return m }(), "spare a1"},
+		{"warm source holds", func() *zMap { m := mk("a1", "b1"); m.Slots[0].Warming = &zWarming{NodeID: "b1"}; return m }(), "which holds slot 1"},
+		{"warm source spare", func() *zMap {
+			m := mk("a1", "b1")
+			m.Slots[0].Warming = &zWarming{NodeID: "c1"}
+			m.Spares = []zSpare{{NodeID: "c1"}}
+			return m
+		}(), "listed in spares"},
+	} {
+		if got := tc.m.invalid(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: invalid() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	zoneOf := map[string]string{"a1": "a", "a2": "a", "b1": "b", "b2": "b", "b3": "b", "c1": "c"}
+	at := time.Unix(0, 0)
+	seen := func(steps ...struct {
+		sec float64
+		m   *zMap
+	}) []mapSample {
+		var out []mapSample
+		for _, s := range steps {
+			out = append(out, mapSample{at: at.Add(time.Duration(s.sec * float64(time.Second))), m: s.m})
+		}
+		return out
+	}
+	type step = struct {
+		sec float64
+		m   *zMap
+	}
+	full, one, none := mk("b1", "b2", "b3", "a1"), mk("a2", "c1", "b3", "a1"), mk("a2", "c1", "a1", "")
+	paced := seen(step{0, full}, step{0.5, one}, step{2, one}, step{3.4, none})
+	if bad := paceViolation(paced, zoneOf, "b", 2, 2300*time.Millisecond, false); bad != "" {
+		t.Errorf("a drain of 2 then 1, 2.9 s apart: %s", bad)
+	}
+	rushed := seen(step{0, full}, step{0.5, one}, step{1.5, none})
+	if bad := paceViolation(rushed, zoneOf, "b", 2, 2300*time.Millisecond, false); !strings.Contains(bad, "from 3 to 0") {
+		t.Errorf("a drain of 3 slots within 1.5 s in steps of 2: %q, want a violation", bad)
+	}
+	back := seen(step{0, none}, step{0.1, one}, step{1, full})
+	if bad := paceViolation(back, zoneOf, "b", 2, 2300*time.Millisecond, true); !strings.Contains(bad, "from 0 to 3") {
+		t.Errorf("a return of 3 slots within 1 s in steps of 2: %q, want a violation", bad)
+	}
+	if got := zoneCountsSeen(paced, zoneOf, "b", at); got != "3@0.0s → 1@0.5s → 0@3.4s" {
+		t.Errorf("zoneCountsSeen = %q", got)
+	}
+
+	if bad := spreadProblem(map[string]int{"a": 3, "b": 3, "c": 2}, []string{"a", "b", "c"}, 8); bad != "" {
+		t.Errorf("a:3 b:3 c:2 of 8: %s", bad)
+	}
+	if bad := spreadProblem(map[string]int{"a": 4, "b": 4}, []string{"a", "b", "c"}, 8); !strings.Contains(bad, "zone a holds 4") {
+		t.Errorf("a:4 b:4 of 8 over three zones: %q, want a problem", bad)
+	}
+
+	before := map[string]uint64{"a1": 0, "a2": 0, "c1": 1, "b1": 0}
+	if bad := flushChanges(before, map[string]uint64{"a1": 0, "a2": 1, "c1": 2, "b1": 0}, entered(full, one)); len(bad) != 0 {
+		t.Errorf("the entering nodes flushed once each: %q", bad)
+	}
+	bad := flushChanges(before, map[string]uint64{"a1": 1, "a2": 2, "c1": 1, "b1": 0}, entered(full, one))
+	if len(bad) != 3 || !strings.Contains(bad[0], "a1 cmd_flush 0 → 1, want 0") || !strings.Contains(bad[1], "a2 cmd_flush 0 → 2, want 1") || !strings.Contains(bad[2], "c1 cmd_flush 1 → 1, want 2") {
+		t.Errorf("a node flushed that entered nothing, one flushed twice, one not at all: %q", bad)
+	}
+}
