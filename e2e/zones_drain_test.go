@@ -210,6 +210,9 @@ func TestDrainZoneRealStack(t *testing.T) {
 		t.Errorf("PUT /v1/drain/b answered %s; want zone b with percent 100, step_percent 50, step_interval \"3s\", reason \"test\", baseline_slots %d, target_slots 0, by and at", body, baseline)
 	}
 	w.waitMap(t, 10*time.Second, "the first step of the drain", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] < baseline })
+	// A step may write its moves one by one: the kill comes after the
+	// whole first step (or a second), not between a flush and its write.
+	within(time.Second, func() bool { return w.latest().zoneSlots(p.zoneOf)["b"] <= baseline-maxStep })
 	t.Logf("first step seen %v after the PUT; kill -9 of the leader %s", time.Since(start).Round(time.Millisecond), lead.Addr)
 	lead.kill()
 	survivor := r1
