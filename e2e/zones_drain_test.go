@@ -221,7 +221,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	}
 	api = newZAPI(survivor.Addr)
 	drained := w.waitMap(t, 45*time.Second, "zone b drained after the takeover", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] == 0 })
-	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.since(start), p.zoneOf, "b", start))
+	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
 	if zLeader(t, 20*time.Second, survivor) != survivor {
 		t.Fatal("the survivor does not lead")
 	}
@@ -231,7 +231,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		}
 		return ""
 	})
-	if bad := paceViolation(w.since(start), p.zoneOf, "b", maxStep, window, false); bad != "" {
+	if bad := paceViolation(w.from(start), p.zoneOf, "b", maxStep, window, false); bad != "" {
 		t.Errorf("the drain: %s", bad)
 	}
 	if took := drainedAt(w.since(start), p.zoneOf, "b", 0).Sub(start); baseline > maxStep && took < interval-time.Second {
@@ -289,12 +289,12 @@ func TestDrainZoneRealStack(t *testing.T) {
 		t.Fatalf("DELETE /v1/freeze: %d %s", code, body)
 	}
 	returned := w.waitMap(t, 30*time.Second, "zone b holding its baseline again", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] == baseline })
-	t.Logf("zone b's slots as seen during the return: %s", zoneCountsSeen(w.since(start), p.zoneOf, "b", start))
+	t.Logf("zone b's slots as seen during the return: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
 	testenv.Eventually(t, 10*time.Second, "the drain entry removed ({\"zones\": {}})", func() bool {
 		d, _, err := api.drain()
 		return err == nil && len(d.Zones) == 0
 	})
-	if bad := paceViolation(w.since(start), p.zoneOf, "b", maxStep, window, true); bad != "" {
+	if bad := paceViolation(w.from(start), p.zoneOf, "b", maxStep, window, true); bad != "" {
 		t.Errorf("the return: %s", bad)
 	}
 	for _, bad := range flushChanges(flushes, p.flushes(t), entered(before, returned)) {
@@ -334,13 +334,13 @@ func TestDrainZoneRealStack(t *testing.T) {
 		return w.latest().zoneSlots(p.zoneOf)["b"] == 0
 	}) {
 		t.Fatalf("zone b not drained within 30 s under an automatic freeze: %s; map %s; drain %+v",
-			zoneCountsSeen(w.since(start), p.zoneOf, "b", start), describeMap(w.latest()), mustDrain(t, api).Zones["b"])
+			zoneCountsSeen(w.from(start), p.zoneOf, "b", start), describeMap(w.latest()), mustDrain(t, api).Zones["b"])
 	}
 	if lifted != "" {
 		t.Errorf("%s: the test meant to drain under it (is %s still absent?)", lifted, absent)
 	}
-	t.Logf("zone b's slots under the automatic freeze: %s", zoneCountsSeen(w.since(start), p.zoneOf, "b", start))
-	if bad := paceViolation(w.since(start), p.zoneOf, "b", maxStep, window, false); bad != "" {
+	t.Logf("zone b's slots under the automatic freeze: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
+	if bad := paceViolation(w.from(start), p.zoneOf, "b", maxStep, window, false); bad != "" {
 		t.Errorf("the drain under an automatic freeze: %s", bad)
 	}
 	for _, bad := range flushChanges(flushes, p.flushes(t), entered(before, w.latest())) {

@@ -469,6 +469,23 @@ func (w *mapWatcher) since(from time.Time) []mapSample {
 	return out
 }
 
+// from returns the maps seen at or after from, led by the last one seen
+// before it (the state a change at from started from).
+func (w *mapWatcher) from(from time.Time) []mapSample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []mapSample
+	for i, s := range w.samples {
+		if !s.at.Before(from) {
+			if len(out) == 0 && i > 0 {
+				out = append(out, w.samples[i-1])
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // invalid returns every rule broken by a map seen so far.
 func (w *mapWatcher) invalid() []string {
 	w.mu.Lock()

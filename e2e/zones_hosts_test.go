@@ -97,7 +97,7 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 		t.Fatalf("PUT /v1/drain/b: %d %s", code, body)
 	}
 	drained := w.waitMap(t, 30*time.Second, "zone b drained while cut off", func(m *zMap) bool { return m.zoneSlots(zoneOf)["b"] == 0 })
-	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.since(start), zoneOf, "b", start))
+	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.from(start), zoneOf, "b", start))
 	waitDrainState(t, api, "b", "drained", 10*time.Second, func(e zDrainEntry) string {
 		if e.Blocked != "" || e.Slots != 0 {
 			return fmt.Sprintf("slots %d, blocked %q", e.Slots, e.Blocked)
