@@ -374,8 +374,9 @@ type mapSample struct {
 
 // mapWatcher follows the slot map with blocking reads of GET /v1/slotmap
 // (wait=1s, so there is a look at least every second), on whichever of the
-// replicas answers, and keeps every document it sees. Each is checked
-// against the slot map's rules when seen.
+// replicas answers, and keeps every document it sees but those older (a
+// lower generation) than one seen before. Each is checked against the slot
+// map's rules when seen.
 type mapWatcher struct {
 	apis func() []*zAPI
 
@@ -430,7 +431,12 @@ func (w *mapWatcher) run() {
 		w.mu.Lock()
 		w.last = err
 		if err == nil {
-			w.samples = append(w.samples, mapSample{at: now, m: m})
+			// A replica that took over may serve an older map for a
+			// moment: a look behind one already seen is not the pool's
+			// state going back, so it is checked but not kept.
+			if n := len(w.samples); n == 0 || m.Generation >= w.samples[n-1].m.Generation {
+				w.samples = append(w.samples, mapSample{at: now, m: m})
+			}
 			if why := m.invalid(); why != "" {
 				w.bad = append(w.bad, fmt.Sprintf("%s (generation %d): %s", now.Format("15:04:05.000"), m.Generation, why))
 			}
