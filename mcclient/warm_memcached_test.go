@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +42,26 @@ func remainingTTL(t *testing.T, addr, key string) int {
 	}
 	t.Fatalf("mg %s answered %q, want HD t<seconds>", key, line)
 	return 0
+}
+
+// stopped reports whether every thread of process pid is stopped (state T).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // TestWarmWithMemcached runs a warming slot on two real memcacheds: the
@@ -117,6 +138,9 @@ func TestWarmWithMemcached(t *testing.T) {
 	// The old holder stops answering: the write to it fails, and the
 	// client never reads it again, though it still has "stale".
 	oldMC.Pause(t)
+	// SIGSTOP takes effect when the process is next scheduled: wait until
+	// every thread is stopped, or a write may still be answered.
+	testenv.Eventually(t, 5*time.Second, "memcached stopped", func() bool { return stopped(oldMC.PID()) })
 	if err := c.Set(&memcache.Item{Key: "while-paused", Value: []byte("v")}); err != nil {
 		t.Fatalf("Set with the old holder paused: %v, want the new holder's answer", err)
 	}
