@@ -404,3 +404,19 @@ func TestControllerKeepsPinnedAutoBurst(t *testing.T) {
 		t.Fatalf("{auto} without burst: burst %d auto_burst %d, want the derived burst", doc.Burst, doc.AutoBurst)
 	}
 }
+
+// TestControllerCopyKeepsItsOwnHitRates: Service tries a step on a copy
+// and drops it when the write fails; the hit rates the copy remembered
+// must not leak into the original, which must still see the collapse.
+func TestControllerCopyKeepsItsOwnHitRates(t *testing.T) {
+	c := NewController(testConfig, autoDoc(1000, time.Time{}))
+	c.Observe(at(1), 0.97)
+	trial := *c
+	if d := trial.Observe(at(2), 0.90); d.Limit != 10 {
+		t.Fatalf("the copy: %+v, want the collapse cut to 10", d)
+	}
+	trial.Observe(at(3), 0.99)
+	if d := c.Observe(at(2), 0.91); d.Limit != 10 || d.Reason != "hit rate fell from 0.97 to 0.91 within 10s: cut from 1000 to the floor of 10" {
+		t.Fatalf("the original after its copy moved on: %+v, want the collapse cut from 0.97", d)
+	}
+}
