@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// The zone routes of CONTRACT.md section 7: GET /v1/drain,
+// PUT and DELETE /v1/drain/{zone}, POST /v1/nodes/{id}/replace.
+
+// zoneOps is the part of the control loop that drains zones and replaces
+// nodes; *controlloop.Loop implements it. The API finds it on its
+// controlPlane, so that a test's plane may leave it out.
+type zoneOps interface {
+	Drain(ctx context.Context, zone string, req controlloop.DrainRequest, by string) (controlloop.DrainDoc, error)
+	Undrain(ctx context.Context, zone string) (controlloop.DrainDoc, error)
+	Drains() controlloop.DrainDoc
+	Replace(ctx context.Context, id, reason, by string) (controlloop.ReplaceResult, error)
+}
+
+// Bounds of the names a path may carry.
+const (
+	maxZoneName = 128
+	maxNodeID   = 256
+)
+
+// Route keys of the paths that carry a name; ServeHTTP finds them with
+// paramRoute and the handlers read the name with r.PathValue.
+const (
+	drainZoneRoute   = "/v1/drain/{zone}"
+	nodeReplaceRoute = "/v1/nodes/{id}/replace"
+	drainPrefix      = "/v1/drain/"
+	nodesPrefix      = "/v1/nodes/"
+	replaceSuffix    = "/replace"
+)
+
+// Timeouts of a replace forwarded to the leader: it flushes the new holder
+// before it answers, so it gets longer than a boot.
+const (
+	replaceForwardDial    = time.Second
+	replaceForwardTimeout = 15 * time.Second
+)
+
+// addZoneRoutes mounts the zone routes on a.
+func (a *apiServer) addZoneRoutes() {
+	if z, ok := a.loop.(zoneOps); ok {
+		a.zones = z
+	}
+	a.routes["/v1/drain"] = map[string]handler{http.MethodGet: a.getDrains}
+	a.routes[drainZoneRoute] = map[string]handler{http.MethodPut: a.auth(a.putDrain), http.MethodDelete: a.auth(a.deleteDrain)}
+	a.routes[nodeReplaceRoute] = map[string]handler{http.MethodPost: a.auth(a.postReplace)}
+}
+
+// paramRoute finds the route of a path that carries a name, and sets the
+// name as r's path value ("zone" or "id").
+func (a *apiServer) paramRoute(r *http.Request) (map[string]handler, bool) {
+	p := r.URL.Path
+	if zone, ok := strings.CutPrefix(p, drainPrefix); ok {
+		r.SetPathValue("zone", zone)
+		m, ok := a.routes[drainZoneRoute]
+		return m, ok
+	}
+	if rest, ok := strings.CutPrefix(p, nodesPrefix); ok {
+		if id, ok := strings.CutSuffix(rest, replaceSuffix); ok {
+			r.SetPathValue("id", id)
+			m, ok := a.routes[nodeReplaceRoute]
+			return m, ok
+		}
+	}
+	return nil, false
+}
+
+// zoneOf reads and checks the zone a path names.
+func zoneOf(r *http.Request) (string, error) {
+	zone := r.PathValue("zone")
+	switch {
+	case zone == "":
+		return "", errorf(http.StatusNotFound, "the path names no zone; use %s /v1/drain/{zone}", r.Method)
+	case !utf8.ValidString(zone) || utf8.RuneCountInString(zone) > maxZoneName:
+		return "", errorf(http.StatusBadRequest, "a zone name is at most %d characters long", maxZoneName)
+	}
+	for _, c := range zone {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("-_.:", c) {
+			return "", errorf(http.StatusBadRequest, "zone %q has a character other than letters, digits, '-', '_', '.' and ':'", zone)
+		}
+	}
+	return zone, nil
+}
+
+// nodeOf reads and checks the node ID a path names.
+func nodeOf(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	switch {
+	case id == "":
+		return "", errorf(http.StatusNotFound, "the path names no node; use POST /v1/nodes/{id}/replace")
+	case !utf8.ValidString(id) || len(id) > maxNodeID:
+		return "", errorf(http.StatusBadRequest, "a node ID is at most %d bytes of UTF-8", maxNodeID)
+	case strings.ContainsFunc(id, func(c rune) bool { return c == '/' || !unicode.IsPrint(c) }):
+		return "", errorf(http.StatusBadRequest, "node ID %q has a '/' or a character that does not print", id)
+	}
+	return id, nil
+}
+
+// zonesReady returns the zone operations, or a 503 when this process has
+// none.
+func (a *apiServer) zonesReady() (zoneOps, error) {
+	if a.zones == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "this process cannot drain zones or replace nodes")
+	}
+	return a.zones, nil
+}
+
+// detail returns err's message without the sentinel's prefix, so that the
+// answer is the loop's one sentence.
+func detail(err, sentinel error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
+		return rest
+	}
+	return msg
+}
+
+func (a *apiServer) getDrains(w http.ResponseWriter, r *http.Request) error {
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	doc := z.Drains()
+	if doc.Zones == nil {
+		doc.Zones = map[string]*controlloop.DrainEntry{}
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
+	zone, err := zoneOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req, err := controlloop.ParseDrainRequest(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	by := a.who(r)
+	doc, err := z.Drain(r.Context(), zone, req, by)
+	if err := zoneError(err, zone, "the drain"); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("drain zone %s to %d%% in steps of %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.StepInterval, req.Reason)
+	a.logger.Info("operator change", "who", by, "what", "drain", "zone", zone, "why", req.Reason,
+		"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.StepInterval.String())
+	a.ops.operator(by, what)
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
+	zone, err := zoneOf(r)
+	if err != nil {
+		return err
+	}
+	if _, err := readBody(r); err != nil {
+		return err
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	doc, err := z.Undrain(r.Context(), zone)
+	if err := zoneError(err, zone, "the undrain"); err != nil {
+		return err
+	}
+	by := a.who(r)
+	a.logger.Info("operator change", "who", by, "what", "undrain", "zone", zone)
+	a.ops.operator(by, "undrain zone "+zone+": its slots come back at the drain's pace")
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// zoneError maps an error of Drain or Undrain to its answer; nil stays nil.
+func zoneError(err error, zone, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controlloop.ErrBadRequest):
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	case errors.Is(err, controlloop.ErrUnknownZone):
+		return errorf(http.StatusNotFound, "no node is known in zone %q", zone)
+	case errors.Is(err, controlloop.ErrNotDrained):
+		return errorf(http.StatusNotFound, "zone %q is not drained", zone)
+	case errors.Is(err, controlloop.ErrRefused):
+		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
+	}
+	return errorf(http.StatusServiceUnavailable, "%s could not be stored in Consul: %v", what, err)
+}
+
+func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodeOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	reason, err := controlloop.ParseReplaceRequest(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	by := a.who(r)
+	res, err := z.Replace(r.Context(), id, reason, by)
+	switch {
+	case errors.Is(err, controlloop.ErrNotLeader):
+		return a.forwardReplace(w, r, id, body)
+	case errors.Is(err, controlloop.ErrUnknownNode):
+		return errorf(http.StatusNotFound, "no node %q is known in this pool", id)
+	case errors.Is(err, controlloop.ErrRefused):
+		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
+	case errors.Is(err, controlloop.ErrBadRequest):
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	case err != nil:
+		return errorf(http.StatusServiceUnavailable, "the replace of %s could not be carried out: %v", id, err)
+	}
+	kind := "cold"
+	if res.Warm {
+		kind = "warm"
+	}
+	a.logger.Info("operator change", "who", by, "what", "replace", "node", id, "why", reason,
+		"slot", res.Slot, "to", res.To, "warm", res.Warm)
+	a.ops.operator(by, fmt.Sprintf("replace %s: slot %d to %s (%s): %s", id, res.Slot, res.To, kind, reason))
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// forwardReplace sends a replace that reached a follower to the leader's
+// leader_id, as boots are forwarded (over TLS with --tls-cert), with the
+// caller's Authorization header, and answers with the leader's answer. A
+// replace that another replica forwarded here is not sent on again.
+func (a *apiServer) forwardReplace(w http.ResponseWriter, r *http.Request, id string, body []byte) error {
+	var leaderID string
+	if a.leader != nil {
+		_, leaderID = a.leader()
+	}
+	switch {
+	case r.Header.Get(forwardedHeader) != "":
+		return errorf(http.StatusServiceUnavailable, "the replace was forwarded to this replica, which does not lead the pool; the leadership is changing, try again in a few seconds")
+	case leaderID == "":
+		return errorf(http.StatusServiceUnavailable, "this replica does not lead the pool and no leader is known to carry out the replace; try again in a few seconds")
+	}
+	scheme := "http"
+	if a.forwardTLS != nil {
+		scheme = "https"
+	}
+	target := scheme + "://" + leaderID + nodesPrefix + url.PathEscape(id) + replaceSuffix
+	ctx, cancel := context.WithTimeout(r.Context(), replaceForwardTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "the leader's address %q does not make a URL: %v", leaderID, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set(forwardedHeader, a.replicas.Session())
+	dialer := &net.Dialer{Timeout: replaceForwardDial}
+	tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: a.forwardTLS}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out the replace: %v", leaderID, unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, "the leader at %s answered the replace, but its answer could not be read: %v", leaderID, err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(resp.StatusCode)
+	w.Write(answer)
+	return nil
+}
+
+// unwrapURL drops the "Post URL:" wrapping of a client error.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
