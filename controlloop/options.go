@@ -34,6 +34,13 @@ type Options struct {
 	FlushAfterUnreachable    time.Duration
 	MaxAbsentFraction        float64
 	MaxReplacementsPerMinute int
+	// WarmFor is how long a planned move keeps the old holder as the warm
+	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes every
+	// move cold.
+	WarmFor time.Duration
+	// WarmTTL is the expiry of a value copied from the old holder into the
+	// new one (--warm-ttl, the mcrouter WarmUpRoute exptime).
+	WarmTTL time.Duration
 	// Damping is the flap damping; zero fields get flapdamp's defaults and
 	// a zero BurstWindow the probe interval.
 	Damping flapdamp.DampingConfig

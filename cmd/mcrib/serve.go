@@ -93,6 +93,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
+		WarmFor:                  cfg.WarmFor,
+		WarmTTL:                  cfg.WarmTTL,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
 		TwemproxyConfig:          cfg.TwemproxyConfig,
