@@ -288,6 +288,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		// so a rule like mcrib_hit_rate < 0.8 does not fire on an idle pool.
 		g.HitRate = math.NaN()
 	}
+	for _, z := range st.Zones {
+		g.Zones = append(g.Zones, metrics.ZoneGauges{Zone: z.Zone, Slots: z.Slots, Unreachable: z.Unreachable, HitRate: z.HitRate})
+	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++
 		if n.FlushPending {
