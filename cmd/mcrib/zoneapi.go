@@ -63,23 +63,32 @@ func (a *apiServer) addZoneRoutes() {
 	a.routes[nodeReplaceRoute] = map[string]handler{http.MethodPost: a.auth(a.postReplace)}
 }
 
+// paramRouteKey returns the route key of a path that carries a name
+// ("/v1/drain/{zone}", "/v1/nodes/{id}/replace"), else "".
+func paramRouteKey(p string) string {
+	if strings.HasPrefix(p, drainPrefix) {
+		return drainZoneRoute
+	}
+	if rest, ok := strings.CutPrefix(p, nodesPrefix); ok && strings.HasSuffix(rest, replaceSuffix) {
+		return nodeReplaceRoute
+	}
+	return ""
+}
+
 // paramRoute finds the route of a path that carries a name, and sets the
 // name as r's path value ("zone" or "id").
 func (a *apiServer) paramRoute(r *http.Request) (map[string]handler, bool) {
 	p := r.URL.Path
-	if zone, ok := strings.CutPrefix(p, drainPrefix); ok {
-		r.SetPathValue("zone", zone)
-		m, ok := a.routes[drainZoneRoute]
-		return m, ok
+	switch paramRouteKey(p) {
+	case drainZoneRoute:
+		r.SetPathValue("zone", strings.TrimPrefix(p, drainPrefix))
+	case nodeReplaceRoute:
+		r.SetPathValue("id", strings.TrimSuffix(strings.TrimPrefix(p, nodesPrefix), replaceSuffix))
+	default:
+		return nil, false
 	}
-	if rest, ok := strings.CutPrefix(p, nodesPrefix); ok {
-		if id, ok := strings.CutSuffix(rest, replaceSuffix); ok {
-			r.SetPathValue("id", id)
-			m, ok := a.routes[nodeReplaceRoute]
-			return m, ok
-		}
-	}
-	return nil, false
+	m, ok := a.routes[paramRouteKey(p)]
+	return m, ok
 }
 
 // zoneOf reads and checks the zone a path names.
