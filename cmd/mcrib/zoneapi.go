@@ -30,6 +30,13 @@ type zoneOps interface {
 	Replace(ctx context.Context, id, reason, by string) (controlloop.ReplaceResult, error)
 }
 
+var _ zoneOps = (*controlloop.Loop)(nil)
+
+// forwardedForHeader carries, on a call one replica forwards to the
+// leader, who made the call; the leader believes it only from a live
+// replica (forwardedHeader).
+const forwardedForHeader = "X-Mcrib-Forwarded-For"
+
 // Bounds of the names a path may carry.
 const (
 	maxZoneName = 128
@@ -46,11 +53,11 @@ const (
 	replaceSuffix    = "/replace"
 )
 
-// Timeouts of a replace forwarded to the leader: it flushes the new holder
-// before it answers, so it gets longer than a boot.
+// Timeouts of a zone call forwarded to the leader: a replace flushes the
+// new holder before it answers, so it gets longer than a boot.
 const (
-	replaceForwardDial    = time.Second
-	replaceForwardTimeout = 15 * time.Second
+	zoneForwardDial    = time.Second
+	zoneForwardTimeout = 15 * time.Second
 )
 
 // addZoneRoutes mounts the zone routes on a.
@@ -171,8 +178,11 @@ func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	by := a.who(r)
+	by := a.caller(r)
 	doc, err := z.Drain(r.Context(), zone, req, by)
+	if errors.Is(err, controlloop.ErrNotLeader) {
+		return a.forwardToLeader(w, r, "the drain", body)
+	}
 	if err := zoneError(err, zone, "the drain"); err != nil {
 		return err
 	}
@@ -189,7 +199,8 @@ func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := readBody(r); err != nil {
+	body, err := readBody(r)
+	if err != nil {
 		return err
 	}
 	z, err := a.zonesReady()
@@ -197,10 +208,13 @@ func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	doc, err := z.Undrain(r.Context(), zone)
+	if errors.Is(err, controlloop.ErrNotLeader) {
+		return a.forwardToLeader(w, r, "the undrain", body)
+	}
 	if err := zoneError(err, zone, "the undrain"); err != nil {
 		return err
 	}
-	by := a.who(r)
+	by := a.caller(r)
 	a.logger.Info("operator change", "who", by, "what", "undrain", "zone", zone)
 	a.ops.operator(by, "undrain zone "+zone+": its slots come back at the drain's pace")
 	writeJSON(w, http.StatusOK, doc)
@@ -241,11 +255,11 @@ func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	by := a.who(r)
+	by := a.caller(r)
 	res, err := z.Replace(r.Context(), id, reason, by)
 	switch {
 	case errors.Is(err, controlloop.ErrNotLeader):
-		return a.forwardReplace(w, r, id, body)
+		return a.forwardToLeader(w, r, "the replace", body)
 	case errors.Is(err, controlloop.ErrUnknownNode):
 		return errorf(http.StatusNotFound, "no node %q is known in this pool", id)
 	case errors.Is(err, controlloop.ErrRefused):
@@ -266,29 +280,40 @@ func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// forwardReplace sends a replace that reached a follower to the leader's
-// leader_id, as boots are forwarded (over TLS with --tls-cert), with the
-// caller's Authorization header, and answers with the leader's answer. A
-// replace that another replica forwarded here is not sent on again.
-func (a *apiServer) forwardReplace(w http.ResponseWriter, r *http.Request, id string, body []byte) error {
+// caller names who made a zone call: who(r), or, on a call a live
+// replica forwarded here, the original caller as that replica saw it.
+func (a *apiServer) caller(r *http.Request) string {
+	if orig := r.Header.Get(forwardedForHeader); orig != "" && a.replicas.Has(r.Header.Get(forwardedHeader)) {
+		return orig + " via " + r.RemoteAddr
+	}
+	return a.who(r)
+}
+
+// forwardToLeader sends a zone call (what: "the replace") that reached a
+// follower whose loop answered ErrNotLeader to the leader's leader_id, as
+// boots are forwarded (over TLS with --tls-cert), with the same method,
+// path and body and the caller's Authorization header, and answers with
+// the leader's answer. A call that another replica forwarded here is not
+// sent on again.
+func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what string, body []byte) error {
 	var leaderID string
 	if a.leader != nil {
 		_, leaderID = a.leader()
 	}
 	switch {
 	case r.Header.Get(forwardedHeader) != "":
-		return errorf(http.StatusServiceUnavailable, "the replace was forwarded to this replica, which does not lead the pool; the leadership is changing, try again in a few seconds")
+		return errorf(http.StatusServiceUnavailable, "%s was forwarded to this replica, which does not lead the pool; the leadership is changing, try again in a few seconds", what)
 	case leaderID == "":
-		return errorf(http.StatusServiceUnavailable, "this replica does not lead the pool and no leader is known to carry out the replace; try again in a few seconds")
+		return errorf(http.StatusServiceUnavailable, "this replica does not lead the pool and no leader is known to carry out %s; try again in a few seconds", what)
 	}
 	scheme := "http"
 	if a.forwardTLS != nil {
 		scheme = "https"
 	}
-	target := scheme + "://" + leaderID + nodesPrefix + url.PathEscape(id) + replaceSuffix
-	ctx, cancel := context.WithTimeout(r.Context(), replaceForwardTimeout)
+	target := scheme + "://" + leaderID + r.URL.EscapedPath()
+	ctx, cancel := context.WithTimeout(r.Context(), zoneForwardTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
 		return errorf(http.StatusServiceUnavailable, "the leader's address %q does not make a URL: %v", leaderID, err)
 	}
@@ -297,17 +322,18 @@ func (a *apiServer) forwardReplace(w http.ResponseWriter, r *http.Request, id st
 		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set(forwardedHeader, a.replicas.Session())
-	dialer := &net.Dialer{Timeout: replaceForwardDial}
+	req.Header.Set(forwardedForHeader, a.who(r))
+	dialer := &net.Dialer{Timeout: zoneForwardDial}
 	tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: a.forwardTLS}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out the replace: %v", leaderID, unwrapURL(err))
+		return errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out %s: %v", leaderID, what, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the leader at %s answered the replace, but its answer could not be read: %v", leaderID, err)
+		return errorf(http.StatusServiceUnavailable, "the leader at %s answered %s, but its answer could not be read: %v", leaderID, what, err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -263,6 +263,7 @@ func TestZoneAPIWithoutZoneOps(t *testing.T) {
 func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	leaderZones := &fakeZones{}
 	leaderAPI := zoneAPI(t, "sekrit", leaderZones)
+	leaderAPI.replicas = peerReplicas{"s-me"}
 	var mu sync.Mutex
 	var sawSession string
 	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -289,6 +290,15 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	}
 	if c := leaderZones.called(); len(c) != 1 || c[0] != "replace mc-1" {
 		t.Errorf("the leader's loop saw %v", c)
+	}
+	if !strings.HasPrefix(leaderZones.by, "operator@192.0.2.1:1234 via ") {
+		t.Errorf("the leader recorded the replace as by %q, want the original caller via the follower", leaderZones.by)
+	}
+	// A drain the follower's loop refuses as not the leader's goes the same way.
+	followerZones.err = controlloop.ErrNotLeader
+	if rr := call(follower, "PUT", "/v1/drain/b", `{"reason":"r","percent":50}`, "sekrit"); rr.Code != 200 ||
+		leaderZones.req.Percent != 50 {
+		t.Errorf("forwarded drain: %d %s, leader's loop got %+v", rr.Code, rr.Body, leaderZones.req)
 	}
 	mu.Lock()
 	if sawSession != "s-me" {
@@ -322,6 +332,13 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 		errorSentence(t, rr)
 	}
 }
+
+// peerReplicas trusts one session as a live replica's.
+type peerReplicas struct{ peer string }
+
+func (p peerReplicas) Count() int              { return 2 }
+func (p peerReplicas) Has(session string) bool { return session == p.peer }
+func (p peerReplicas) Session() string         { return "s-leader" }
 
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
