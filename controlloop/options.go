@@ -34,13 +34,6 @@ type Options struct {
 	FlushAfterUnreachable    time.Duration
 	MaxAbsentFraction        float64
 	MaxReplacementsPerMinute int
-	// WarmFor is how long a planned move keeps the old holder as the warm
-	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes every
-	// move cold.
-	WarmFor time.Duration
-	// WarmTTL is the expiry of a value copied from the old holder into the
-	// new one (--warm-ttl, the mcrouter WarmUpRoute exptime).
-	WarmTTL time.Duration
 	// Damping is the flap damping; zero fields get flapdamp's defaults and
 	// a zero BurstWindow the probe interval.
 	Damping flapdamp.DampingConfig
@@ -52,6 +45,15 @@ type Options struct {
 	// step with the slot map, listening on TwemproxyListen (empty:
 	// DefaultTwemproxyListen).
 	TwemproxyConfig, TwemproxyListen string
+
+	// WarmFor is how long a planned move keeps the old holder as the warm
+	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes
+	// every move cold.
+	WarmFor time.Duration
+	// WarmTTL is the expiry of a value copied from the warm source into
+	// the new holder (--warm-ttl); the loop only carries it for the router
+	// configs (the mcrouter WarmUpRoute exptime).
+	WarmTTL time.Duration
 
 	// ReplicaID names this replica among the pool's replicas (its leader
 	// ID, the --advertise-addr); its vote on unreachable nodes is published
