@@ -41,10 +41,6 @@ type Options struct {
 	// MCRouterConfig, when set, is the path of an mcrouter config kept in
 	// step with the slot map.
 	MCRouterConfig string
-	// WarmTTL is the expiry of a value copied from a warming slot's old
-	// holder into its new one (--warm-ttl; the mcrouter config's
-	// WarmUpRoute exptime); zero means one hour.
-	WarmTTL time.Duration
 	// TwemproxyConfig, when set, is the path of a twemproxy config kept in
 	// step with the slot map, listening on TwemproxyListen (empty:
 	// DefaultTwemproxyListen).
