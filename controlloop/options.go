@@ -112,3 +112,11 @@ func (o Options) withDefaults() (Options, error) {
 	o.Damping = o.Damping.WithDefaults()
 	return o, nil
 }
+
+// WarmTTL returns Options.WarmTTL (--warm-ttl), for the router configs:
+// the expiry of a value a warming slot's new holder copies from its warm
+// source.
+func (l *Loop) WarmTTL() time.Duration { return l.opts.WarmTTL }
+
+// WarmFor returns Options.WarmFor (--warm-for).
+func (l *Loop) WarmFor() time.Duration { return l.opts.WarmFor }
