@@ -49,16 +49,24 @@ func (l *Loop) drainedLocked() map[string]bool {
 	return out
 }
 
-// dueStepsLocked returns the drain and return steps due at now: a zone's
-// first step at once, each next one at least its step interval after the
-// previous. l.mu must be held.
-func (l *Loop) dueStepsLocked(now time.Time) map[string]ZoneStep {
+// dueStepsLocked returns the drain and return steps due at now over the
+// map prev: a zone's first step at once, each next one at least its step
+// interval after the previous; a zone at its target has none. l.mu must
+// be held.
+func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]ZoneStep {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
-	out := make(map[string]ZoneStep, len(l.drains.Zones))
+	held := zoneSlots(prev)
+	var out map[string]ZoneStep
 	for zone, e := range l.drains.Zones {
+		if held[zone] == e.Target() {
+			continue
+		}
 		if e.LastStepAt == nil || now.Sub(*e.LastStepAt) >= e.Interval() {
+			if out == nil {
+				out = make(map[string]ZoneStep, len(l.drains.Zones))
+			}
 			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize()}
 		}
 	}

@@ -149,7 +149,7 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 		Budget:         l.adoptedBudgetLocked(st, now),
 		Ceiling:        l.opts.MaxReplacementsPerMinute,
 		Drained:        l.drainedLocked(),
-		Steps:          l.dueStepsLocked(now),
+		Steps:          l.dueStepsLocked(prev, now),
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 	}

@@ -3,7 +3,9 @@ package controlloop
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -130,4 +132,45 @@ func mapOfNodes(t testing.TB, slots, spares []NodeView) *cachenodes.SlotMap {
 		t.Fatal(err)
 	}
 	return m
+}
+
+func TestReturnStepTakesFromTheRichestZone(t *testing.T) {
+	// Zone b is drained and returning (target 2); a holds 3 (slots 0, 2,
+	// 4), c holds 2 (1, 3), and slot 4 warms. The first return takes a's
+	// highest slot that does not warm (2); then a and c hold 2 each: a,
+	// first by name, gives its highest slot that does not warm (0).
+	a1, a2, a3, b1, b2, c1, c2 := zoned("a", 1), zoned("a", 2), zoned("a", 3), zoned("b", 1), zoned("b", 2), zoned("c", 1), zoned("c", 2)
+	spec := cachenodes.SlotMapSpec{Pool: assignPool, Generation: 4, UpdatedAt: assignNow.Add(-1),
+		Slots:   []cachenodes.Node{a1.Node, c1.Node, a2.Node, c2.Node, a3.Node},
+		Spares:  []cachenodes.Node{b1.Node, b2.Node},
+		Warming: []*cachenodes.Warming{nil, nil, nil, nil, {NodeID: "mc-x-9", Addr: "x:1", Until: assignNow.Add(time.Minute)}}}
+	prev, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := zoned("x", 9)
+	x.Addr = "x:1"
+	in := Input{Pool: assignPool, NumSlots: 5, Prev: prev, Nodes: []NodeView{a1, a2, a3, b1, b2, c1, c2, x}, Now: assignNow,
+		Drained: map[string]bool{"b": true}, Steps: map[string]ZoneStep{"b": {Target: 2, Size: 2}}}
+	plan := Decide(in)
+	if got, want := placementStrings(plan.Placements), []string{"2=mc-b-1", "0=mc-b-2"}; !slices.Equal(got, want) {
+		t.Fatalf("return placements %v, want %v", got, want)
+	}
+	if o := plan.Steps["b"]; o.Moved != 2 || o.Blocked != "" {
+		t.Fatalf("step outcome %+v", o)
+	}
+	next, err := Build(in, plan, plan.Placements, assignNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Warming(4) == nil || next.Generation() != 5 {
+		t.Fatalf("the warming of slot 4 was lost or the generation is %d", next.Generation())
+	}
+
+	// Without a spare of its own, the return is blocked and says so.
+	in.Nodes = []NodeView{a1, a2, a3, c1, c2, x}
+	plan = Decide(in)
+	if o := plan.Steps["b"]; o.Moved != 0 || !strings.Contains(o.Blocked, "no spare in zone \"b\"") {
+		t.Fatalf("step outcome without spares %+v", o)
+	}
 }
