@@ -107,7 +107,13 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	w.pass(OutcomeOK)
 	// a and c hold 3 each: a, the first by name, gives its highest slot.
 	w.wantStored(t, 6, []string{"a1", "c3", "c1", "a2", "b1", "c2"}, writes+3)
-	w.clk.Advance(3 * time.Second)
+	w.clk.Advance(2 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 1 {
+		t.Fatalf("zone b holds %d slots 2s after the first return step, want 1", got)
+	}
+	w.clk.Advance(time.Second)
 	w.probe()
 	w.pass(OutcomeOK)
 	w.wantStored(t, 7, []string{"a1", "c3", "c1", "a2", "b1", "b2"}, writes+4)
@@ -208,6 +214,24 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	}
 	if zb == nil || zb.Nodes != 4 || zb.Slots != 0 || zb.Unreachable != 4 || zb.Drain == nil {
 		t.Fatalf("zone az-b status %+v", zb)
+	}
+	var names []string
+	for _, z := range w.loop.Status().Zones {
+		names = append(names, z.Zone)
+		if z.Zone == "az-a" && (z.Slots != 3 || z.HitRate != nil) {
+			t.Errorf("zone az-a status %+v", z)
+		}
+	}
+	if !slices.Equal(names, []string{"az-a", "az-b", "az-c"}) {
+		t.Errorf("zones %v", names)
+	}
+	// The hit rate of a zone is its holders' hits over their gets.
+	w.prober.setCounters(cacheNode("a1").Addr, 90, 10)
+	w.probe()
+	for _, z := range w.loop.Status().Zones {
+		if z.Zone == "az-a" && (z.HitRate == nil || *z.HitRate != 0.9) {
+			t.Errorf("zone az-a hit rate %v, want 0.9", z.HitRate)
+		}
 	}
 }
 
