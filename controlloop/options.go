@@ -87,6 +87,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("controlloop: Options.NumSlots must be at least 1")
 	case o.ProbeInterval <= 0:
 		return o, errors.New("controlloop: Options.ProbeInterval must be positive")
+	case o.WarmFor < 0 || o.WarmTTL < 0:
+		return o, errors.New("controlloop: Options.WarmFor and WarmTTL must not be negative")
 	}
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
@@ -110,3 +112,11 @@ func (o Options) withDefaults() (Options, error) {
 	o.Damping = o.Damping.WithDefaults()
 	return o, nil
 }
+
+// WarmTTL returns Options.WarmTTL (--warm-ttl), for the router configs:
+// the expiry of a value a warming slot's new holder copies from its warm
+// source.
+func (l *Loop) WarmTTL() time.Duration { return l.opts.WarmTTL }
+
+// WarmFor returns Options.WarmFor (--warm-for).
+func (l *Loop) WarmFor() time.Duration { return l.opts.WarmFor }
