@@ -21,7 +21,10 @@ var ErrNoSlotMap = fmt.Errorf("cachenodes: the selector has no slot map: %w", me
 // Selector is a memcache.ServerSelector that routes every key to the node of
 // its slot, KeySlot(key, NumSlots()), in a mcrib slot map. A key whose slot
 // is vacant gets an error wrapping ErrVacantSlot, never another node: a
-// vacant slot misses instead of rehashing its keys over the survivors. The
+// vacant slot misses instead of rehashing its keys over the survivors. It
+// picks slot holders only, never a warming slot's old holder (see
+// SlotMap.Warming): like twemproxy, an application on the bare selector
+// sees a moved slot cold at once; mcclient warms it. The
 // zero value has no map (PickServer returns ErrNoSlotMap) until SetSlotMap
 // gives it one. A Selector is safe for concurrent use; SetSlotMap swaps an
 // immutable routing table atomically.

@@ -86,10 +86,19 @@ func (l *Loop) setFlushing(id string, on bool) {
 // logChange logs the replacements and placements of a written map.
 func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan Plan, done []Placement) {
 	for _, ev := range plan.Evictions {
-		l.opts.Logger.Warn("slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)
+		if !ev.Move {
+			l.opts.Logger.Warn("slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)
+		}
 	}
 	for _, p := range done {
-		l.opts.Logger.Info("slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
+		if p.From.IsZero() || p.Reason == "hold_expired" || (p.Reason == "maintenance" && !p.Warm) {
+			l.opts.Logger.Info("slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
+			continue
+		}
+		l.opts.Logger.Info("slot move", "slot", p.Slot, "from", p.From.ID, "to", p.Node.ID, "reason", p.Reason, "kind", moveKind(p.Warm && l.opts.WarmFor > 0))
+	}
+	for _, i := range plan.EndWarming {
+		l.opts.Logger.Info("warming over", "slot", i)
 	}
 	if prev == nil || prev.Generation() != next.Generation() {
 		l.opts.Logger.Info("slot map written", "generation", next.Generation())

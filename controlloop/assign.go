@@ -39,21 +39,68 @@ func (n NodeView) listedSpare() bool {
 	return n.Listed && n.Present && !n.Maintenance && n.Reachable
 }
 
-// Input is everything Decide needs; it holds no I/O and no clock.
+// Input is everything Decide needs; it holds no I/O and reads no clock
+// (Now is given).
 type Input struct {
 	Pool     string
 	NumSlots int
 	// Prev is the current map; nil for a new pool (the first fill places
 	// without flushing).
 	Prev *cachenodes.SlotMap
-	// Nodes lists every node the loop knows: slot holders and the nodes of
-	// the last accepted Consul answer. A node ID appears at most once.
+	// Nodes lists every node the loop knows: slot holders, warm sources and
+	// the nodes of the last accepted Consul answer. A node ID appears at
+	// most once.
 	Nodes []NodeView
-	// Frozen stops every change of a slot's node (operator or automatic).
+	// Frozen stops every change of a slot's node (operator or automatic)
+	// but the drain and return steps.
 	Frozen bool
+	// OperatorFrozen is set under an operator's freeze: it holds back the
+	// drain and return steps as well (CONTRACT.md section 7).
+	OperatorFrozen bool
 	// Budget is how many slot holders may be replaced now (the ceiling).
 	Budget int
+	// Ceiling is --max-replacements-per-minute, for the refusal of a
+	// replace beyond it.
+	Ceiling int
+
+	// Drained lists the drained zones: their nodes take a slot only by
+	// their own return steps.
+	Drained map[string]bool
+	// Steps are the drain and return steps due in this pass, by zone.
+	Steps map[string]ZoneStep
+	// WarmFor, when above 0, makes a planned move off a holder that
+	// answers warm: the old holder warms the new one until Now + WarmFor.
+	WarmFor time.Duration
+	// Now is the time of the pass: warmings whose until has passed end.
+	Now time.Time
+	// Replace names a node whose slot an operator moves now ("": none).
+	Replace string
 }
+
+// ZoneStep is a drain or return step due for one zone in this pass.
+type ZoneStep struct {
+	// Target is the number of slots the zone should hold.
+	Target int
+	// Size is the most slots one step moves.
+	Size int
+}
+
+// StepOutcome is what Decide did of one zone's due step.
+type StepOutcome struct {
+	// Moved counts the slots the step moves (off the zone or back to it).
+	Moved int
+	// Blocked says, in one sentence, what stopped the step short; "" when
+	// nothing did.
+	Blocked string
+}
+
+// Reasons of an Eviction, beyond the replacements' "hold_expired" and
+// "maintenance".
+const (
+	ReasonDrain   = "drain"
+	ReasonReturn  = "return"
+	ReasonReplace = "replace"
+)
 
 // Eviction takes a node out of its slot.
 type Eviction struct {
@@ -61,14 +108,34 @@ type Eviction struct {
 	Node cachenodes.Node
 	// Why is one sentence for the log and the metrics label.
 	Why string
-	// Reason is the metrics label: "hold_expired" or "maintenance".
+	// Reason is "hold_expired", "maintenance", or for a planned move
+	// ReasonDrain, ReasonReturn or ReasonReplace.
 	Reason string
+	// Move marks a planned move: the holder keeps the slot until its
+	// successor is placed (a failed flush of the successor moves nothing).
+	Move bool
+	// Warm marks a move whose old holder warms the new one.
+	Warm bool
 }
 
-// Placement puts a spare into a vacant slot.
+// countsAgainstCeiling reports whether the eviction is a replacement that
+// --max-replacements-per-minute bounds (drain and return steps are not).
+func (ev Eviction) countsAgainstCeiling() bool {
+	return ev.Reason != ReasonDrain && ev.Reason != ReasonReturn
+}
+
+// Placement puts a spare into a slot.
 type Placement struct {
 	Slot int
 	Node cachenodes.Node
+	// From is the node the slot is taken from when the placement is part
+	// of a replacement or a move; zero for a slot that was vacant.
+	From cachenodes.Node
+	// Warm marks a warm move: the slot keeps From as its warm source.
+	Warm bool
+	// Reason is the eviction's reason for a move or replacement; "" for a
+	// vacant slot.
+	Reason string
 }
 
 // Plan is the difference Decide wants between the previous and the next map.
@@ -80,26 +147,52 @@ type Plan struct {
 	// Blocked counts evictions that were due but held back by the freeze
 	// or the ceiling.
 	Blocked int
+	// EndWarming lists the slots whose warming ends in this pass (until
+	// passed, or the warm source stopped answering).
+	EndWarming []int
+	// Steps tells, for each zone of Input.Steps, what its step did.
+	Steps map[string]StepOutcome
+	// Refused, when Input.Replace was set and cannot be carried out, says
+	// why in one sentence.
+	Refused string
 
 	index *assignIndex
 }
 
 // Decide computes the plan for one pass. It frees before it places: due
 // and maintenance nodes leave their slots first (within Budget and only
-// when not frozen), then vacant slots take eligible spares, preferring a
-// spare in the zone of the node that left, then the lowest ID. A full slot
-// table never stops it: extra nodes stay spares, missing nodes leave slots
-// vacant. It runs in time linear in the nodes when in.Nodes is sorted by ID
-// (as the loop passes them); otherwise it sorts a copy of the spares.
+// when not frozen), then vacant slots take eligible spares by the spread
+// rule (spread.go); then the planned moves (an operator's replace, the
+// maintenance of a node that still answers) and the drain and return steps
+// due pick their new holders the same way. A full slot table never stops
+// it: extra nodes stay spares, missing nodes leave slots vacant. It runs in
+// time linear in the nodes when in.Nodes is sorted by ID (as the loop
+// passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
 	plan := Plan{FirstFill: in.Prev == nil}
 	idx := newAssignIndex(in)
 	plan.index = idx
+	warm := endWarmings(in)
+	plan.EndWarming = warm.ended
 	budget := in.Budget
-	vacatedAZ := make(map[int]string)
+	var vacated, moves []Eviction
+	replaceSlot := -1
+	if in.Replace != "" {
+		ev, refused := replaceMove(in, idx)
+		switch {
+		case refused != "":
+			plan.Refused = refused
+		case budget <= 0:
+			plan.Refused = fmt.Sprintf("the replacement ceiling of %d a minute (--max-replacements-per-minute) is reached; try again in a minute", in.Ceiling)
+		default:
+			budget--
+			replaceSlot = ev.Slot
+			moves = append(moves, ev)
+		}
+	}
 	for i := range in.NumSlots {
 		holder := idx.prevSlot(i)
-		if holder.IsZero() {
+		if holder.IsZero() || i == replaceSlot {
 			continue
 		}
 		v, known := idx.holderView(in, i)
@@ -111,6 +204,10 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: "maintenance",
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
+			if v.Reachable && in.WarmFor > 0 {
+				ev.Move, ev.Warm = true, true
+				ev.Why += "; it still answers, so its slot moves warm"
+			}
 		case v.Due:
 			ev = Eviction{Slot: i, Node: holder, Reason: "hold_expired",
 				Why: fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)}
@@ -122,65 +219,81 @@ func Decide(in Input) Plan {
 			continue
 		}
 		budget--
-		plan.Evictions = append(plan.Evictions, ev)
-		vacatedAZ[i] = holder.AZ
-	}
-	if in.Frozen {
-		return plan
-	}
-	vacant := make([]int, 0, len(plan.Evictions))
-	evicted := make(map[int]bool, len(plan.Evictions))
-	for _, ev := range plan.Evictions {
-		evicted[ev.Slot] = true
-	}
-	// Slots vacated in this pass come first, so each takes a spare of its
-	// departed node's zone before an already vacant slot (with no zone to
-	// prefer) takes the lowest ID.
-	for _, ev := range plan.Evictions {
-		vacant = append(vacant, ev.Slot)
-	}
-	for i := range in.NumSlots {
-		if idx.prevSlot(i).IsZero() {
-			vacant = append(vacant, i)
+		if ev.Move {
+			moves = append(moves, ev)
+		} else {
+			vacated = append(vacated, ev)
 		}
 	}
-	if len(vacant) == 0 {
-		return plan
-	}
-	// Candidates are the eligible spares, by ID; an evicted node is a
-	// holder of the previous map, so it is not among them.
-	cands := make([]int, 0, len(in.Nodes)-idx.holders)
-	for j := range in.Nodes {
-		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() {
-			cands = append(cands, j)
-		}
-	}
-	if !idx.sorted {
-		slices.SortFunc(cands, func(a, b int) int { return cmp.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
-	}
-	cands = distinctAddrs(in, idx, plan.Evictions, cands)
-	taken := make([]bool, len(cands))
-	cursor := 0
-	for _, slot := range vacant {
-		for cursor < len(cands) && taken[cursor] {
-			cursor++
-		}
-		if cursor == len(cands) {
-			break
-		}
-		pick := cursor
-		if az, ok := vacatedAZ[slot]; ok {
-			for k := cursor; k < len(cands); k++ {
-				if !taken[k] && in.Nodes[cands[k]].AZ == az {
-					pick = k
-					break
-				}
+	plan.Evictions = vacated
+	stepping := len(in.Steps) > 0 && !in.OperatorFrozen
+	hasVacant := len(vacated) > 0
+	if !in.Frozen && !hasVacant {
+		for i := range in.NumSlots {
+			if idx.prevSlot(i).IsZero() {
+				hasVacant = true
+				break
 			}
 		}
-		taken[pick] = true
-		plan.Placements = append(plan.Placements, Placement{Slot: slot, Node: in.Nodes[cands[pick]].Node})
+	}
+	if (in.Frozen || !hasVacant) && len(moves) == 0 && !stepping {
+		return plan
+	}
+	z := newZoneIndex(in, idx, vacated, warm)
+	if !in.Frozen {
+		// Slots vacated in this pass come first, so each takes a spare of
+		// its departed node's zone before an already vacant slot (with no
+		// zone to prefer) takes one.
+		for _, ev := range vacated {
+			j, ok := z.pick(ev.Node.AZ, true)
+			if !ok {
+				break
+			}
+			plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: in.Nodes[j].Node, From: ev.Node, Reason: ev.Reason})
+		}
+		for i := range in.NumSlots {
+			if !idx.prevSlot(i).IsZero() {
+				continue
+			}
+			j, ok := z.pick("", false)
+			if !ok {
+				break
+			}
+			plan.Placements = append(plan.Placements, Placement{Slot: i, Node: in.Nodes[j].Node})
+		}
+	}
+	for _, ev := range moves {
+		if !z.move(&plan, ev) && ev.Reason == ReasonReplace {
+			plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
+		}
+	}
+	if stepping {
+		plan.Steps = z.steps(&plan)
 	}
 	return plan
+}
+
+// replaceMove checks an operator's replace of in.Replace and returns its
+// move, or why it cannot be done.
+func replaceMove(in Input, idx *assignIndex) (Eviction, string) {
+	slot := -1
+	if in.Prev != nil {
+		slot = in.Prev.SlotOf(in.Replace)
+	}
+	switch {
+	case slot < 0:
+		return Eviction{}, fmt.Sprintf("node %s holds no slot", in.Replace)
+	case in.OperatorFrozen:
+		return Eviction{}, "membership is frozen by an operator (mcrib unfreeze lifts it)"
+	case in.Frozen:
+		return Eviction{}, "membership is frozen automatically (see auto_freeze_reason in the status)"
+	}
+	v, known := idx.holderView(in, slot)
+	holder := idx.prevSlot(slot)
+	ev := Eviction{Slot: slot, Node: holder, Reason: ReasonReplace, Move: true,
+		Warm: known && v.Reachable && in.WarmFor > 0,
+		Why:  fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, slot)}
+	return ev, ""
 }
 
 // assignIndex is what Decide learned of the input, handed to Build so a
@@ -246,18 +359,38 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 	}
 	// The few slots this pass changes; every other slot keeps its holder.
 	changed := make(map[int]cachenodes.Node, len(plan.Evictions)+len(done))
+	var moving map[int]bool
 	for _, ev := range plan.Evictions {
+		if ev.Move {
+			if moving == nil {
+				moving = make(map[int]bool)
+			}
+			moving[ev.Slot] = true
+			continue // the holder stays until its successor is placed
+		}
 		if idx.prevSlot(ev.Slot).ID == ev.Node.ID {
 			changed[ev.Slot] = cachenodes.Node{}
 		}
 	}
 	placed := make(map[string]bool, len(done))
+	var warmed map[int]*cachenodes.Warming
 	for _, p := range done {
-		if cur, ok := changed[p.Slot]; (ok && cur.IsZero()) || (!ok && idx.prevSlot(p.Slot).IsZero()) {
+		if cur, ok := changed[p.Slot]; (ok && cur.IsZero()) || (!ok && (idx.prevSlot(p.Slot).IsZero() || moving[p.Slot])) {
 			changed[p.Slot] = p.Node
 			placed[p.Node.ID] = true
+			if p.Warm && in.WarmFor > 0 {
+				if warmed == nil {
+					warmed = make(map[int]*cachenodes.Warming)
+				}
+				from := p.From
+				if v, ok := idx.holderView(in, p.Slot); ok && v.ID == from.ID && v.Listed && v.Addr != "" {
+					from = v.Node
+				}
+				warmed[p.Slot] = &cachenodes.Warming{NodeID: from.ID, Addr: from.Addr, Until: now.Add(in.WarmFor)}
+			}
 		}
 	}
+	warming, sources := nextWarming(in, plan, changed, warmed)
 	slotAt := func(i int) cachenodes.Node {
 		if n, ok := changed[i]; ok {
 			return n
@@ -275,10 +408,10 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 				return false // still holds its slot
 			}
 		}
-		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID])
+		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID])
 	}
 
-	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && idx.sorted {
+	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && idx.sorted && len(plan.EndWarming) == 0 && warmed == nil {
 		same := true
 		for i := 0; same && i < in.NumSlots; i++ {
 			same = slotAt(i) == in.Prev.Slot(i)
@@ -299,7 +432,7 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 	if in.Prev != nil {
 		spares += in.Prev.NumSpares()
 	}
-	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: make([]cachenodes.Node, in.NumSlots), Spares: make([]cachenodes.Node, 0, spares), UpdatedAt: now}
+	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: make([]cachenodes.Node, in.NumSlots), Spares: make([]cachenodes.Node, 0, spares), UpdatedAt: now, Warming: warming}
 	for i := range spec.Slots {
 		spec.Slots[i] = slotAt(i)
 	}
@@ -357,5 +490,56 @@ func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
 			return false
 		}
 	}
+	if !m.AnyWarming() && spec.Warming == nil {
+		return true
+	}
+	for i := range spec.Slots {
+		var w *cachenodes.Warming
+		if spec.Warming != nil {
+			w = spec.Warming[i]
+		}
+		if !sameWarm(m.Warming(i), w) {
+			return false
+		}
+	}
 	return true
+}
+
+func sameWarm(a, b *cachenodes.Warming) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.NodeID == b.NodeID && a.Addr == b.Addr && a.Until.Equal(b.Until)
+}
+
+// nextWarming returns the warmings of the next map (nil when no slot
+// warms) and their warm sources: the previous map's, less those that end
+// now and those of slots whose node changes, plus the warm moves carried
+// out (warmed).
+func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed map[int]*cachenodes.Warming) ([]*cachenodes.Warming, map[string]bool) {
+	if warmed == nil && (in.Prev == nil || !in.Prev.AnyWarming()) {
+		return nil, nil
+	}
+	out := make([]*cachenodes.Warming, in.NumSlots)
+	sources := make(map[string]bool)
+	any := false
+	if in.Prev != nil && in.Prev.AnyWarming() {
+		for i := 0; i < in.NumSlots && i < in.Prev.NumSlots(); i++ {
+			w := in.Prev.Warming(i)
+			if w == nil || slices.Contains(plan.EndWarming, i) {
+				continue
+			}
+			if _, ch := changed[i]; ch {
+				continue
+			}
+			out[i], sources[w.NodeID], any = w, true, true
+		}
+	}
+	for i, w := range warmed {
+		out[i], sources[w.NodeID], any = w, true, true
+	}
+	if !any {
+		return nil, sources
+	}
+	return out, sources
 }

@@ -470,12 +470,12 @@ func TestDecideBuild(t *testing.T) {
 	}{
 		// First fill of a new pool.
 		{
-			name:      "first fill places in ID order and keeps the rest as sorted spares",
+			name:      "first fill spreads over the zones, lowest ID within each, and keeps the rest as sorted spares",
 			numSlots:  3,
 			nodes:     []NodeView{vUp("c1"), vUp("a2"), vUp("b2"), vUp("a1"), vUp("b1")},
 			budget:    0, // a first fill replaces no holder
-			wantPlace: []string{"0=a1", "1=a2", "2=b1"},
-			wantSlots: []string{"a1", "a2", "b1"}, wantSpares: []string{"b2", "c1"},
+			wantPlace: []string{"0=a1", "1=b1", "2=c1"},
+			wantSlots: []string{"a1", "b1", "c1"}, wantSpares: []string{"a2", "b2"},
 			wantGen: 1, wantTouched: true,
 		},
 		{

@@ -21,7 +21,7 @@ type ConsulStore struct {
 	keys   kvlayout.Pool
 }
 
-var _ Store = (*ConsulStore)(nil)
+var _ DrainStore = (*ConsulStore)(nil)
 
 // NewConsulStore returns the store of pool under kvPrefix in client's
 // Consul.
@@ -70,6 +70,14 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 				st.Corrupt = append(st.Corrupt, kvlayout.Freeze)
 			}
 			st.Freeze, st.FreezeIndex = f, p.ModifyIndex
+		case kvlayout.Drain:
+			st.DrainIndex = p.ModifyIndex
+			d, err := parseStoredDrain(p.Value)
+			if err != nil {
+				st.Corrupt = append(st.Corrupt, kvlayout.Drain)
+				continue
+			}
+			st.Drain = d
 		case kvlayout.Leader:
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
@@ -105,6 +113,56 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 // is as read and, unless lease is zero, that lease still holds the leader
 // lock (leader.Lease.CAS).
 func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (ok bool, err error) {
+	return s.writeSlotMap(ctx, m, read, lease, recent)
+}
+
+// WriteSlotMapDrain is WriteSlotMap with the drain document checked
+// against read.DrainIndex, or replaced by drain, in the same transaction.
+func (s *ConsulStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (ok bool, err error) {
+	op, err := s.drainOp(drain, read.DrainIndex)
+	if err != nil {
+		return false, err
+	}
+	return s.writeSlotMap(ctx, m, read, lease, recent, op)
+}
+
+// drainOp is the transaction operation on the drain key: a check that it
+// is as read (doc nil), or its check-and-set replacement by doc (a delete
+// when doc has no zones).
+func (s *ConsulStore) drainOp(doc *DrainDoc, index uint64) (*api.KVTxnOp, error) {
+	key := s.keys.Drain()
+	switch {
+	case doc == nil && index == 0:
+		return &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}, nil
+	case doc == nil:
+		return &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: index}, nil
+	case len(doc.Zones) == 0 && index == 0:
+		return &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}, nil
+	case len(doc.Zones) == 0:
+		return &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: index}, nil
+	}
+	body, err := json.Marshal(storedDrain(*doc))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the drain document: %w", err)
+	}
+	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
+}
+
+// PutDrain stores doc with check-and-set against index (a delete when doc
+// has no zones).
+func (s *ConsulStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+	op, err := s.drainOp(&doc, index)
+	if err != nil {
+		return false, err
+	}
+	ok, _, _, err := s.client.Txn().Txn(api.TxnOps{{KV: op}}, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", s.keys.Drain(), err)
+	}
+	return ok, nil
+}
+
+func (s *ConsulStore) writeSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, extra ...*api.KVTxnOp) (ok bool, err error) {
 	body, err := cachenodes.EncodeStoredSlotMap(m)
 	if err != nil {
 		return false, err
@@ -118,16 +176,17 @@ func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, r
 	if read.Freeze != nil {
 		freeze = &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.keys.Freeze(), Index: read.FreezeIndex}
 	}
+	checks := append([]*api.KVTxnOp{freeze, record}, extra...)
 	if !lease.IsZero() {
-		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, freeze, record)
+		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, checks...)
 	}
 	// No leader lock (a process that leads alone): the same write without
 	// the lock check.
-	ops := api.TxnOps{
-		{KV: freeze},
-		{KV: record},
-		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex}},
+	ops := make(api.TxnOps, 0, len(checks)+1)
+	for _, c := range checks {
+		ops = append(ops, &api.TxnOp{KV: c})
 	}
+	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex}})
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", s.keys.SlotMap(), err)

@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
 )
@@ -51,20 +52,63 @@ func (l *Loop) holdsSlot(node string) bool {
 	return l.current != nil && l.current.SlotOf(node) >= 0
 }
 
-// emitChange hands the replacements and placements of a written map to
-// Options.Events and the pass's span.
+// Event kinds of the moves of section 7 (CONTRACT.md).
+const (
+	KindDrainStep  = "drain step"
+	KindReturnStep = "return step"
+	KindReplace    = "replace"
+	KindWarmStart  = "warm start"
+	KindWarmEnd    = "warm end"
+)
+
+// emitChange hands the replacements, moves, placements and warmings of a
+// written map to Options.Events and the pass's span.
 func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	for _, ev := range plan.Evictions {
+		if ev.Move {
+			continue // told with its placement, if carried out
+		}
 		slot := ev.Slot
 		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
 	}
+	why := make(map[int]string, len(plan.Evictions))
+	for _, ev := range plan.Evictions {
+		why[ev.Slot] = ev.Why
+	}
 	for _, p := range done {
 		slot := p.Slot
-		why := "a spare takes a vacant slot, flushed first"
-		if plan.FirstFill {
-			why = "the first fill of a new pool"
+		kind, reason := eventlog.KindPlacement, "a spare takes a vacant slot, flushed first"
+		switch {
+		case plan.FirstFill:
+			reason = "the first fill of a new pool"
+		case p.Reason == ReasonDrain:
+			kind, reason = KindDrainStep, why[p.Slot]
+		case p.Reason == ReasonReturn:
+			kind, reason = KindReturnStep, why[p.Slot]
+		case p.Reason == ReasonReplace:
+			kind, reason = KindReplace, why[p.Slot]
+			if r := l.replaceReq; r != nil {
+				reason += ": " + r.reason
+			}
+		case !p.From.IsZero():
+			reason = fmt.Sprintf("a spare takes slot %d of node %s, flushed first", p.Slot, p.From.ID)
 		}
-		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindPlacement, Node: p.Node.ID, Slot: &slot, Reason: why})
+		if !p.From.IsZero() && !plan.FirstFill {
+			reason += fmt.Sprintf("; %s takes it, %s", p.Node.ID, moveKind(p.Warm && l.opts.WarmFor > 0))
+		}
+		e := eventlog.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
+		if kind == KindReplace && l.replaceReq != nil {
+			e.Who = l.replaceReq.by
+		}
+		l.emitIn(ctx, e)
+		if p.Warm && l.opts.WarmFor > 0 {
+			l.emitIn(ctx, eventlog.Event{Kind: KindWarmStart, Node: p.From.ID, Slot: &slot,
+				Reason: fmt.Sprintf("node %s warms slot %d's new holder %s for %s", p.From.ID, p.Slot, p.Node.ID, l.opts.WarmFor)})
+		}
+	}
+	for _, i := range plan.EndWarming {
+		slot := i
+		l.emitIn(ctx, eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends: its time passed or its warm source stopped answering", i)})
 	}
 }
 

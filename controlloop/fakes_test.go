@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,6 +77,69 @@ type fakeStore struct {
 	votes map[string]Vote
 	// replacements are the replacement times stored with the map.
 	replacements []time.Time
+	// drainRaw is the stored drain document (nil: none), at drainIndex.
+	drainRaw   []byte
+	drainIndex uint64
+	// drainWrites counts the writes of the drain document.
+	drainWrites int
+}
+
+var _ DrainStore = (*fakeStore)(nil)
+
+func (s *fakeStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.changed.notifyLocked()
+	if index != s.drainIndex {
+		return false, nil
+	}
+	s.putDrainLocked(&doc)
+	return true, nil
+}
+
+func (s *fakeStore) putDrainLocked(doc *DrainDoc) {
+	s.drainWrites++
+	if len(doc.Zones) == 0 {
+		s.drainRaw, s.drainIndex = nil, 0
+		return
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	s.index++
+	s.drainRaw, s.drainIndex = b, s.index
+}
+
+func (s *fakeStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (bool, error) {
+	s.mu.Lock()
+	if read.DrainIndex != s.drainIndex {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.mu.Unlock()
+	ok, err := s.WriteSlotMap(ctx, m, read, lease, recent)
+	if ok && drain != nil {
+		s.mu.Lock()
+		s.putDrainLocked(drain)
+		s.mu.Unlock()
+	}
+	return ok, err
+}
+
+// storedDrainDoc returns the stored drain document (nil: none).
+func (s *fakeStore) storedDrainDoc(t testing.TB) *DrainDoc {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drainRaw == nil {
+		return nil
+	}
+	d, err := parseStoredDrain(s.drainRaw)
+	if err != nil {
+		t.Fatalf("the stored drain document: %v", err)
+	}
+	return d
 }
 
 func (s *fakeStore) PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error {
@@ -100,7 +164,17 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 		s.failReads--
 		return Snapshot{}, fmt.Errorf("reading the fake store: unreachable")
 	}
-	return Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes), Replacements: slices.Clone(s.replacements)}, nil
+	st := Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes), Replacements: slices.Clone(s.replacements)}
+	if s.drainRaw != nil {
+		st.DrainIndex = s.drainIndex
+		d, err := parseStoredDrain(s.drainRaw)
+		if err != nil {
+			st.Corrupt = append(st.Corrupt, "drain")
+		} else {
+			st.Drain = d
+		}
+	}
+	return st, nil
 }
 
 func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (bool, error) {

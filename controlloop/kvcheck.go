@@ -29,12 +29,12 @@ var ErrOlderSlotMap = errors.New("controlloop: the stored slot map is older than
 
 // CorruptDocuments lists the documents CorruptError and Snapshot.Corrupt
 // name, the label values of mcrib_kv_corrupt_documents.
-var CorruptDocuments = []string{"slotmap", "freeze"}
+var CorruptDocuments = []string{"slotmap", "freeze", "drain"}
 
 // CorruptError is the error of a read that found corrupt documents. Its
 // message starts "the slotmap document in Consul KV is corrupt".
 type CorruptError struct {
-	// Keys are the corrupt documents' names ("slotmap", "freeze").
+	// Keys are the corrupt documents' names ("slotmap", "freeze", "drain").
 	Keys []string
 	// Err is why the first one does not parse.
 	Err error
@@ -108,4 +108,40 @@ func parseStoredFreeze(b []byte) (*FreezeDoc, error) {
 	}
 	f.Frozen = true
 	return &f, nil
+}
+
+// parseStoredDrain reads a stored drain document: {"zones": {...}} whose
+// entries have a percent and a step of 1..100 and a baseline of at least
+// 0. Anything else is corrupt.
+func parseStoredDrain(b []byte) (*DrainDoc, error) {
+	var d DrainDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, err
+	}
+	if d.Zones == nil {
+		return nil, errors.New(`the drain document has no "zones" object`)
+	}
+	for zone, e := range d.Zones {
+		switch {
+		case zone == "":
+			return nil, errors.New(`the drain document drains the zone "", which cannot be drained`)
+		case e == nil:
+			return nil, fmt.Errorf("the drain entry of zone %q is null", zone)
+		case e.Percent < 1 || e.Percent > 100 || e.StepPercent < 1 || e.StepPercent > 100 || e.BaselineSlots < 0:
+			return nil, fmt.Errorf("the drain entry of zone %q has a percent, step or baseline out of range", zone)
+		}
+	}
+	return &d, nil
+}
+
+// storedDrain is the drain document as stored: the entries without the
+// fields filled in when answered.
+func storedDrain(d DrainDoc) DrainDoc {
+	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))}
+	for zone, e := range d.Zones {
+		c := *e
+		c.Slots, c.TargetSlots, c.State, c.Blocked = 0, 0, "", ""
+		out.Zones[zone] = &c
+	}
+	return out
 }

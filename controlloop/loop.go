@@ -42,19 +42,22 @@ type Loop struct {
 	probeWake chan struct{}
 	passes    *rate.Limiter
 
-	mu            sync.Mutex
-	tr            *tracker
-	current       *cachenodes.SlotMap
-	freeze        *FreezeDoc
-	autoFrozen    string
-	blocked       int
-	leaderID      string
-	consulErr     error
-	passErr       error
-	corrupt       []string // documents the last read found corrupt (kvcheck.go)
-	lastReconcile time.Time
-	ceiling       flapdamp.Ceiling
-	out           outputs
+	mu         sync.Mutex
+	tr         *tracker
+	current    *cachenodes.SlotMap
+	freeze     *FreezeDoc
+	autoFrozen string
+	// autoFrozenBase is autoFrozen without the zone alert: its changes are
+	// logged and told as events.
+	autoFrozenBase string
+	blocked        int
+	leaderID       string
+	consulErr      error
+	passErr        error
+	corrupt        []string // documents the last read found corrupt (kvcheck.go)
+	lastReconcile  time.Time
+	ceiling        flapdamp.Ceiling
+	out            outputs
 	// voted is the vote last published, with the session that holds it;
 	// replicas counts the live replicas seen in the last read (this one
 	// included).
@@ -62,6 +65,23 @@ type Loop struct {
 	votedBy   string
 	replicas  int
 	peerLeads map[string]string // live replicas' sessions, by replica ID
+
+	// drains is the last drain document read that parsed (nil: none);
+	// drainCorrupt is set while the stored one does not parse (drains then
+	// make no progress). stepBlocked is what stopped each zone's last step.
+	drains       *DrainDoc
+	drainCorrupt bool
+	stepBlocked  map[string]string
+	// zoneAlert names the zones more than half of whose holders are
+	// unreachable (zones.go).
+	zoneAlert string
+
+	// passMu makes the passes one at a time: Reconcile and Replace's pass.
+	passMu sync.Mutex
+	// replaceReq is the operator's replace the pass under way carries
+	// out (nil: none); replaceOut is its outcome.
+	replaceReq *replaceRequest
+	replaceOut replaceOutcome
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -120,6 +140,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.current, l.freeze, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
+	l.takeDrainLocked(st)
 	return nil
 }
 

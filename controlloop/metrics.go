@@ -10,7 +10,7 @@ type Metrics interface {
 	// "conflict", "follower" or "waiting".
 	Pass(result string, d time.Duration)
 	// Replacement counts one node taken out of its slot, by reason:
-	// "hold_expired" or "maintenance".
+	// "hold_expired", "maintenance" or "replace" (an operator's replace).
 	Replacement(reason string)
 	// Flush counts one flush_all, by reason: "placement" (a spare placed
 	// into a slot) or "returned" (a slot holder answering again after it
@@ -29,7 +29,7 @@ type Metrics interface {
 // Label values the loop uses, so an exporter can create each at 0.
 var (
 	PassResults        = []string{OutcomeOK, OutcomeError, OutcomeConflict, OutcomeFollower, OutcomeWaiting}
-	ReplacementReasons = []string{"hold_expired", "maintenance"}
+	ReplacementReasons = []string{"hold_expired", "maintenance", ReasonReplace}
 	FlushReasons       = []string{"placement", "returned"}
 )
 

@@ -46,6 +46,15 @@ type Options struct {
 	// DefaultTwemproxyListen).
 	TwemproxyConfig, TwemproxyListen string
 
+	// WarmFor is how long a planned move keeps the old holder as the warm
+	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes
+	// every move cold.
+	WarmFor time.Duration
+	// WarmTTL is the expiry of a value copied from the warm source into
+	// the new holder (--warm-ttl); the loop only carries it for the router
+	// configs (the mcrouter WarmUpRoute exptime).
+	WarmTTL time.Duration
+
 	// ReplicaID names this replica among the pool's replicas (its leader
 	// ID, the --advertise-addr); its vote on unreachable nodes is published
 	// under it. Empty: no vote is published (a process that runs alone).
@@ -78,6 +87,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("controlloop: Options.NumSlots must be at least 1")
 	case o.ProbeInterval <= 0:
 		return o, errors.New("controlloop: Options.ProbeInterval must be positive")
+	case o.WarmFor < 0 || o.WarmTTL < 0:
+		return o, errors.New("controlloop: Options.WarmFor and WarmTTL must not be negative")
 	}
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
@@ -101,3 +112,11 @@ func (o Options) withDefaults() (Options, error) {
 	o.Damping = o.Damping.WithDefaults()
 	return o, nil
 }
+
+// WarmTTL returns Options.WarmTTL (--warm-ttl), for the router configs:
+// the expiry of a value a warming slot's new holder copies from its warm
+// source.
+func (l *Loop) WarmTTL() time.Duration { return l.opts.WarmTTL }
+
+// WarmFor returns Options.WarmFor (--warm-for).
+func (l *Loop) WarmFor() time.Duration { return l.opts.WarmFor }

@@ -111,7 +111,7 @@ func TestLoopWritesConfigsWhenTheyChange(t *testing.T) {
 		if s.wantNut != nil {
 			checkFile(t, s.name, nutPath, func() ([]byte, error) { return TwemproxyConfig(s.wantNut, "127.0.0.1:22199") })
 		}
-		checkFile(t, s.name, routerPath, func() ([]byte, error) { return MCRouterConfig(s.m) })
+		checkFile(t, s.name, routerPath, func() ([]byte, error) { return MCRouterConfig(s.m, 0) })
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/leader"
 )
 
@@ -42,6 +43,13 @@ type Result struct {
 // means the pass failed (Outcome "error" or "conflict"); the caller backs
 // off and calls again. Run calls it; tests may call it directly.
 func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
+	l.passMu.Lock()
+	defer l.passMu.Unlock()
+	return l.reconcile(ctx)
+}
+
+// reconcile is one pass; l.passMu must be held.
+func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	st, err := l.store.Read(ctx)
 	now := l.clock.Now()
 	if err != nil {
@@ -72,6 +80,7 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 	l.mu.Lock()
 	l.consulErr = nil
 	l.freeze, l.leaderID = st.Freeze, st.LeaderID
+	l.takeDrainLocked(st)
 	evs := l.takeVotesLocked(st.Votes, now)
 	l.mu.Unlock()
 	l.logEvents(evs)
@@ -131,15 +140,28 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev)
 	in := Input{
-		Pool:     l.opts.Pool,
-		NumSlots: l.opts.NumSlots,
-		Prev:     prev,
-		Nodes:    l.tr.views(now),
-		Frozen:   st.Freeze != nil || tripped,
-		Budget:   l.adoptedBudgetLocked(st, now),
+		Pool:           l.opts.Pool,
+		NumSlots:       l.opts.NumSlots,
+		Prev:           prev,
+		Nodes:          l.tr.views(now),
+		Frozen:         st.Freeze != nil || tripped,
+		OperatorFrozen: st.Freeze != nil,
+		Budget:         l.adoptedBudgetLocked(st, now),
+		Ceiling:        l.opts.MaxReplacementsPerMinute,
+		Drained:        l.drainedLocked(),
+		Steps:          l.dueStepsLocked(prev, now),
+		WarmFor:        l.opts.WarmFor,
+		Now:            now,
+	}
+	if l.replaceReq != nil {
+		in.Replace = l.replaceReq.id
 	}
 	plan := Decide(in)
 	l.blocked = plan.Blocked
+	l.noteStepsLocked(plan)
+	if l.replaceReq != nil && plan.Refused != "" {
+		l.replaceOut.refused = plan.Refused
+	}
 	var returning []cachenodes.Node
 	if !in.Frozen {
 		// A freeze, an operator's or the automatic one, holds back the
@@ -177,11 +199,22 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		l.setPassError(err, false)
 		return Result{Outcome: OutcomeError}, err
 	}
-	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
+	replaced := carriedOutReplacements(d.plan, done)
+	l.mu.Lock()
+	drain := l.nextDrainLocked(next, done, now)
+	l.mu.Unlock()
+	ds, keepsDrains := asDrainStore(l.store)
+	switch {
+	case st.SlotMap == nil || !next.Equal(st.SlotMap):
 		l.mu.Lock()
-		recent := l.ceiling.Recent(now, len(d.plan.Evictions))
+		recent := l.ceiling.Recent(now, len(replaced))
 		l.mu.Unlock()
-		ok, err := l.store.WriteSlotMap(ctx, next, st, lease, recent)
+		var ok bool
+		if keepsDrains {
+			ok, err = ds.WriteSlotMapDrain(ctx, next, st, lease, recent, drain)
+		} else {
+			ok, err = l.store.WriteSlotMap(ctx, next, st, lease, recent)
+		}
 		if err != nil {
 			l.setPassError(err, true)
 			return Result{Outcome: OutcomeError}, err
@@ -193,17 +226,36 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		}
 		l.logChange(d.prev, next, d.plan, done)
 		l.emitChange(ctx, d.plan, done)
+	case drain != nil && keepsDrains:
+		ok, err := ds.PutDrain(ctx, *drain, st.DrainIndex)
+		if err != nil {
+			l.setPassError(err, true)
+			return Result{Outcome: OutcomeError}, err
+		}
+		if !ok {
+			l.setPassError(errConflict, false)
+			return Result{Outcome: OutcomeConflict}, errConflict
+		}
 	}
 	l.mu.Lock()
 	l.current = next
-	for range d.plan.Evictions {
+	if drain != nil {
+		l.drains = drain
+	}
+	for range replaced {
 		l.ceiling.Record(now)
 	}
 	l.tr.prune(next, now)
 	l.lastReconcile, l.passErr = now, nil
+	l.noteReplaceLocked(d.plan, done)
 	l.mu.Unlock()
-	for _, ev := range d.plan.Evictions {
+	for _, ev := range replaced {
 		l.opts.Metrics.Replacement(ev.Reason)
+	}
+	for _, p := range done {
+		if !p.From.IsZero() {
+			l.opts.Metrics.SlotMove(moveKind(p.Warm && l.opts.WarmFor > 0))
+		}
 	}
 	l.writeRouterConfig(next)
 	l.publish(next)
@@ -234,10 +286,16 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	if l.tr.fault != "" {
 		tripped, reason = true, l.tr.fault
 	}
+	alert := l.zoneAlertLocked(m)
+	if l.zoneAlert == "" && alert != "" {
+		l.opts.Logger.Warn("zone alert", "alert", alert)
+		l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alert})
+	}
+	l.zoneAlert = alert
 	if !tripped {
 		reason = ""
 	}
-	if reason != l.autoFrozen {
+	if reason != l.autoFrozenBase {
 		if tripped {
 			l.opts.Logger.Warn("automatic freeze", "reason", reason)
 		} else {
@@ -245,7 +303,11 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		}
 		l.emitAutoFreeze(reason)
 	}
-	l.autoFrozen = reason
+	l.autoFrozenBase, l.autoFrozen = reason, reason
+	if tripped && alert != "" {
+		// The zone that fails names itself, with the lever (section 7).
+		l.autoFrozen += "; " + alert
+	}
 	return tripped
 }
 

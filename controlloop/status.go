@@ -110,6 +110,10 @@ func (l *Loop) Status() Status {
 			}
 		}
 	}
+	var drained map[string]*DrainEntry
+	if l.drains != nil {
+		drained = l.drains.Zones
+	}
 	for id, s := range l.tr.nodes {
 		ns := NodeStatus{
 			ID: id, Addr: s.node.Addr, AZ: s.node.AZ,
@@ -141,9 +145,17 @@ func (l *Loop) Status() Status {
 		}
 		ns.FlushPending = slot >= 0 && s.needsFlush
 		ns.State = stateName(s, slot >= 0)
+		if slot < 0 && l.current != nil && l.current.AnyWarming() {
+			if w := l.current.WarmingOf(id); w >= 0 {
+				ns.Warming, ns.State = &w, StateWarming
+			}
+		}
+		_, ns.Drained = drained[s.node.AZ]
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
+	st.Zones = l.zonesLocked(st.Nodes)
+	st.ZoneAlert = l.zoneAlert
 	return st
 }
 

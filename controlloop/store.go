@@ -35,8 +35,15 @@ type Snapshot struct {
 	// key a session still holds (a dead replica's vote does not count).
 	Votes map[string]Vote
 	// Corrupt names the documents that did not parse ("freeze": Freeze
-	// then stands for a freeze, the safe reading).
+	// then stands for a freeze, the safe reading; "drain": Drain is nil
+	// and the drains make no progress until it is fixed).
 	Corrupt []string
+	// Drain is the drain document (CONTRACT.md section 7); nil when no
+	// zone is drained (or the document is corrupt).
+	Drain *DrainDoc
+	// DrainIndex is the store's version of the drain document as read; 0
+	// when there is none.
+	DrainIndex uint64
 }
 
 // Vote is what one replica publishes of the nodes it probes: the nodes it
@@ -72,4 +79,20 @@ type Store interface {
 	// PutVote publishes replica's vote, held by the member lease (the
 	// replica's session) so that it stops counting when the replica goes.
 	PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error
+}
+
+// DrainStore is a Store that also keeps the drain document (CONTRACT.md
+// section 7); *ConsulStore implements it. With a Store that does not, a
+// drain is refused.
+type DrainStore interface {
+	Store
+	// PutDrain stores doc with check-and-set against index, the version
+	// read (0: only if there is none); a document without zones removes
+	// the key. ok is false when the document changed since.
+	PutDrain(ctx context.Context, doc DrainDoc, index uint64) (ok bool, err error)
+	// WriteSlotMapDrain is WriteSlotMap that also, in the same step,
+	// checks the drain document against read.DrainIndex and, when drain is
+	// not nil, replaces it with *drain (removing the key when it has no
+	// zones): a drain's pace is stored with the moves it made.
+	WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (ok bool, err error)
 }

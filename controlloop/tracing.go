@@ -179,3 +179,33 @@ func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
 		c.mu.Unlock()
 	}
 }
+
+func (s tracedStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient))
+	ok, err := s.Store.(DrainStore).PutDrain(ctx, doc, index)
+	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
+	endSpan(span, err)
+	return ok, err
+}
+
+func (s tracedStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (bool, error) {
+	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Int64("mcrib.generation", int64(m.Generation()))))
+	ok, err := s.Store.(DrainStore).WriteSlotMapDrain(ctx, m, read, lease, recent, drain)
+	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
+	endSpan(span, err)
+	return ok, err
+}
+
+// asDrainStore returns s as a DrainStore when it (or the store it traces)
+// keeps the drain document.
+func asDrainStore(s Store) (DrainStore, bool) {
+	if t, ok := s.(tracedStore); ok {
+		if _, inner := t.Store.(DrainStore); !inner {
+			return nil, false
+		}
+		return t, true
+	}
+	ds, ok := s.(DrainStore)
+	return ds, ok
+}

@@ -15,6 +15,9 @@ const (
 	StateSpare    = "spare"
 	StateFlushing = "flushing"
 	StateDown     = "down"
+	// StateWarming: the node gave its slot away in a planned move and
+	// serves as the new holder's warm source until the warming ends.
+	StateWarming = "warming"
 )
 
 // Consul states of a node in the status document.
@@ -245,6 +248,15 @@ func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 			t.state(n, now)
 		}
 	}
+	if m.AnyWarming() {
+		// A warm source is probed like a holder: its warming ends when it
+		// stops answering.
+		for i := range m.NumSlots() {
+			if w := m.Warming(i); w != nil {
+				t.state(w.Node(), now)
+			}
+		}
+	}
 	for id, s := range t.nodes {
 		s.holdsSlot = m.SlotOf(id) >= 0
 	}
@@ -258,7 +270,7 @@ func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 // so a spare that keeps dropping out of Consul keeps its history.
 func (t *tracker) prune(m *cachenodes.SlotMap, now time.Time) {
 	for id, s := range t.nodes {
-		if !s.listed && (m == nil || m.SlotOf(id) < 0) {
+		if !s.listed && (m == nil || (m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0))) {
 			delete(t.nodes, id)
 		}
 	}

@@ -185,3 +185,25 @@ func TestTwemproxyConfigNutcrackerAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestTwemproxyConfigSwitchesAtOnce checks that a warming slot is written
+// with its new holder only: twemproxy cannot warm, so its config switches
+// at once and the warm source appears nowhere.
+func TestTwemproxyConfigSwitchesAtOnce(t *testing.T) {
+	addrs := []string{"10.0.0.1:11211", "", "10.0.0.7:11211"}
+	warming := warmingMap(t, map[int]string{2: "10.0.1.2:11211"}, "default", addrs...)
+	got, err := TwemproxyConfig(warming, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := TwemproxyConfig(poolMap(t, "default", addrs...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("a warming map renders\n%s\nwant the holders only\n%s", got, want)
+	}
+	if strings.Contains(string(got), "10.0.1.2") || !strings.Contains(string(got), "- 10.0.0.7:11211:1 slot0002") {
+		t.Fatalf("slot 2 is not written with its new holder only:\n%s", got)
+	}
+}

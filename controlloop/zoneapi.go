@@ -2,7 +2,6 @@ package controlloop
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,37 +219,4 @@ func checkReason(r *string, what string) (string, error) {
 		return "", fmt.Errorf("%w: the reason is %d characters long, more than the %d allowed", ErrBadRequest, n, MaxReason)
 	}
 	return strings.TrimSpace(*r), nil
-}
-
-// errNotYet marks the operations whose loop side is being built.
-var errNotYet = errors.New("controlloop: zones, drains and warm moves are not built yet")
-
-// Drain sets or updates zone's drain entry in KV (PUT /v1/drain/{zone}); by
-// names who asked. It answers the drain document after the change.
-// ErrUnknownZone when no node is known in zone (or zone is ""), ErrRefused
-// when it would leave no undrained zone.
-func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by string) (DrainDoc, error) {
-	return DrainDoc{}, errNotYet
-}
-
-// Undrain starts giving zone its slots back (DELETE /v1/drain/{zone}).
-// ErrNotDrained when zone has no entry.
-func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
-	return DrainDoc{}, errNotYet
-}
-
-// Drains returns the drain document as this process knows it, each entry
-// with its slots, target, state and blocked filled in ({"zones": {}} when
-// no zone is drained).
-func (l *Loop) Drains() DrainDoc {
-	return DrainDoc{Zones: map[string]*DrainEntry{}}
-}
-
-// Replace moves node id's slot to a spare now, warm when the node answers
-// (POST /v1/nodes/{id}/replace). Only the leader carries it out: a follower
-// gets ErrNotLeader. ErrUnknownNode for a node the loop does not know;
-// ErrRefused (with the reason) when it holds no slot, no spare can take it,
-// membership is frozen or the replacement ceiling is reached.
-func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResult, error) {
-	return ReplaceResult{}, errNotYet
 }

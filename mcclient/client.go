@@ -67,6 +67,11 @@ type Options struct {
 	// Logger receives the source's failures and slot map changes; nil
 	// discards them.
 	Logger *slog.Logger
+	// WarmTTL is the expiry given to a value read from a warming slot's
+	// old holder and copied into its new holder; zero means
+	// DefaultWarmTTL. Set it to the --warm-ttl mcrib serves with, so the
+	// Go client and mcrouter's WarmUpRoute fill alike.
+	WarmTTL time.Duration
 
 	// dial makes a node's backend; nil means gomemcache. Tests set it.
 	dial func(addr string) (backend, error)
@@ -92,7 +97,7 @@ type Client struct {
 // New returns a client with no slot map: every operation fails with
 // ErrNoSlotMap until Run receives one or SetSlotMap sets one.
 func New(opts Options) (*Client, error) {
-	if opts.MaxQueue < 0 || opts.Timeout < 0 || opts.RetryMin < 0 || opts.RetryMax < 0 || opts.ReplayInterval < 0 {
+	if opts.MaxQueue < 0 || opts.Timeout < 0 || opts.RetryMin < 0 || opts.RetryMax < 0 || opts.ReplayInterval < 0 || opts.WarmTTL < 0 {
 		return nil, errors.New("mcclient: Options must not be negative")
 	}
 	if opts.MaxQueue == 0 {
@@ -106,6 +111,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.ReplayInterval == 0 {
 		opts.ReplayInterval = DefaultReplayInterval
+	}
+	if opts.WarmTTL == 0 {
+		opts.WarmTTL = DefaultWarmTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -165,14 +173,17 @@ func (c *Client) replayAll(wg *sync.WaitGroup) {
 	}
 }
 
-// pick returns the node of key's slot: ErrNoSlotMap without a map, nil
-// and no error for a vacant slot. It takes no lock and does not allocate.
-func (c *Client) pick(key string) (*node, error) {
+// pick returns the node of key's slot and the slot's warm source while
+// the client uses it (see activeWarm): ErrNoSlotMap without a map, a nil
+// node and no error for a vacant slot. It takes no lock and does not
+// allocate.
+func (c *Client) pick(key string) (*node, *warmSource, error) {
 	r := c.route.Load()
 	if r == nil {
-		return nil, ErrNoSlotMap
+		return nil, nil, ErrNoSlotMap
 	}
-	return r.slots[slotOf(key, len(r.slots))], nil
+	i := slotOf(key, len(r.slots))
+	return r.slots[i], c.activeWarm(r, i), nil
 }
 
 // slotOf is cachenodes.KeySlot.
@@ -182,29 +193,42 @@ func slotOf(key string, slots int) int { return cachenodes.KeySlot(key, slots) }
 // memcache.ErrCacheMiss, and so does a node with queued deletes that are
 // not replayed first: the node still fails, its backoff has not passed, or
 // another goroutine is replaying them (a Get never waits for a replay).
+// While the slot warms, a miss is read again from the slot's old holder
+// and a hit there is copied into the node (see the package doc).
 func (c *Client) Get(key string) (*memcache.Item, error) {
-	n, err := c.pick(key)
-	if err != nil {
-		return nil, err
+	r := c.route.Load()
+	if r == nil {
+		return nil, ErrNoSlotMap
 	}
+	i := slotOf(key, len(r.slots))
+	n := r.slots[i]
 	if n == nil || !n.ready() {
 		return nil, memcache.ErrCacheMiss
 	}
-	return n.be.Get(key)
+	it, err := n.be.Get(key)
+	if r.warm != nil && errors.Is(err, memcache.ErrCacheMiss) {
+		if w := c.activeWarm(r, i); w != nil {
+			return c.warmGet(n, w, key)
+		}
+	}
+	return it, err
 }
 
 // Delete deletes key from the node of its slot: memcache.ErrCacheMiss when
 // it was not there (or the slot is vacant: no node holds it). When the
 // node is unreachable the delete is queued for replay and the error wraps
-// ErrQueued (and the network error, when there was one).
+// ErrQueued (and the network error, when there was one). While the slot
+// warms, the delete goes to the slot's old holder first, then to the
+// node; the key was there when either had it.
 func (c *Client) Delete(key string) error {
-	n, err := c.pick(key)
+	n, w, err := c.pick(key)
 	if err != nil {
 		return err
 	}
 	if n == nil {
 		return memcache.ErrCacheMiss
 	}
+	warmHad := w != nil && warmWrite(w, func(be backend) error { return be.Delete(key) })
 	if !n.ready() {
 		n.enqueue(key)
 		return ErrQueued
@@ -214,39 +238,48 @@ func (c *Client) Delete(key string) error {
 		n.unreachable(key)
 		return fmt.Errorf("%w: %w", ErrQueued, err)
 	}
+	if warmHad && errors.Is(err, memcache.ErrCacheMiss) {
+		return nil
+	}
 	return err
 }
 
 // Set writes item to the node of its slot. It is an invalidating write:
 // when the node is unreachable a delete of the key is queued (the node may
-// hold an older value) and the error wraps ErrQueued.
+// hold an older value) and the error wraps ErrQueued. While the slot
+// warms, the item is set on the slot's old holder first, then on the node.
 func (c *Client) Set(item *memcache.Item) error {
 	return c.write(item, true, (backend).Set)
 }
 
 // Replace is memcached's replace on the node of the item's slot; like Set,
-// an invalidating write.
+// an invalidating write, sent to a warming slot's old holder too. It is
+// stored when either had the key.
 func (c *Client) Replace(item *memcache.Item) error {
 	return c.write(item, true, (backend).Replace)
 }
 
 // Add is memcached's add on the node of the item's slot (memcache.
 // ErrNotStored when the key is there). It only fills a miss, so a failed
-// Add queues nothing.
+// Add queues nothing, and a warming slot's old holder does not get it:
+// the node answers reads first, and the old holder's own copy, if any, is
+// kept in step by the sets and deletes it gets.
 func (c *Client) Add(item *memcache.Item) error {
 	return c.write(item, false, (backend).Add)
 }
 
 // write runs op on the node of item's slot, queuing a delete of the key
-// when invalidating and the node is unreachable.
+// when invalidating and the node is unreachable. An invalidating write
+// runs on the slot's warm source first, while the client uses it.
 func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, *memcache.Item) error) error {
-	n, err := c.pick(item.Key)
+	n, w, err := c.pick(item.Key)
 	if err != nil {
 		return err
 	}
 	if n == nil {
 		return ErrVacantSlot
 	}
+	warmStored := invalidating && w != nil && warmWrite(w, func(be backend) error { return op(be, item) })
 	if !n.ready() {
 		if invalidating {
 			n.enqueue(item.Key)
@@ -258,6 +291,9 @@ func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, 
 	if invalidating && Unreachable(err) {
 		n.unreachable(item.Key)
 		return fmt.Errorf("%w: %w", ErrQueued, err)
+	}
+	if warmStored && errors.Is(err, memcache.ErrNotStored) {
+		return nil // a replace of a key only the old holder had yet
 	}
 	return err
 }

@@ -37,6 +37,35 @@
 // long as no key was dropped: with this client, and only then, mcrib's
 // --flush-after-unreachable may be raised above 0s (see the README).
 //
+// # Warm moves
+//
+// While a slot warms (the slot map names its previous holder in a warming
+// object, CONTRACT.md section 7) and the client's clock (Options.Clock) is
+// before the warming's until:
+//
+//   - Get reads the slot's new holder and, on a miss, the old one. A hit
+//     there is stored into the new holder with memcached's add (never
+//     over a value the new holder got meanwhile) and the expiry
+//     Options.WarmTTL (default DefaultWarmTTL, one hour: set it to the
+//     --warm-ttl of `mcrib serve`), then the old holder is read once more
+//     and, if the key is gone from it (a delete raced with the copy), the
+//     copy is deleted from the new holder and the Get misses. GetMulti does
+//     the same per key, one request per old holder.
+//   - Set, Replace and Delete go to the old holder first, then to the new
+//     one; the result is the new holder's (a Delete or Replace counts the
+//     key as there when either had it). Add goes to the new holder only:
+//     it fills a miss, and the new holder answers reads first.
+//   - The client stops using the old holder at until, or at once when a
+//     write to it fails (any error but a miss of a delete or a "not
+//     stored" of a replace), it does not answer a read, or it has queued
+//     deletes it cannot replay first. This is remembered per slot and old
+//     holder across slot maps. So a key deleted during the warming never
+//     comes back from the old holder: the delete reached it, or the client
+//     reads it no more.
+//
+// gomemcache's CompareAndSwap, Touch, Increment and Decrement are not
+// offered by the client, so there is nothing more to route.
+//
 // # Hot path
 //
 // The routing table is immutable and swapped with one atomic pointer store

@@ -33,9 +33,13 @@ type fakeNode struct {
 	addr     string
 	down     bool
 	items    map[string][]byte
-	deletes  []string    // every delete that reached the node, in order
-	calls    int         // every call, answered or not
-	onDelete chan string // when set, gets every delete that reached the node
+	exps     map[string]int32 // the expiry each item was stored with
+	deletes  []string         // every delete that reached the node, in order
+	calls    int              // every call, answered or not
+	onDelete chan string      // when set, gets every delete that reached the node
+	// beforeAdd, when set, runs at the start of every Add, outside the
+	// lock: tests race other operations with a warm fill there.
+	beforeAdd func(key string)
 }
 
 func (f *fakeNode) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
@@ -82,10 +86,17 @@ func (f *fakeNode) Set(it *memcache.Item) error {
 		return err
 	}
 	f.items[it.Key] = it.Value
+	if f.exps == nil {
+		f.exps = map[string]int32{}
+	}
+	f.exps[it.Key] = it.Expiration
 	return nil
 }
 
 func (f *fakeNode) Add(it *memcache.Item) error {
+	if f.beforeAdd != nil {
+		f.beforeAdd(it.Key)
+	}
 	f.mu.Lock()
 	_, ok := f.items[it.Key]
 	f.mu.Unlock()

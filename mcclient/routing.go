@@ -12,6 +12,9 @@ type routing struct {
 	m       *cachenodes.SlotMap
 	slots   []*node // by slot; nil when vacant
 	holders []*node // every node with a slot, once
+	// warm is each slot's warm source (see warm.go); nil when no slot
+	// warms, else nil for each slot that does not.
+	warm []*warmSource
 }
 
 // SetSlotMap makes the client route by m, with one atomic swap: operations
@@ -20,7 +23,10 @@ type routing struct {
 // same, and its replay queue while its ID does (a queue follows its node
 // to a new address). A node that leaves every slot keeps its queue,
 // unreplayed; when it is placed again (mcrib flushed it first) or leaves
-// the map, its queue is dropped. On an error (an address that does not
+// the map, its queue is dropped. A slot's warm source (the map's warming
+// object) is kept as a node too, with its connections and queue, and
+// remembers across maps, for as long as the same node warms the same slot,
+// that a write to it failed. On an error (an address that does not
 // resolve, a nil map) nothing changes.
 func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 	if m == nil {
@@ -38,36 +44,68 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 
 	r := &routing{m: m, slots: make([]*node, m.NumSlots())}
 	fresh := map[string]*node{} // nodes made for this map, not yet known
+	// known returns the node of nd: the client's own while its address
+	// stays, else a fresh one (which takes over its queue).
+	known := func(nd cachenodes.Node, i int) (*node, error) {
+		if n := fresh[nd.ID]; n != nil {
+			return n, nil
+		}
+		n := c.nodes[nd.ID]
+		if n != nil && n.addr == nd.Addr {
+			return n, nil
+		}
+		be, err := c.opts.dial(nd.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("mcclient: node %q of slot %d at %q: %w", nd.ID, i, nd.Addr, err)
+		}
+		q := newReplayQueue(c.opts.MaxQueue)
+		if n != nil {
+			// The same node at a new address: its queue follows it
+			// (a delete too many is harmless, one too few is not).
+			q = n.q
+		}
+		n = &node{id: nd.ID, addr: nd.Addr, be: be, q: q, sh: c.sh}
+		n.bo.Min, n.bo.Max = c.opts.RetryMin, c.opts.RetryMax
+		fresh[nd.ID] = n
+		return n, nil
+	}
+	fail := func(err error) error {
+		for _, f := range fresh {
+			f.be.Close()
+		}
+		return err
+	}
 	for i := range m.NumSlots() {
 		nd := m.Slot(i)
 		if nd.IsZero() {
 			continue
 		}
-		n := c.nodes[nd.ID]
-		if n == nil || n.addr != nd.Addr {
-			be, err := c.opts.dial(nd.Addr)
-			if err != nil {
-				for _, f := range fresh {
-					f.be.Close()
-				}
-				return fmt.Errorf("mcclient: node %q of slot %d at %q: %w", nd.ID, i, nd.Addr, err)
-			}
-			q := newReplayQueue(c.opts.MaxQueue)
-			if n != nil {
-				// The same node at a new address: its queue follows it
-				// (a delete too many is harmless, one too few is not).
-				q = n.q
-			}
-			n = &node{id: nd.ID, addr: nd.Addr, be: be, q: q, sh: c.sh}
-			n.bo.Min, n.bo.Max = c.opts.RetryMin, c.opts.RetryMax
-			fresh[nd.ID] = n
+		n, err := known(nd, i)
+		if err != nil {
+			return fail(err)
 		}
 		r.slots[i] = n
 		r.holders = append(r.holders, n)
 	}
+	inMap := map[string]bool{}   // spares and warm sources
+	warming := map[string]bool{} // warm sources
+	if m.AnyWarming() {
+		r.warm = make([]*warmSource, m.NumSlots())
+		for i := range m.NumSlots() {
+			w := m.Warming(i)
+			if w == nil {
+				continue
+			}
+			n, err := known(w.Node(), i)
+			if err != nil {
+				return fail(err)
+			}
+			inMap[w.NodeID], warming[w.NodeID] = true, true
+			r.warm[i] = newWarmSource(n, w.Until, old.warmOf(i))
+		}
+	}
 
 	// Reconcile the known nodes with the new holders.
-	inMap := map[string]bool{}
 	for _, s := range m.Spares() {
 		inMap[s.ID] = true
 	}
@@ -81,7 +119,7 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		case fresh[id] != nil: // a new address: fresh[id] has the queue
 			n.be.Close()
 			delete(c.nodes, id)
-		case !placed && (!inMap[id] || n.q.Len() == 0):
+		case !placed && !warming[id] && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
 			n.be.Close()

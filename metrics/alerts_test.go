@@ -25,7 +25,7 @@ var wantAlerts = []string{
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
 	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
 	"McribBootLimitPinned", "McribNoSpares", "McribConfigBehindMap", "McribObserverFaultTooLong",
-	"McribKVDocumentCorrupt",
+	"McribKVDocumentCorrupt", "McribZoneHoldersUnreachable",
 }
 
 // promtool returns the path of promtool. When it is missing the test is
@@ -135,8 +135,12 @@ func TestAlertRulesUseExposedMetrics(t *testing.T) {
 		t.Errorf("alerts in %s = %v, want %v", alertRulesFile, names, wantAlerts)
 	}
 
-	// mcrib_config_generation has a series for each config file kept.
-	rec, h := newRecorder(t, func() Gauges { return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}} })
+	// mcrib_config_generation has a series for each config file kept, the
+	// zone gauges one for each zone.
+	hit := 0.9
+	rec, h := newRecorder(t, func() Gauges {
+		return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}, Zones: []ZoneGauges{{Zone: "a", HitRate: &hit}}}
+	})
 	rec.Pass("ok", time.Millisecond) // the histogram appears with the first pass
 	_, families := scrape(t, h)
 	exposed := map[string]bool{}

@@ -54,6 +54,7 @@ func Example() {
 	// mcrib_nodes{state="held"} 0
 	// mcrib_nodes{state="serving"} 16
 	// mcrib_nodes{state="spare"} 1
+	// mcrib_nodes{state="warming"} 0
 	// mcrib_reconcile_passes_total{result="ok"} 1
 	// mcrib_slotmap_generation 7
 	// mcrib_slotmap_updated_timestamp_seconds 0

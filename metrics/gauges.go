@@ -12,9 +12,13 @@ import (
 func nodeStates() []string {
 	return []string{
 		controlloop.StateServing, controlloop.StateHeld, controlloop.StateSpare,
-		controlloop.StateFlushing, controlloop.StateDown,
+		controlloop.StateFlushing, controlloop.StateDown, stateWarming,
 	}
 }
+
+// stateWarming is the state of a node that gave its slot away in a planned
+// move and serves as the new holder's warm source (CONTRACT.md section 3).
+const stateWarming = "warming"
 
 // Gauges is the state a scrape reports, read from the control loop and
 // the boot limiter through Options.Gauges at scrape time. The zero value
@@ -60,6 +64,24 @@ type Gauges struct {
 	// (mcrib_kv_corrupt_documents{key}: 1 for each, 0 for the others of
 	// controlloop.CorruptDocuments).
 	CorruptDocuments []string
+	// Zones has one entry per zone known (mcrib_zone_slots,
+	// mcrib_zone_unreachable_nodes, mcrib_zone_hit_ratio, labelled zone).
+	Zones []ZoneGauges
+}
+
+// ZoneGauges is one zone's figures, from the status document's zones
+// (CONTRACT.md section 7).
+type ZoneGauges struct {
+	// Zone is the zone's name; "" is the nodes without a zone.
+	Zone string
+	// Slots is the number of slots its nodes hold (mcrib_zone_slots).
+	Slots int
+	// Unreachable is the number of its nodes mcrib cannot reach
+	// (mcrib_zone_unreachable_nodes).
+	Unreachable int
+	// HitRate is its hit rate, 0..1; nil while unknown, which exports no
+	// mcrib_zone_hit_ratio series for the zone.
+	HitRate *float64
 }
 
 // unixSeconds is t as fractional Unix seconds, 0 for the zero time.

@@ -72,7 +72,9 @@ func TestGrafanaQueriesUseExposedMetrics(t *testing.T) {
 	}
 	rec, h, err := New(Options{
 		Gauges: func() Gauges {
-			return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}, NodesByState: map[string]int{"spare": 1}}
+			hit := 0.9
+			return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}, NodesByState: map[string]int{"spare": 1},
+				Zones: []ZoneGauges{{Zone: "a", HitRate: &hit}}}
 		},
 		Pool: "default", Version: "test", Runtime: true,
 	})

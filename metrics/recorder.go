@@ -194,26 +194,29 @@ func (r *Recorder) BootAdmission(admitted bool) {
 // reads gauges once per collection.
 func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 	ints := map[string]string{
-		"mcrib_slotmap_generation":   "Generation of the slot map this process knows.",
-		"mcrib_leader":               "1 when this process is the pool's leader.",
-		"mcrib_frozen":               "1 while an operator freeze is in force.",
-		"mcrib_auto_frozen":          "1 while replacements are stopped automatically (mass absence or discovery fault).",
-		"mcrib_discovery_fault":      "1 while the last Consul answer is treated as a fault of discovery.",
-		"mcrib_consul_reachable":     "1 when the last Consul read succeeded.",
-		"mcrib_ready":                "1 when /readyz answers 200.",
-		"mcrib_vacant_slots":         "Slots without a node.",
-		"mcrib_replacements_blocked": "Replacements due but held back by a freeze or the replacement ceiling.",
-		"mcrib_nodes":                "Cache nodes by state (serving, held, spare, flushing, down).",
-		"mcrib_boot_limit_manual":    "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
-		"mcrib_flushes_pending":      "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
-		"mcrib_config_generation":    "Slot-map generation each config file kept by this process was last found or written in step with, by kind.",
-		"mcrib_kv_corrupt_documents": "1 while the document of this key in Consul KV does not parse (slotmap, freeze).",
+		"mcrib_slotmap_generation":     "Generation of the slot map this process knows.",
+		"mcrib_leader":                 "1 when this process is the pool's leader.",
+		"mcrib_frozen":                 "1 while an operator freeze is in force.",
+		"mcrib_auto_frozen":            "1 while replacements are stopped automatically (mass absence or discovery fault).",
+		"mcrib_discovery_fault":        "1 while the last Consul answer is treated as a fault of discovery.",
+		"mcrib_consul_reachable":       "1 when the last Consul read succeeded.",
+		"mcrib_ready":                  "1 when /readyz answers 200.",
+		"mcrib_vacant_slots":           "Slots without a node.",
+		"mcrib_replacements_blocked":   "Replacements due but held back by a freeze or the replacement ceiling.",
+		"mcrib_nodes":                  "Cache nodes by state (serving, held, spare, flushing, down, warming).",
+		"mcrib_boot_limit_manual":      "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
+		"mcrib_flushes_pending":        "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
+		"mcrib_config_generation":      "Slot-map generation each config file kept by this process was last found or written in step with, by kind.",
+		"mcrib_kv_corrupt_documents":   "1 while the document of this key in Consul KV does not parse (slotmap, freeze).",
+		"mcrib_zone_slots":             "Slots held by the nodes of each zone.",
+		"mcrib_zone_unreachable_nodes": "Nodes of each zone that mcrib cannot reach.",
 	}
 	floats := map[string]string{
 		"mcrib_last_reconcile_timestamp_seconds":  "Unix time the last reconcile pass completed; 0 before the first.",
 		"mcrib_hit_rate":                          "Cache hit rate, 0 to 1.",
 		"mcrib_boot_limit":                        "Boot limit, boots per second.",
 		"mcrib_slotmap_updated_timestamp_seconds": "Unix time the slot map last changed; 0 while none is known.",
+		"mcrib_zone_hit_ratio":                    "Cache hit rate of each zone's nodes, 0 to 1; no series while unknown.",
 	}
 	ig := make(map[string]metric.Int64ObservableGauge, len(ints))
 	fg := make(map[string]metric.Float64ObservableGauge, len(floats))
@@ -267,6 +270,14 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_boot_limit_manual"], boolValue(g.BootLimitManual))
 		o.ObserveInt64(ig["mcrib_flushes_pending"], int64(g.FlushesPending))
 		o.ObserveFloat64(fg["mcrib_slotmap_updated_timestamp_seconds"], unixSeconds(g.SlotMapUpdated))
+		for _, z := range g.Zones {
+			zone := metric.WithAttributes(attribute.String("zone", z.Zone))
+			o.ObserveInt64(ig["mcrib_zone_slots"], int64(z.Slots), zone)
+			o.ObserveInt64(ig["mcrib_zone_unreachable_nodes"], int64(z.Unreachable), zone)
+			if z.HitRate != nil {
+				o.ObserveFloat64(fg["mcrib_zone_hit_ratio"], *z.HitRate, zone)
+			}
+		}
 		for kind, gen := range g.ConfigGenerations {
 			o.ObserveInt64(ig["mcrib_config_generation"], int64(min(gen, math.MaxInt64)),
 				metric.WithAttributes(attribute.String("kind", kind)))

@@ -22,6 +22,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_reconcile_passes_total":              "counter",
 	"mcrib_reconcile_duration_seconds":          "histogram",
 	"mcrib_slot_replacements_total":             "counter",
+	"mcrib_slot_moves_total":                    "counter",
 	"mcrib_flushes_total":                       "counter",
 	"mcrib_boot_admissions_total":               "counter",
 	"mcrib_slotmap_generation":                  "gauge",

@@ -18,11 +18,16 @@ const (
 	// RelapseWindowIntervals is how long after a raise a hit rate below
 	// --hit-rate-low counts as a relapse caused by that raise.
 	RelapseWindowIntervals = 6
+	// CollapseWindowIntervals is the span within which a fall of the hit
+	// rate by half the gap between --hit-rate-low and --hit-rate-target is
+	// a collapse.
+	CollapseWindowIntervals = 2
 )
 
 // The controller's factors (see the package comment).
 const (
 	cutFactor           = 0.5  // a cut halves the limit
+	raiseFactor         = 2.0  // a raise at most doubles the limit
 	relapseFactor       = 0.9  // a relapse also goes below 0.9 x the pre-raise level
 	initialStepFraction = 0.10 // the first raise step is a tenth of the ceiling
 	minStepFraction     = 0.01 // steps never shrink below a hundredth of the ceiling (or 1)
@@ -82,6 +87,16 @@ func (c ControllerConfig) RaiseWait() time.Duration { return RaiseWaitIntervals 
 // blamed on that raise.
 func (c ControllerConfig) RelapseWindow() time.Duration { return RelapseWindowIntervals * c.Interval }
 
+// CollapseWindow returns the span within which a fall of the hit rate by
+// CollapseFall or more is a collapse.
+func (c ControllerConfig) CollapseWindow() time.Duration {
+	return CollapseWindowIntervals * c.Interval
+}
+
+// CollapseFall returns the fall of the hit rate within CollapseWindow that
+// is a collapse: half the gap between Low and Target.
+func (c ControllerConfig) CollapseFall() float64 { return (c.Target - c.Low) / 2 }
+
 // InitialStep returns the first raise step: a tenth of the ceiling.
 func (c ControllerConfig) InitialStep() float64 {
 	return max(roundLimit(c.Ceiling*initialStepFraction), 0.01)
@@ -134,6 +149,27 @@ type Controller struct {
 	raisedFrom float64
 	raisedTo   float64
 	raisedAt   time.Time
+
+	// recent holds the usable hit rates observed within the collapse
+	// window, oldest first; nRecent of them are set. An array, so that a
+	// copy of the Controller stays independent.
+	recent  [maxRecent]sample
+	nRecent int
+}
+
+// rateSlack absorbs the rounding of hit rates in comparisons: 0.97 - 0.92
+// is a fall of 0.05.
+const rateSlack = 1e-9
+
+// maxRecent bounds the hit rates the controller remembers: enough for the
+// collapse window at one observation per stats interval, with room for
+// early ticks.
+const maxRecent = 4 * CollapseWindowIntervals
+
+// sample is one usable hit rate and when it was observed.
+type sample struct {
+	at time.Time
+	h  float64
 }
 
 // NewController returns a controller that starts from the document start.
@@ -247,6 +283,7 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 	if !(h >= 0 && h <= 1) {
 		return cur, fmt.Sprintf("no usable hit rate: holding at %s", fmtLimit(cur)), false
 	}
+	from := c.remember(now, h)
 
 	if c.raised && now.Sub(c.raisedAt) > cfg.RelapseWindow() {
 		c.raised = false
@@ -263,6 +300,21 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 		return next, fmt.Sprintf("hit rate %s fell below %s after raising from %s to %s: %s to %s, next steps %s",
 			fmtRate(h, cfg.Low), low, fmtLimit(c.raisedFrom), fmtLimit(c.raisedTo),
 			verb("cut"), fmtLimit(next), fmtLimit(c.step)), next != cur
+
+	case cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
+		// A collapse: the cache went cold (a flush, a restart of the
+		// tier, a partition) and every waiting client is about to boot
+		// into it. Straight to the floor, no cooldown; the raises start
+		// again from there with full steps, each at most doubling.
+		fell := fmt.Sprintf("hit rate fell from %s to %s within %s", fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow())
+		if cur <= cfg.Floor {
+			return cur, fmt.Sprintf("%s: already at the floor of %s", fell, fmtLimit(cfg.Floor)), false
+		}
+		next = cfg.Floor
+		c.step = cfg.InitialStep()
+		c.raised = false
+		c.lastCut, c.lastChange = now, now
+		return next, fmt.Sprintf("%s: %s from %s to the floor of %s", fell, verb("cut"), fmtLimit(cur), fmtLimit(next)), true
 
 	case h < cfg.Low:
 		if cur <= cfg.Floor {
@@ -290,7 +342,7 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 			return cur, fmt.Sprintf("hit rate %s at or above target %s: holding at %s until %s after the last change",
 				fmtRate(h, cfg.Target), target, fmtLimit(cur), cfg.RaiseWait()), false
 		}
-		next = c.clamp(cur + c.step)
+		next = c.clamp(min(cur+c.step, cur*raiseFactor))
 		c.raised, c.raisedFrom, c.raisedTo, c.raisedAt = true, cur, next, now
 		c.lastChange = now
 		if next >= cfg.Ceiling {
@@ -301,6 +353,32 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 		return next, fmt.Sprintf("hit rate %s at or above target %s: %s from %s to %s",
 			fmtRate(h, cfg.Target), target, verb("raised"), fmtLimit(cur), fmtLimit(next)), true
 	}
+}
+
+// remember records the hit rate h observed at now, forgets the ones older
+// than the collapse window or than the last cut (a fall a cut answered
+// is not counted again), and returns the highest hit rate kept before now
+// (h itself when there is none).
+func (c *Controller) remember(now time.Time, h float64) (from float64) {
+	window := c.cfg.CollapseWindow()
+	kept := 0
+	for _, s := range c.recent[:c.nRecent] {
+		if d := now.Sub(s.at); d > 0 && d <= window && !s.at.Before(c.lastCut) {
+			c.recent[kept] = s
+			kept++
+		}
+	}
+	from = h
+	for _, s := range c.recent[:kept] {
+		from = max(from, s.h)
+	}
+	if kept == len(c.recent) {
+		copy(c.recent[:], c.recent[1:])
+		kept--
+	}
+	c.recent[kept] = sample{at: now, h: h}
+	c.nRecent = kept + 1
+	return from
 }
 
 // clamp rounds v to hundredths and holds it inside the floor and the

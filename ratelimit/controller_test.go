@@ -59,7 +59,75 @@ func TestController(t *testing.T) {
 				{n: 3, hit: 0.30, limit: 250, changed: true, reason: "hit rate 0.30 below 0.80: cut from 500 to 250"},
 				{n: 4, hit: 0.75, limit: 250, reason: "hit rate 0.75 below 0.80: holding at 250 until 10s after the last cut"},
 				{n: 5, hit: 0.75, limit: 125, changed: true, reason: "hit rate 0.75 below 0.80: cut from 250 to 125"},
-				{n: 7, hit: 0.10, limit: 62.5, changed: true, reason: "hit rate 0.10 below 0.80: cut from 125 to 62.5"},
+				// A fall of less than half the gap between low and target
+				// within two intervals is no collapse: an ordinary cut.
+				{n: 7, hit: 0.71, limit: 62.5, changed: true, reason: "hit rate 0.71 below 0.80: cut from 125 to 62.5"},
+			},
+		},
+		{
+			name:  "collapse: a fall of half the gap between low and target within two intervals cuts straight to the floor",
+			start: autoDoc(1000, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.97, limit: 1000, reason: "hit rate 0.97 at or above target 0.90: at the ceiling of 1000"},
+				// Still above the target, but the misses have tripled.
+				{n: 2, hit: 0.91, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.91 within 10s: cut from 1000 to the floor of 10"},
+				// The fall the cut answered is not counted again.
+				{n: 3, hit: 0.90, limit: 10, reason: "hit rate 0.90 at or above target 0.90: holding at 10 until 15s after the last change"},
+				{n: 4, hit: 0.92, limit: 10, reason: "hit rate 0.92 at or above target 0.90: holding at 10 until 15s after the last change"},
+				// Raises add a step (100) but at most double the limit.
+				{n: 5, hit: 0.93, limit: 20, changed: true, reason: "hit rate 0.93 at or above target 0.90: raised from 10 to 20"},
+				{n: 8, hit: 0.93, limit: 40, changed: true},
+				{n: 11, hit: 0.94, limit: 80, changed: true},
+				{n: 14, hit: 0.94, limit: 160, changed: true},
+				{n: 17, hit: 0.95, limit: 260, changed: true, reason: "hit rate 0.95 at or above target 0.90: raised from 160 to 260"},
+			},
+		},
+		{
+			name:  "a collapse over two intervals",
+			start: autoDoc(1000, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.97, limit: 1000},
+				{n: 2, hit: 0.94, limit: 1000},
+				{n: 3, hit: 0.92, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.92 within 10s: cut from 1000 to the floor of 10"},
+			},
+		},
+		{
+			name:  "a fall spread over more than two intervals is no collapse",
+			start: autoDoc(1000, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.97, limit: 1000},
+				{n: 2, hit: 0.95, limit: 1000},
+				{n: 3, hit: 0.93, limit: 1000},
+				{n: 4, hit: 0.91, limit: 1000, reason: "hit rate 0.91 at or above target 0.90: at the ceiling of 1000"},
+				{n: 5, hit: 0.89, limit: 1000, reason: "hit rate 0.89 between 0.80 and 0.90: holding at 1000"},
+				// A skipped observation: the last one is older than the window.
+				{n: 8, hit: 0.70, limit: 500, changed: true, reason: "hit rate 0.70 below 0.80: cut from 1000 to 500"},
+			},
+		},
+		{
+			name:  "a collapse at the floor holds and does not raise",
+			start: autoDoc(10, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.99, limit: 20, changed: true},
+				{n: 2, hit: 0.93, limit: 10, changed: true, reason: "hit rate fell from 0.99 to 0.93 within 10s: cut from 20 to the floor of 10"},
+				{n: 3, hit: 0.97, limit: 10},
+				{n: 4, hit: 0.91, limit: 10, reason: "hit rate fell from 0.97 to 0.91 within 10s: already at the floor of 10"},
+			},
+		},
+		{
+			name:  "manual mode: a collapse moves only the controller's own limit",
+			start: manualDoc(5, 5, 1000, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.97, limit: 5, auto: 1000},
+				{n: 2, hit: 0.50, limit: 5, auto: 10, changed: true, reason: "hit rate fell from 0.97 to 0.50 within 10s: would have cut from 1000 to the floor of 10"},
+			},
+		},
+		{
+			name:  "a relapse after a raise is not a collapse: cut below the pre-raise level",
+			start: autoDoc(30, at(0)),
+			steps: []ctrlStep{
+				{n: 3, hit: 0.97, limit: 60, changed: true, reason: "hit rate 0.97 at or above target 0.90: raised from 30 to 60"},
+				{n: 4, hit: 0.70, limit: 27, changed: true, reason: "hit rate 0.70 fell below 0.80 after raising from 30 to 60: cut to 27, next steps 50"},
 			},
 		},
 		{
@@ -78,7 +146,7 @@ func TestController(t *testing.T) {
 				{n: 1, hit: 0.95, limit: 250, reason: "hit rate 0.95 at or above target 0.90: holding at 250 until 15s after the last change"},
 				{n: 2, hit: 0.95, limit: 250, reason: "hit rate 0.95 at or above target 0.90: holding at 250 until 15s after the last change"},
 				{n: 3, hit: 0.95, limit: 350, changed: true, reason: "hit rate 0.95 at or above target 0.90: raised from 250 to 350"},
-				{n: 4, hit: 0.90, limit: 350, reason: "hit rate 0.90 at or above target 0.90: holding at 350 until 15s after the last change"},
+				{n: 4, hit: 0.91, limit: 350, reason: "hit rate 0.91 at or above target 0.90: holding at 350 until 15s after the last change"},
 				{n: 5, hit: 0.99, limit: 350},
 				{n: 6, hit: 0.99, limit: 450, changed: true, reason: "hit rate 0.99 at or above target 0.90: raised from 350 to 450"},
 				{n: 9, hit: 0.99, limit: 550, changed: true},
@@ -128,7 +196,7 @@ func TestController(t *testing.T) {
 			start: autoDoc(250, at(0)),
 			steps: []ctrlStep{
 				{n: 3, hit: 0.95, limit: 350, changed: true},
-				{n: 5, hit: 0.85, limit: 350},
+				{n: 6, hit: 0.85, limit: 350},
 				{n: 10, hit: 0.70, limit: 175, changed: true, reason: "hit rate 0.70 below 0.80: cut from 350 to 175"},
 				{n: 13, hit: 0.95, limit: 275, changed: true, reason: "hit rate 0.95 at or above target 0.90: raised from 175 to 275"},
 			},
@@ -173,7 +241,7 @@ func TestController(t *testing.T) {
 			start: manualDoc(5, 5, 800, time.Time{}),
 			steps: []ctrlStep{
 				{n: 1, adopt: ptr(autoDoc(10, at(1))), hit: 0.95, limit: 10, reason: "hit rate 0.95 at or above target 0.90: holding at 10 until 15s after the last change"},
-				{n: 4, hit: 0.95, limit: 110, changed: true, reason: "hit rate 0.95 at or above target 0.90: raised from 10 to 110"},
+				{n: 4, hit: 0.95, limit: 20, changed: true, reason: "hit rate 0.95 at or above target 0.90: raised from 10 to 20"},
 			},
 		},
 		{
@@ -334,5 +402,21 @@ func TestControllerKeepsPinnedAutoBurst(t *testing.T) {
 	doc = applySetting(c.Document(), Setting{Mode: ModeAuto}, "op", t0.Add(2*time.Minute), cfg, 0, false)
 	if doc.AutoBurst != 0 || doc.Burst != DefaultBurst(doc.Limit) {
 		t.Fatalf("{auto} without burst: burst %d auto_burst %d, want the derived burst", doc.Burst, doc.AutoBurst)
+	}
+}
+
+// TestControllerCopyKeepsItsOwnHitRates: Service tries a step on a copy
+// and drops it when the write fails; the hit rates the copy remembered
+// must not leak into the original, which must still see the collapse.
+func TestControllerCopyKeepsItsOwnHitRates(t *testing.T) {
+	c := NewController(testConfig, autoDoc(1000, time.Time{}))
+	c.Observe(at(1), 0.97)
+	trial := *c
+	if d := trial.Observe(at(2), 0.90); d.Limit != 10 {
+		t.Fatalf("the copy: %+v, want the collapse cut to 10", d)
+	}
+	trial.Observe(at(3), 0.99)
+	if d := c.Observe(at(2), 0.91); d.Limit != 10 || d.Reason != "hit rate fell from 0.97 to 0.91 within 10s: cut from 1000 to the floor of 10" {
+		t.Fatalf("the original after its copy moved on: %+v, want the collapse cut from 0.97", d)
 	}
 }

@@ -38,18 +38,28 @@
 // With I the stats interval, Low the --hit-rate-low and Target the
 // --hit-rate-target, each observation does at most one thing:
 //
+//   - Collapse: the hit rate fell by (Target - Low) / 2 or more (5 points
+//     with the defaults) from the highest value observed within the collapse
+//     window of 2 × I (and since the last cut), at any level, even above
+//     Target. The cache went cold (a flush, a restart of the tier, a
+//     partition) and every waiting client is about to boot into it: cut
+//     straight to --boot-limit-min, without a cooldown, and start the next
+//     recovery with full steps. The level alone is too late a sign: boots
+//     read the hottest keys, which refill first, so a cold start can keep
+//     the hit rate above Low while it floods the database.
 //   - Hit rate below Low: cut the limit to half (never below
 //     --boot-limit-min), at most once per cut cooldown of 2 × I.
 //   - Hit rate from Low up to Target: hold.
-//   - Hit rate at or above Target: raise the limit by one step (never above
-//     --boot-limit-max), but only once the raise wait of 3 × I has passed
-//     since the last change of any kind, so the effect of each step on the
-//     hit rate is seen before the next. The first step is a tenth of the
-//     ceiling.
+//   - Hit rate at or above Target: raise the limit by one step, but at most
+//     to twice the limit (so a recovery from the floor goes 10, 20, 40, 80,
+//     160, 260, ...) and never above --boot-limit-max, and only once the
+//     raise wait of 3 × I has passed since the last change of any kind, so
+//     the effect of each step on the hit rate is seen before the next. The
+//     first step is a tenth of the ceiling.
 //   - Relapse: a hit rate below Low within the relapse window of 6 × I after
-//     a raise is blamed on that raise. The limit is cut to
-//     min(0.5 × limit, 0.9 × the level before the raise) (not below the
-//     floor), and the step is halved (not below a hundredth of the ceiling,
+//     a raise is blamed on that raise (this rule comes before the collapse
+//     rule). The limit is cut to min(0.5 × limit, 0.9 × the level before
+//     the raise) (not below the floor), and the step is halved (not below a hundredth of the ceiling,
 //     or 1 boot/s). When a raise reaches the ceiling the step is reset to a
 //     tenth of the ceiling for the next recovery.
 //   - A limit outside the floor and the ceiling (the flags changed) is moved
@@ -60,12 +70,14 @@
 //	cut cooldown    2 × I   least time between two cuts
 //	raise wait      3 × I   least time between any change and the next raise
 //	relapse window  6 × I   a cut this soon after a raise is a relapse
+//	collapse window 2 × I   a fall of (target - low) / 2 within it cuts to the floor
 //
 // Limits are kept to hundredths of a boot per second. Every change carries
-// one reason sentence, for example "hit rate 0.72 below 0.80: cut from 500
-// to 250", "hit rate 0.95 at or above target 0.90: raised from 250 to 350"
-// or "hit rate 0.70 fell below 0.80 after raising from 250 to 350: cut to
-// 175, next steps 50". In auto mode the burst is DefaultBurst(limit), a
+// one reason sentence, for example "hit rate fell from 0.97 to 0.91 within
+// 10s: cut from 1000 to the floor of 10", "hit rate 0.72 below 0.80: cut
+// from 500 to 250", "hit rate 0.95 at or above target 0.90: raised from 250
+// to 350" or "hit rate 0.70 fell below 0.80 after raising from 250 to 350:
+// cut to 175, next steps 50". In auto mode the burst is DefaultBurst(limit), a
 // tenth of a second's worth of boots.
 //
 // # Modes and the stored document

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,9 +145,41 @@ func TestColdStartDrivesTheLimiter(t *testing.T) {
 	}
 }
 
+// TestColdStartAdaptiveAgainstStatic is the cold-start target on a small
+// run, with the boot limit's floor and ceiling scaled to its 400 clients:
+// the adaptive limiter overloads the database only until its first reading
+// shows the cold cache, far less than the 2022 behaviour, and is back
+// within 1.25× the best static limit that keeps the database within its
+// capacity.
+func TestColdStartAdaptiveAgainstStatic(t *testing.T) {
+	cfg := small(ColdStart, PolicyAdaptive)
+	cfg.BootLimitMin, cfg.BootLimitMax = 2, 200
+	ad := run(t, cfg)
+	cfg.Policy = Policy{Name: PolicyImmediate, Immediate: true}
+	im := run(t, cfg)
+	rs := []Result{ad, im}
+	for _, n := range []string{"static:2", "static:4", "static:6", "static:8"} {
+		cfg.Policy, _ = ParsePolicy(n)
+		rs = append(rs, run(t, cfg))
+	}
+	firstReading := int(cfg.WithDefaults().StatsInterval / time.Second)
+	if ad.OverloadSeconds > firstReading+1 || 3*ad.OverloadSeconds > im.OverloadSeconds {
+		t.Errorf("adaptive: %d s overload (immediate %d s); want at most the %d s before the first reading shows the cold cache, and a third of immediate's",
+			ad.OverloadSeconds, im.OverloadSeconds, firstReading+1)
+	}
+	c, ok := coldStartCheck(rs)
+	if !ok || !ad.Recovered || !strings.Contains(c.Detail, "best static: static:4") {
+		t.Fatalf("cold-start check %+v: want static:4 the best static limit", c)
+	}
+	if best, _ := find(rs, ColdStart, "static:4"); ad.Recovery > best.Recovery*5/4 {
+		t.Errorf("adaptive back in %s, static:4 in %s: want within 1.25×", ad.Recovery, best.Recovery)
+	}
+}
+
 func TestChecks(t *testing.T) {
 	rs := []Result{
 		{Scenario: ColdStart, Policy: PolicyAdaptive, Recovered: true, Recovery: 100 * time.Second},
+		{Scenario: ColdStart, Policy: "static:20", Recovered: true, Recovery: 60 * time.Second, OverloadSeconds: 5},
 		{Scenario: ColdStart, Policy: "static:10", Recovered: true, Recovery: 90 * time.Second, OverloadSeconds: 3},
 		{Scenario: ColdStart, Policy: "static:5", Recovered: true, Recovery: 200 * time.Second},
 		{Scenario: AgentRollout, Policy: PolicyMCrib, Baseline: 0.9, LowestHitRate: 0.896},
@@ -155,7 +188,28 @@ func TestChecks(t *testing.T) {
 	if len(cs) != 2 || !cs[0].OK || !cs[1].OK {
 		t.Fatalf("Checks = %+v; want two met", cs)
 	}
-	rs[3].LowestHitRate = 0.89 // 1 point
+	// The best static limit is static:5, the fastest without overload (the
+	// faster ones overload the database): 1.25 × 200 s.
+	if want := "best static: static:5 back in 3m20s, 1.25× = 4m10s"; !strings.Contains(cs[1].Detail, want) {
+		t.Errorf("cold-start detail %q, want it to name %q", cs[1].Detail, want)
+	}
+	rs[0].Recovery = 251 * time.Second // beyond 1.25 × 200 s
+	if c := Checks(rs)[1]; c.OK {
+		t.Errorf("adaptive back in 251 s met the target against static:5's 200 s: %s", c.Detail)
+	}
+	rs[0].Recovery = 100 * time.Second
+	rs[2].OverloadSeconds = 0 // a static limit as fast as adaptive, without overload
+	if c := Checks(rs)[1]; c.OK {
+		t.Errorf("met although static:10 is as fast without overload: %s", c.Detail)
+	}
+	rs[2].OverloadSeconds = 3
+	for _, r := range []*Result{&rs[2], &rs[3]} {
+		r.OverloadSeconds = 1
+	}
+	if c := Checks(rs)[1]; c.OK || !strings.Contains(c.Detail, "sweep lower limits") {
+		t.Errorf("no static limit without overload: %+v, want not met, asking for lower limits", c)
+	}
+	rs[4].LowestHitRate = 0.89 // 1 point
 	rs[0].OverloadSeconds = 1
 	for _, c := range Checks(rs) {
 		if c.OK {

@@ -96,6 +96,9 @@ type apiServer struct {
 	stopOnce sync.Once
 	// ops records the decisions and the history (nil: both empty).
 	ops *opsRecord
+	// zones drains zones and replaces nodes: the loop when it can (nil:
+	// those routes answer 503).
+	zones zoneOps
 }
 
 func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
@@ -113,6 +116,7 @@ func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics
 		"/v1/events":    {http.MethodGet: a.getEvents},
 		"/v1/history":   {http.MethodGet: a.getHistory},
 	}
+	a.addZoneRoutes()
 	dash := dashboardHandler()
 	for _, p := range dashboardPaths {
 		a.routes[p] = map[string]handler{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
@@ -134,6 +138,9 @@ func (a *apiServer) stopWaiting() {
 // path with another method 405 with an Allow header, both as JSON errors.
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	methods, ok := a.routes[r.URL.Path]
+	if !ok {
+		methods, ok = a.paramRoute(r)
+	}
 	if !ok {
 		writeError(w, errorf(http.StatusNotFound, "there is no %s in the mcrib API", r.URL.Path))
 		return

@@ -60,6 +60,21 @@ func commands() []command {
 				{"ratelimit set N [--burst B]", "pin the boot limit to N boots/s"},
 				{"ratelimit auto", "hand the boot limit back to the controller"},
 			}},
+		{name: "zones", run: cli.zones,
+			usage:    "usage: mcrib zones [--json] " + addrUsage,
+			synopsis: []synopsisLine{{"zones [--json]", "print one line per zone: nodes, slots, unreachable, hit rate, drain"}}},
+		{name: "drain", run: cli.drain,
+			usage: "usage: mcrib drain ZONE --reason TEXT [--percent P] [--step S] [--every D] " + addrUsage + "\n\n" +
+				"Move P% (1-100, default 100) of ZONE's slots to the other zones, S% (1-100,\n" +
+				"default 10) per step, one step every D (1s-1h, default 30s); a flag left out\n" +
+				"keeps the server's default. mcrib undrain ZONE gives the slots back.",
+			synopsis: []synopsisLine{{"drain ZONE --reason TEXT [--percent P] [--step S] [--every D]", "drain a zone gradually"}}},
+		{name: "undrain", run: cli.undrain,
+			usage:    "usage: mcrib undrain ZONE " + addrUsage,
+			synopsis: []synopsisLine{{"undrain ZONE", "give a drained zone its slots back, at the same pace"}}},
+		{name: "replace", run: cli.replace,
+			usage:    "usage: mcrib replace NODE --reason TEXT " + addrUsage,
+			synopsis: []synopsisLine{{"replace NODE --reason TEXT", "move a node's slot to a spare, warm"}}},
 		{name: "events", run: cli.events, usage: eventsUsage, synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}}},
 		{name: "sim", run: cli.sim, help: printSimHelp, usage: simUsage,
 			synopsis: []synopsisLine{{"sim [flags]", "simulate scenarios on mcrib's own code (mcrib sim -h lists its flags)"}}},

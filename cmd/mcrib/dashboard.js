@@ -205,6 +205,10 @@
     setShown(byId("fault-banner"), st.discovery_fault === true);
     setText(byId("fault-reason"), str(st.discovery_fault_reason) || "(no reason given)");
 
+    const zoneAlert = str(st.zone_alert);
+    setShown(byId("zonealert-banner"), zoneAlert !== "");
+    setText(byId("zonealert"), zoneAlert);
+
     const lastErr = str(st.last_error);
     setShown(byId("lasterror-banner"), lastErr !== "");
     setText(byId("lasterror"), lastErr);
@@ -213,6 +217,7 @@
     if (frozen) flags.push("FROZEN");
     if (st.auto_frozen === true) flags.push("AUTO-FROZEN");
     if (st.discovery_fault === true) flags.push("DISCOVERY FAULT");
+    if (zoneAlert !== "") flags.push("ZONE ALERT");
     document.title = (flags.length ? flags.join(", ") + " · " : "") + "mcrib " + (str(st.pool) || "");
   }
 
@@ -262,6 +267,8 @@
     const hold = num(n.hold_remaining_seconds);
     if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
     if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", "flush pending"));
+    if (num(n.warming) !== null) td.append(el("span", "pill state-warmsource", "warm source of slot " + n.warming));
+    if (n.drained === true) td.append(el("span", "pill state-drained", "zone drained"));
     return td;
   }
 
@@ -286,7 +293,62 @@
   function nodeSig(n) {
     if (!n) return "";
     return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since),
-      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending].join("|");
+      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming].join("|");
+  }
+
+  // nodeCell shows a slot's holder and, while the slot warms, the old
+  // holder it reads through to and until when.
+  function nodeCell(id, warm) {
+    const td = el("td", "mono", id);
+    if (warm) {
+      const until = Date.parse(str(warm.until));
+      td.append(el("span", "pill state-warmsource",
+        "warming from " + (str(warm.node_id) || "?") + " until " + (isNaN(until) ? "?" : fmtUTC(until))));
+    }
+    return td;
+  }
+
+  // ---- zones (from v1/status) ----
+
+  function drainCell(d) {
+    if (!d || typeof d !== "object") return el("td", "muted", "—");
+    const state = str(d.state) || "unknown";
+    const td = el("td", null, el("span", "pill drain-" + state.replace(/[^a-z]/g, ""), state),
+      " " + fmtNum(d.slots) + " of " + fmtNum(d.baseline_slots) + " slots, target " + fmtNum(d.target_slots));
+    if (str(d.blocked) !== "") td.append(el("span", "pill state-blocked", "blocked: " + str(d.blocked)));
+    td.append(el("div", "muted small", fmtNum(d.step_percent) + " % every " + (str(d.step_interval) || "?") +
+      (str(d.reason) !== "" ? " · reason: " + str(d.reason) : "")));
+    return td;
+  }
+
+  function renderZones() {
+    const st = last.status ? last.status.body : null;
+    if (!st) return;
+    const zones = Array.isArray(st.zones) ? st.zones.filter((z) => z && typeof z === "object") : [];
+    const rows = zones.map((z) => {
+      const name = str(z.zone);
+      const unreachable = num(z.unreachable) || 0;
+      return {
+        sig: JSON.stringify(z),
+        build: () => {
+          const tr = el("tr", null,
+            el("td", name ? "mono" : "muted", name || "(no zone)"),
+            el("td", "num", fmtNum(z.nodes)),
+            el("td", "num", fmtNum(z.slots)),
+            el("td", unreachable > 0 ? "num bad-text" : "num", fmtNum(z.unreachable)),
+            el("td", num(z.absent) > 0 ? "num warn-text" : "num", fmtNum(z.absent)),
+            el("td", "num", fmtRate(z.hit_rate)),
+            drainCell(z.drain));
+          tr.setAttribute("data-zone", name);
+          if (unreachable > 0) tr.classList.add("troubled");
+          return tr;
+        },
+      };
+    });
+    if (rows.length === 0) rows.push(emptyRow(7, "no zones known"));
+    syncRows(byId("zones"), rows);
+    const drained = zones.filter((z) => z.drain && typeof z.drain === "object").length;
+    setText(byId("zones-summary"), "(" + zones.length + (drained ? ", " + drained + " drained" : "") + ")");
   }
 
   function renderSlots() {
@@ -303,9 +365,10 @@
       const slot = num(s.slot) === null ? i : s.slot;
       const id = str(s.node_id);
       const n = id ? nodes.get(id) : null;
+      const warm = s.warming && typeof s.warming === "object" ? s.warming : null;
       if (!id) vacant++;
       return {
-        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n)].join("|"),
+        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n), warm ? str(warm.node_id) + str(warm.until) : ""].join("|"),
         build: () => {
           if (!id) {
             const note = el("td", "vacant-note", "no node: keys of this slot miss until a node is placed");
@@ -319,7 +382,7 @@
           }
           const tr = el("tr", null,
             el("td", "num", String(slot)),
-            el("td", "mono", id),
+            nodeCell(id, warm),
             el("td", "mono", str(s.addr)),
             el("td", null, str(s.az) || "—"),
             stateCell(n),
@@ -360,6 +423,9 @@
         down.push(n);
         continue;
       }
+      // A warm source is no spare (CONTRACT.md section 7): its slot row
+      // names it.
+      if (str(n.state) === "warming") continue;
       // A node without a slot that is not down and not yet a spare in the
       // slot map (e.g. being flushed) is listed with the spares.
       if ((n.slot === null || n.slot === undefined) && !seen.has(id)) {
@@ -476,6 +542,7 @@
     setClass(byId("slots-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("spares-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("down-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("zones-panel"), "stale", !fresh.status && last.status);
     setClass(byId("bootlimit-panel"), "stale", !fresh.ratelimit && last.ratelimit);
     setClass(document.body, "failing", failures.length > 0);
     document.body.classList.remove("loading");
@@ -502,7 +569,7 @@
         failures.push((r.reason && r.reason.message) || String(r.reason));
       }
     });
-    for (const step of [renderStatus, renderSlots, renderSpares, renderBootLimit]) {
+    for (const step of [renderStatus, renderZones, renderSlots, renderSpares, renderBootLimit]) {
       try {
         step();
       } catch (e) {

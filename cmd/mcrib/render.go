@@ -68,6 +68,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 	fmt.Fprintln(w)
 	if len(s.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")
+		printStatusZones(w, s)
 		return
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -84,10 +85,11 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			orDash(n.ID), orDash(n.Addr), orDash(n.AZ), slot, orDash(n.Consul),
-			known(ns.has("reachable"), yesNo(n.Reachable)), orDash(n.State), flaps)
+			known(ns.has("reachable"), yesNo(n.Reachable)), nodeStateCell(n), flaps)
 	}
 	tw.Flush()
 	printNodeNotes(w, s)
+	printStatusZones(w, s)
 }
 
 // printSlots writes the readable form of the slot map document.
@@ -95,13 +97,21 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap) {
 	fmt.Fprintf(w, "pool %s  generation %d  slots %d  updated %s\n\n",
 		orDash(m.Pool()), m.Generation(), m.NumSlots(), timeOr(m.UpdatedAt(), "never"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tNODE\tADDR\tAZ")
+	warming := m.AnyWarming()
+	if warming {
+		fmt.Fprintln(tw, "SLOT\tNODE\tADDR\tAZ\tWARMING")
+	} else {
+		fmt.Fprintln(tw, "SLOT\tNODE\tADDR\tAZ")
+	}
 	for slot, n := range m.Slots() {
+		row := fmt.Sprintf("%d\t%s\t%s\t%s", slot, n.ID, orDash(n.Addr), orDash(n.AZ))
 		if n.IsZero() {
-			fmt.Fprintf(tw, "%d\t(vacant)\t-\t-\n", slot)
-			continue
+			row = fmt.Sprintf("%d\t(vacant)\t-\t-", slot)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", slot, n.ID, orDash(n.Addr), orDash(n.AZ))
+		if warming {
+			row += "\t" + warmingCell(m.Warming(slot))
+		}
+		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
 
@@ -117,6 +127,15 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", orDash(n.ID), orDash(n.Addr), orDash(n.AZ))
 	}
 	tw.Flush()
+}
+
+// warmingCell is a slot's warm source in one cell: "-" when it does not
+// warm.
+func warmingCell(wm *cachenodes.Warming) string {
+	if wm == nil {
+		return "-"
+	}
+	return "from " + orDash(wm.NodeID) + " until " + timeOr(wm.Until, "-")
 }
 
 // printRateLimit writes the readable form of the boot-limit document.

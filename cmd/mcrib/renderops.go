@@ -28,6 +28,9 @@ func statusFacts(s statusDocument, sent sentFields) [][2]string {
 		}
 		out = append(out, [2]string{"blocked", v})
 	}
+	if s.ZoneAlert != "" {
+		out = append(out, [2]string{"zone alert", s.ZoneAlert})
+	}
 	if s.LastError != "" {
 		out = append(out, [2]string{"last error", s.LastError})
 	}

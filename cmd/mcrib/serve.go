@@ -93,6 +93,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
+		WarmFor:                  cfg.WarmFor,
+		WarmTTL:                  cfg.WarmTTL,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
 		TwemproxyConfig:          cfg.TwemproxyConfig,
@@ -285,6 +287,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		// No interval with traffic measured here (yet, or a follower): NaN,
 		// so a rule like mcrib_hit_rate < 0.8 does not fire on an idle pool.
 		g.HitRate = math.NaN()
+	}
+	for _, z := range st.Zones {
+		g.Zones = append(g.Zones, metrics.ZoneGauges{Zone: z.Zone, Slots: z.Slots, Unreachable: z.Unreachable, HitRate: z.HitRate})
 	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++

@@ -19,6 +19,10 @@ import (
 // makes the router configs huge.
 const maxSlots = 4096
 
+// maxWarmTTL is the longest --warm-ttl: memcached reads an expiry above 30
+// days as a Unix time, not as seconds from now.
+const maxWarmTTL = 30 * 24 * time.Hour
+
 // serveConfig holds everything `mcrib serve` is told on its command line and
 // in its environment, parsed and validated. Its zero value is not a usable
 // configuration; build one with parseServeConfig.
@@ -42,6 +46,8 @@ type serveConfig struct {
 	MaxAbsentFraction        float64       // --max-absent-fraction, 0..1
 	MaxReplacementsPerMinute int           // --max-replacements-per-minute, >= 0
 	StatsInterval            time.Duration // --stats-interval (> 0)
+	WarmFor                  time.Duration // --warm-for (>= 0; 0 = cold moves)
+	WarmTTL                  time.Duration // --warm-ttl (> 0, <= maxWarmTTL)
 	BootLimitMax             float64       // --boot-limit-max, boots/s
 	BootLimitMin             float64       // --boot-limit-min, boots/s
 	HitRateTarget            float64       // --hit-rate-target, 0..1
@@ -188,6 +194,8 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 		{"probe-interval", cfg.ProbeInterval, true},
 		{"flush-after-unreachable", cfg.FlushAfterUnreachable, false},
 		{"stats-interval", cfg.StatsInterval, true},
+		{"warm-for", cfg.WarmFor, false},
+		{"warm-ttl", cfg.WarmTTL, true},
 	} {
 		if d.v < 0 {
 			return bad(d.name, "must not be negative, got %s", d.v)
@@ -210,6 +218,9 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 	}
 	if cfg.HitRateLow > cfg.HitRateTarget {
 		return bad("hit-rate-low", "(%s) must not be above --hit-rate-target (%s)", text("hit-rate-low"), text("hit-rate-target"))
+	}
+	if cfg.WarmTTL > maxWarmTTL {
+		return bad("warm-ttl", "must be at most %s (30 days, memcached's longest relative expiry), got %s", maxWarmTTL, cfg.WarmTTL)
 	}
 	if cfg.MaxReplacementsPerMinute < 0 {
 		return bad("max-replacements-per-minute", "must not be negative, got %d", cfg.MaxReplacementsPerMinute)

@@ -42,6 +42,8 @@ func contractDefaults() serveConfig {
 		McrouterConfig:           "",
 		TwemproxyConfig:          "",
 		TwemproxyListen:          "127.0.0.1:22121",
+		WarmFor:                  2 * time.Minute,
+		WarmTTL:                  time.Hour,
 		LogFormat:                "text",
 	}
 }
@@ -106,6 +108,10 @@ func TestParseServeConfigSources(t *testing.T) {
 				c.ProbeInterval, c.FlushAfterUnreachable, c.StatsInterval = 500*time.Millisecond, 3*time.Second, time.Second
 				c.BootLimitMax, c.BootLimitMin, c.HitRateTarget, c.HitRateLow = 500, 0, 1, 0
 			}},
+		{"cold moves and the longest warm TTL", []string{"--warm-for", "0s", "--warm-ttl", "720h"}, nil,
+			func(c *serveConfig) { c.WarmFor, c.WarmTTL = 0, 30*24*time.Hour }},
+		{"warm flags from env", nil, map[string]string{"MCRIB_WARM_FOR": "90s", "MCRIB_WARM_TTL": "10m"},
+			func(c *serveConfig) { c.WarmFor, c.WarmTTL = 90*time.Second, 10*time.Minute }},
 		{"hit-rate-low equal to target", []string{"--hit-rate-low", "0.9"}, nil,
 			func(c *serveConfig) { c.HitRateLow = 0.9 }},
 		{"token from MCRIB_TOKEN", nil, map[string]string{"MCRIB_TOKEN": " tok\n"},
@@ -165,6 +171,12 @@ func TestServeBadValues(t *testing.T) {
 		{args: []string{"--probe-interval", "0s"}, want: []string{"--probe-interval", "above zero"}},
 		{args: []string{"--probe-interval", "-2s"}, want: []string{"--probe-interval", "negative"}},
 		{args: []string{"--stats-interval", "0"}, want: []string{"--stats-interval"}},
+		{args: []string{"--warm-for", "-1s"}, line: "mcrib serve: --warm-for must not be negative, got -1s"},
+		{args: []string{"--warm-for", "later"}, want: []string{"--warm-for", `"later"`}},
+		{args: []string{"--warm-ttl", "0s"}, want: []string{"--warm-ttl", "above zero"}},
+		{args: []string{"--warm-ttl", "-1h"}, want: []string{"--warm-ttl", "negative"}},
+		{args: []string{"--warm-ttl", "721h"}, want: []string{"--warm-ttl", "at most", "30 days"}},
+		{env: map[string]string{"MCRIB_WARM_FOR": "-2m"}, want: []string{"--warm-for", "MCRIB_WARM_FOR"}},
 		{args: []string{"--flush-after-unreachable", "-5m"}, want: []string{"--flush-after-unreachable", "negative"}},
 		{args: []string{"--max-absent-fraction", "1.5"}, want: []string{"--max-absent-fraction", "1.5"}},
 		{args: []string{"--max-absent-fraction", "-0.1"}, want: []string{"--max-absent-fraction"}},

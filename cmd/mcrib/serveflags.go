@@ -129,6 +129,10 @@ func serveFlags() []serveFlag {
 			define: textFlag(func(c *serveConfig) *string { return &c.TwemproxyConfig })},
 		{name: "twemproxy-listen", def: "127.0.0.1:22121", arg: "HOST:PORT", usage: "the listen address written into the twemproxy pool",
 			define: textFlag(func(c *serveConfig) *string { return &c.TwemproxyListen })},
+		{name: "warm-for", def: "2m", arg: "DURATION", usage: "how long a planned move keeps the old holder as the warm source of its slot; 0s makes every move cold",
+			define: durationFlag(func(c *serveConfig) *time.Duration { return &c.WarmFor })},
+		{name: "warm-ttl", def: "1h", arg: "DURATION", usage: "expiry of a value copied from the old holder into the new one (at most 720h, memcached's relative expiry)",
+			define: durationFlag(func(c *serveConfig) *time.Duration { return &c.WarmTTL })},
 		{name: "log-format", def: "text", arg: "FORMAT", usage: "log format: text or json",
 			define: textFlag(func(c *serveConfig) *string { return &c.LogFormat })},
 	}

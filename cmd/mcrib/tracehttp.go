@@ -11,7 +11,8 @@ import (
 
 // tracedHandler wraps the API in one server span per request, named by
 // method and route ("GET /v1/status"; a path the API does not know is
-// "other", so that scans do not make a span name per path). A W3C
+// "other", so that scans do not make a span name per path; a path that
+// carries a zone or a node ID is named by its route, "PUT /v1/drain/{zone}"). A W3C
 // traceparent header from the caller becomes the span's parent. With a
 // nil tracer it returns h as it is.
 func tracedHandler(tr trace.Tracer, a *apiServer, h http.Handler) http.Handler {
@@ -23,6 +24,8 @@ func tracedHandler(tr trace.Tracer, a *apiServer, h http.Handler) http.Handler {
 		route := "other"
 		if _, ok := a.routes[r.URL.Path]; ok {
 			route = r.URL.Path
+		} else if key := paramRouteKey(r.URL.Path); key != "" {
+			route = key
 		}
 		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := tr.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),

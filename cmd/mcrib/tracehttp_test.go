@@ -28,6 +28,8 @@ func TestAPIRequestsAreTraced(t *testing.T) {
 		{"/healthz", "", "GET /healthz", 200},
 		{"/v1/events", "00-" + parentTrace + "-00f067aa0ba902b7-01", "GET /v1/events", 200},
 		{"/wp-login.php", "", "GET other", 404},
+		{"/v1/drain/zone-b", "", "GET /v1/drain/{zone}", 405},
+		{"/v1/nodes/mc-1/replace", "", "GET /v1/nodes/{id}/replace", 405},
 	}
 	for _, tc := range tests {
 		exp.Reset()

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dashZoneSlotMapDoc is dashSlotMapDoc with slot 3 warming from mc-2.
+const dashZoneSlotMapDoc = `{"pool":"payments-east","num_slots":4,"generation":4817,"updated_at":"2026-11-29T13:00:00Z",
+"slots":[{"slot":0,"node_id":"mc-1","addr":"10.0.1.1:11211","az":"a"},
+{"slot":1,"node_id":"mc-5","addr":"10.0.1.5:11211","az":"c"},
+{"slot":2,"node_id":"","addr":"","az":""},
+{"slot":3,"node_id":"mc-4","addr":"10.0.1.4:11211","az":"a","warming":{"node_id":"mc-2","addr":"10.0.1.2:11211","until":"2026-11-29T13:02:00Z"}}],
+"spares":[{"node_id":"mc-9","addr":"10.0.1.9:11211","az":"b"}]}`
+
+// TestDashboardShowsZones: a row per zone with its nodes, slots,
+// unreachable, hit rate and drain; the zone alert as a banner naming the
+// zone and the command; drained nodes and warm sources marked, and a
+// warming slot naming its source.
+func TestDashboardShowsZones(t *testing.T) {
+	bin := dashChromium(t)
+	fake := &dashFakeAPI{}
+	dash := dashboardHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			fake.ServeHTTP(w, r)
+			return
+		}
+		dash.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	alert := `more than half of zone b's slot holders are unreachable (2 of 3); to take the cache off it: mcrib drain b --reason "…"`
+	status := dashStatusDoc(time.Second, func(m map[string]any) {
+		m["frozen"], m["freeze"] = false, nil
+		m["zone_alert"] = alert
+		m["zones"] = []any{
+			map[string]any{"zone": "a", "nodes": 2, "slots": 2, "unreachable": 0, "absent": 0, "hit_rate": 0.93, "drain": nil},
+			map[string]any{"zone": "b", "nodes": 3, "slots": 0, "unreachable": 2, "absent": 1, "hit_rate": nil,
+				"drain": map[string]any{"percent": 100, "step_percent": 10, "step_interval": "30s", "reason": "link to b flapping",
+					"by": "ops", "at": "2026-11-29T13:00:00Z", "baseline_slots": 1, "slots": 0, "target_slots": 0,
+					"state": "drained", "blocked": ""}},
+			map[string]any{"zone": "c", "nodes": 1, "slots": 1, "unreachable": 0, "absent": 0, "hit_rate": 0.5,
+				"drain": map[string]any{"percent": 100, "step_percent": 10, "step_interval": "30s", "reason": "test",
+					"by": "ops", "at": "2026-11-29T13:00:00Z", "baseline_slots": 2, "slots": 1, "target_slots": 0,
+					"state": "draining", "blocked": "no spare outside the drained zones"}},
+		}
+		m["nodes"] = []any{
+			map[string]any{"id": "mc-1", "addr": "10.0.1.1:11211", "az": "a", "slot": 0, "consul": "present", "reachable": true, "state": "serving", "flaps": 0, "drained": false, "warming": nil},
+			map[string]any{"id": "mc-2", "addr": "10.0.1.2:11211", "az": "b", "slot": nil, "consul": "present", "reachable": true, "state": "warming", "flaps": 0, "drained": true, "warming": 3},
+			map[string]any{"id": "mc-4", "addr": "10.0.1.4:11211", "az": "a", "slot": 3, "consul": "present", "reachable": true, "state": "serving", "flaps": 0, "drained": false, "warming": nil},
+			map[string]any{"id": "mc-5", "addr": "10.0.1.5:11211", "az": "c", "slot": 1, "consul": "present", "reachable": true, "state": "serving", "flaps": 0, "drained": true, "warming": nil},
+			map[string]any{"id": "mc-9", "addr": "10.0.1.9:11211", "az": "b", "slot": nil, "consul": "present", "reachable": true, "state": "spare", "flaps": 0, "drained": true, "warming": nil},
+		}
+	})
+	fake.set(status, dashAnswer(http.StatusOK, dashZoneSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
+	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", srv.URL+"/"))
+	if os.Getenv("MCRIB_SCREENSHOT") != "" {
+		shot := "/tmp/mcrib-dashboard-zones.png"
+		dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,1100", srv.URL+"/")
+		t.Logf("screenshot written to %s", shot)
+	}
+
+	dashWantShown(t, d, "zonealert-banner", true)
+	dashWantContains(t, d, "zonealert", "zone b", "mcrib drain b")
+	rows := d.byID(t, "zones").elementsNamed("tr")
+	if len(rows) != 3 {
+		t.Fatalf("#zones has %d rows, want 3:\n%s", len(rows), d.byID(t, "zones").text())
+	}
+	for i, want := range [][]string{
+		{"a", "2", "93.0 %", "—"},
+		{"b", "3", "2", "drained", "0 of 1 slots", "link to b flapping"},
+		{"c", "50.0 %", "draining", "1 of 2 slots", "no spare outside the drained zones"},
+	} {
+		if got := rows[i].attrs["data-zone"]; got != want[0] {
+			t.Errorf("zone row %d data-zone = %q, want %q", i, got, want[0])
+		}
+		for _, w := range want {
+			if !strings.Contains(rows[i].text(), w) {
+				t.Errorf("zone row %d = %q, want it to show %q", i, rows[i].text(), w)
+			}
+		}
+	}
+	if !rows[1].hasClass("troubled") || rows[0].hasClass("troubled") {
+		t.Errorf("only zone b (unreachable nodes) should be marked troubled")
+	}
+	slots := d.byID(t, "slots").elementsNamed("tr")
+	if len(slots) != 4 {
+		t.Fatalf("#slots has %d rows, want 4", len(slots))
+	}
+	for _, w := range []string{"mc-4", "warming from mc-2 until 2026-11-29 13:02:00 UTC"} {
+		if !strings.Contains(slots[3].text(), w) {
+			t.Errorf("slot row 3 = %q, want %q", slots[3].text(), w)
+		}
+	}
+	if !strings.Contains(slots[1].text(), "zone drained") {
+		t.Errorf("slot row 1 (mc-5 of drained zone c) = %q, want it marked drained", slots[1].text())
+	}
+	spares := d.byID(t, "spares").text()
+	if !strings.Contains(spares, "mc-9") || !strings.Contains(spares, "zone drained") || strings.Contains(spares, "mc-2") {
+		t.Errorf("#spares = %q, want mc-9 marked drained and not the warm source mc-2", spares)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// The zone routes of CONTRACT.md section 7: GET /v1/drain,
+// PUT and DELETE /v1/drain/{zone}, POST /v1/nodes/{id}/replace.
+
+// zoneOps is the part of the control loop that drains zones and replaces
+// nodes; *controlloop.Loop implements it. The API finds it on its
+// controlPlane, so that a test's plane may leave it out.
+type zoneOps interface {
+	Drain(ctx context.Context, zone string, req controlloop.DrainRequest, by string) (controlloop.DrainDoc, error)
+	Undrain(ctx context.Context, zone string) (controlloop.DrainDoc, error)
+	Drains() controlloop.DrainDoc
+	Replace(ctx context.Context, id, reason, by string) (controlloop.ReplaceResult, error)
+}
+
+var _ zoneOps = (*controlloop.Loop)(nil)
+
+// Bounds of the names a path may carry.
+const (
+	maxZoneName = 128
+	maxNodeID   = 256
+)
+
+// Route keys of the paths that carry a name; ServeHTTP finds them with
+// paramRoute and the handlers read the name with r.PathValue.
+const (
+	drainZoneRoute   = "/v1/drain/{zone}"
+	nodeReplaceRoute = "/v1/nodes/{id}/replace"
+	drainPrefix      = "/v1/drain/"
+	nodesPrefix      = "/v1/nodes/"
+	replaceSuffix    = "/replace"
+)
+
+// addZoneRoutes mounts the zone routes on a.
+func (a *apiServer) addZoneRoutes() {
+	if z, ok := a.loop.(zoneOps); ok {
+		a.zones = z
+	}
+	a.routes["/v1/drain"] = map[string]handler{http.MethodGet: a.getDrains}
+	a.routes[drainZoneRoute] = map[string]handler{http.MethodPut: a.auth(a.putDrain), http.MethodDelete: a.auth(a.deleteDrain)}
+	a.routes[nodeReplaceRoute] = map[string]handler{http.MethodPost: a.auth(a.postReplace)}
+}
+
+// paramRouteKey returns the route key of a path that carries a name
+// ("/v1/drain/{zone}", "/v1/nodes/{id}/replace"), else "".
+func paramRouteKey(p string) string {
+	if strings.HasPrefix(p, drainPrefix) {
+		return drainZoneRoute
+	}
+	if rest, ok := strings.CutPrefix(p, nodesPrefix); ok && strings.HasSuffix(rest, replaceSuffix) {
+		return nodeReplaceRoute
+	}
+	return ""
+}
+
+// paramRoute finds the route of a path that carries a name, and sets the
+// name as r's path value ("zone" or "id").
+func (a *apiServer) paramRoute(r *http.Request) (map[string]handler, bool) {
+	p := r.URL.Path
+	switch paramRouteKey(p) {
+	case drainZoneRoute:
+		r.SetPathValue("zone", strings.TrimPrefix(p, drainPrefix))
+	case nodeReplaceRoute:
+		r.SetPathValue("id", strings.TrimSuffix(strings.TrimPrefix(p, nodesPrefix), replaceSuffix))
+	default:
+		return nil, false
+	}
+	m, ok := a.routes[paramRouteKey(p)]
+	return m, ok
+}
+
+// zoneOf reads and checks the zone a path names.
+func zoneOf(r *http.Request) (string, error) {
+	zone := r.PathValue("zone")
+	switch {
+	case zone == "":
+		return "", errorf(http.StatusNotFound, "the path names no zone; use %s /v1/drain/{zone}", r.Method)
+	case !utf8.ValidString(zone) || utf8.RuneCountInString(zone) > maxZoneName:
+		return "", errorf(http.StatusBadRequest, "a zone name is at most %d characters long", maxZoneName)
+	}
+	for _, c := range zone {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("-_.:", c) {
+			return "", errorf(http.StatusBadRequest, "zone %q has a character other than letters, digits, '-', '_', '.' and ':'", zone)
+		}
+	}
+	return zone, nil
+}
+
+// nodeOf reads and checks the node ID a path names.
+func nodeOf(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	switch {
+	case id == "":
+		return "", errorf(http.StatusNotFound, "the path names no node; use POST /v1/nodes/{id}/replace")
+	case !utf8.ValidString(id) || len(id) > maxNodeID:
+		return "", errorf(http.StatusBadRequest, "a node ID is at most %d bytes of UTF-8", maxNodeID)
+	case strings.ContainsFunc(id, func(c rune) bool { return c == '/' || !unicode.IsPrint(c) }):
+		return "", errorf(http.StatusBadRequest, "node ID %q has a '/' or a character that does not print", id)
+	}
+	return id, nil
+}
+
+// zonesReady returns the zone operations, or a 503 when this process has
+// none.
+func (a *apiServer) zonesReady() (zoneOps, error) {
+	if a.zones == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "this process cannot drain zones or replace nodes")
+	}
+	return a.zones, nil
+}
+
+// detail returns err's message without the sentinel's prefix, so that the
+// answer is the loop's one sentence.
+func detail(err, sentinel error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
+		return rest
+	}
+	return msg
+}
+
+func (a *apiServer) getDrains(w http.ResponseWriter, r *http.Request) error {
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	doc := z.Drains()
+	if doc.Zones == nil {
+		doc.Zones = map[string]*controlloop.DrainEntry{}
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
+	zone, err := zoneOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req, err := controlloop.ParseDrainRequest(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	by := a.caller(r)
+	doc, err := z.Drain(r.Context(), zone, req, by)
+	if errors.Is(err, controlloop.ErrNotLeader) {
+		return a.forwardToLeader(w, r, "the drain", body)
+	}
+	if err := zoneError(err, zone, "the drain"); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("drain zone %s: %d%% of its slots, %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.StepInterval, req.Reason)
+	a.logger.Info("operator change", "who", by, "what", "drain", "zone", zone, "why", req.Reason,
+		"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.StepInterval.String())
+	a.ops.operator(by, what)
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
+	zone, err := zoneOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	doc, err := z.Undrain(r.Context(), zone)
+	if errors.Is(err, controlloop.ErrNotLeader) {
+		return a.forwardToLeader(w, r, "the undrain", body)
+	}
+	if err := zoneError(err, zone, "the undrain"); err != nil {
+		return err
+	}
+	by := a.caller(r)
+	a.logger.Info("operator change", "who", by, "what", "undrain", "zone", zone)
+	a.ops.operator(by, "undrain zone "+zone+": its slots come back at the drain's pace")
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// zoneError maps an error of Drain or Undrain to its answer; nil stays nil.
+func zoneError(err error, zone, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controlloop.ErrBadRequest):
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	case errors.Is(err, controlloop.ErrUnknownZone):
+		return errorf(http.StatusNotFound, "no node is known in zone %q", zone)
+	case errors.Is(err, controlloop.ErrNotDrained):
+		return errorf(http.StatusNotFound, "zone %q is not drained", zone)
+	case errors.Is(err, controlloop.ErrRefused):
+		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
+	}
+	return errorf(http.StatusServiceUnavailable, "%s could not be stored in Consul: %v", what, err)
+}
+
+func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodeOf(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	reason, err := controlloop.ParseReplaceRequest(body)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	}
+	z, err := a.zonesReady()
+	if err != nil {
+		return err
+	}
+	by := a.caller(r)
+	res, err := z.Replace(r.Context(), id, reason, by)
+	switch {
+	case errors.Is(err, controlloop.ErrNotLeader):
+		return a.forwardToLeader(w, r, "the replace", body)
+	case errors.Is(err, controlloop.ErrUnknownNode):
+		return errorf(http.StatusNotFound, "no node %q is known in this pool", id)
+	case errors.Is(err, controlloop.ErrRefused):
+		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
+	case errors.Is(err, controlloop.ErrBadRequest):
+		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	case err != nil:
+		return errorf(http.StatusServiceUnavailable, "the replace of %s could not be carried out: %v", id, err)
+	}
+	kind := "cold"
+	if res.Warm {
+		kind = "warm"
+	}
+	a.logger.Info("operator change", "who", by, "what", "replace", "node", id, "why", reason,
+		"slot", res.Slot, "to", res.To, "warm", res.Warm)
+	a.ops.operator(by, fmt.Sprintf("replace %s: slot %d to %s (%s): %s", id, res.Slot, res.To, kind, reason))
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

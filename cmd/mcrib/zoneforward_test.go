@@ -1,0 +1,137 @@
+package main
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// TestReplaceIsForwardedToTheLeader: a follower whose loop answers
+// ErrNotLeader sends the replace to the leader's leader_id with the
+// caller's token and its own session, and answers with the leader's
+// answer; with no leader known, or one that cannot be reached, 503.
+func TestReplaceIsForwardedToTheLeader(t *testing.T) {
+	leaderZones := &fakeZones{}
+	leaderAPI := zoneAPI(t, "sekrit", leaderZones)
+	leaderAPI.replicas = peerReplicas{"s-me"}
+	var mu sync.Mutex
+	var sawSession string
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sawSession = r.Header.Get(forwardedHeader)
+		mu.Unlock()
+		leaderAPI.ServeHTTP(w, r)
+	}))
+	defer leaderSrv.Close()
+
+	leaderID := leaderSrv.Listener.Addr().String()
+	followerZones := &fakeZones{err: controlloop.ErrNotLeader}
+	follower := zoneAPI(t, "sekrit", followerZones)
+	follower.leader = func() (bool, string) { return false, leaderID }
+	follower.replicas = fixedReplicas{n: 2}
+
+	rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"retire mc-1"}`, "sekrit")
+	if rr.Code != 200 {
+		t.Fatalf("forwarded replace: %d %s", rr.Code, rr.Body)
+	}
+	var res controlloop.ReplaceResult
+	if err := json.Unmarshal(rr.Body.Bytes(), &res); err != nil || res != (controlloop.ReplaceResult{Slot: 3, From: "mc-1", To: "mc-9", Warm: true}) {
+		t.Fatalf("answer %s (%v)", rr.Body, err)
+	}
+	if c := leaderZones.called(); len(c) != 1 || c[0] != "replace mc-1" {
+		t.Errorf("the leader's loop saw %v", c)
+	}
+	if !strings.HasPrefix(leaderZones.by, "operator@192.0.2.1:1234 via ") {
+		t.Errorf("the leader recorded the replace as by %q, want the original caller via the follower", leaderZones.by)
+	}
+	// A drain the follower's loop refuses as not the leader's goes the same way.
+	followerZones.err = controlloop.ErrNotLeader
+	if rr := call(follower, "PUT", "/v1/drain/b", `{"reason":"r","percent":50}`, "sekrit"); rr.Code != 200 ||
+		leaderZones.req.Percent != 50 {
+		t.Errorf("forwarded drain: %d %s, leader's loop got %+v", rr.Code, rr.Body, leaderZones.req)
+	}
+	mu.Lock()
+	if sawSession != "s-me" {
+		t.Errorf("the leader saw session %q, want the follower's", sawSession)
+	}
+	mu.Unlock()
+
+	// The leader's refusal comes back as it is.
+	leaderZones.err = controlloop.ErrUnknownNode
+	if rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`, "sekrit"); rr.Code != 404 {
+		t.Errorf("leader's 404: follower answered %d %s", rr.Code, rr.Body)
+	}
+	// A forwarded replace that lands on a non-leader is not sent on.
+	req := httptest.NewRequest("POST", "/v1/nodes/mc-1/replace", strings.NewReader(`{"reason":"r"}`))
+	req.Header.Set("Authorization", "Bearer sekrit")
+	req.Header.Set(forwardedHeader, "s-peer")
+	fw := httptest.NewRecorder()
+	follower.ServeHTTP(fw, req)
+	if fw.Code != 503 {
+		t.Errorf("a forwarded replace on a follower: %d %s, want 503", fw.Code, fw.Body)
+	}
+
+	// No leader known; a leader that does not answer.
+	for _, id := range []string{"", closedAddr(t)} {
+		follower.leader = func() (bool, string) { return false, id }
+		rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`, "sekrit")
+		if rr.Code != 503 {
+			t.Errorf("leader %q: %d %s, want 503", id, rr.Code, rr.Body)
+			continue
+		}
+		errorSentence(t, rr)
+	}
+}
+
+// peerReplicas trusts one session as a live replica's.
+type peerReplicas struct{ peer string }
+
+func (p peerReplicas) Count() int              { return 2 }
+func (p peerReplicas) Has(session string) bool { return session == p.peer }
+func (p peerReplicas) Session() string         { return "s-leader" }
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.Listener.Addr().String()
+	srv.Close()
+	return addr
+}
+
+// TestReplaceForwardOverTLS: with --tls-cert a follower forwards a replace
+// over HTTPS, verified with the certificate file, as it forwards boots.
+func TestReplaceForwardOverTLS(t *testing.T) {
+	cert, key := writeSelfSigned(t, t.TempDir())
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderZones := &fakeZones{}
+	leaderAPI := zoneAPI(t, "t", leaderZones)
+	var overTLS atomic.Bool
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		overTLS.Store(r.TLS != nil)
+		leaderAPI.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	defer srv.Close()
+
+	follower := zoneAPI(t, "t", &fakeZones{err: controlloop.ErrNotLeader})
+	follower.leader = func() (bool, string) { return false, srv.Listener.Addr().String() }
+	if _, scheme, err := secureFront(serveConfig{TLSCert: cert, Token: "t"}, follower, "127.0.0.1:0", "127.0.0.1:1"); err != nil || scheme != "https" {
+		t.Fatalf("secureFront: %q %v", scheme, err)
+	}
+	rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`, "t")
+	if rr.Code != 200 || !overTLS.Load() || len(leaderZones.called()) != 1 {
+		t.Errorf("replace over TLS: %d %s, leader saw TLS %v and calls %v", rr.Code, rr.Body, overTLS.Load(), leaderZones.called())
+	}
+}

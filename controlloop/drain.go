@@ -1,0 +1,285 @@
+package controlloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/kvlayout"
+)
+
+// Drains of CONTRACT.md section 7. The drain document lives in KV; any
+// replica changes it for an operator (Drain, Undrain), with check-and-set;
+// the leader carries the steps out and records their pace (LastStepAt)
+// and the end of a return in the same write as the moves it made, so a new
+// leader keeps the pace. A drain step moves the zone's highest-numbered
+// slots; a return step takes the highest-numbered slot of the undrained
+// zone holding the most.
+
+// errNoDrainStore is the error of a drain asked of a loop whose store
+// keeps no drain document.
+var errNoDrainStore = errors.New("controlloop: this store keeps no drain document")
+
+// drainAttempts bounds the check-and-set retries of Drain and Undrain.
+const drainAttempts = 5
+
+// takeDrainLocked adopts the drain document of st; a corrupt one keeps the
+// last that parsed (its zones stay drained) and stops the steps. l.mu must
+// be held.
+func (l *Loop) takeDrainLocked(st Snapshot) {
+	l.drainCorrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
+	if !l.drainCorrupt {
+		l.drains = st.Drain
+	}
+}
+
+// drainedLocked returns the drained zones. l.mu must be held.
+func (l *Loop) drainedLocked() map[string]bool {
+	if l.drains == nil || len(l.drains.Zones) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(l.drains.Zones))
+	for zone := range l.drains.Zones {
+		out[zone] = true
+	}
+	return out
+}
+
+// dueStepsLocked returns the drain and return steps due at now over the
+// map prev: a zone's first step at once, each next one at least its step
+// interval after the previous; a zone at its target has none. l.mu must
+// be held.
+func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]ZoneStep {
+	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
+		return nil
+	}
+	held := zoneSlots(prev)
+	var out map[string]ZoneStep
+	for zone, e := range l.drains.Zones {
+		if held[zone] == e.Target() {
+			continue
+		}
+		if e.LastStepAt == nil || now.Sub(*e.LastStepAt) >= e.Interval() {
+			if out == nil {
+				out = make(map[string]ZoneStep, len(l.drains.Zones))
+			}
+			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize()}
+		}
+	}
+	return out
+}
+
+// noteStepsLocked keeps what stopped each zone's step. l.mu must be held.
+func (l *Loop) noteStepsLocked(plan Plan) {
+	for zone, o := range plan.Steps {
+		if l.stepBlocked == nil {
+			l.stepBlocked = make(map[string]string)
+		}
+		l.stepBlocked[zone] = o.Blocked
+	}
+}
+
+// nextDrainLocked returns the drain document to store with next, or nil
+// when it does not change: the zones whose step moved a slot get
+// LastStepAt now, and a returning zone that holds its baseline again loses
+// its entry. l.mu must be held.
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, done []Placement, now time.Time) *DrainDoc {
+	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
+		return nil
+	}
+	stepped := map[string]bool{}
+	for _, p := range done {
+		switch p.Reason {
+		case ReasonDrain:
+			stepped[p.From.AZ] = true
+		case ReasonReturn:
+			stepped[p.Node.AZ] = true
+		}
+	}
+	held := zoneSlots(next)
+	changed := false
+	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(l.drains.Zones))}
+	for zone, e := range l.drains.Zones {
+		c := *e
+		if stepped[zone] {
+			t := now.UTC()
+			c.LastStepAt, changed = &t, true
+		}
+		if c.Returning && held[zone] >= c.BaselineSlots {
+			changed = true
+			l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone, "slots", held[zone])
+			continue
+		}
+		out.Zones[zone] = &c
+	}
+	if !changed {
+		return nil
+	}
+	return &out
+}
+
+// zoneSlots counts the slots each zone holds in m.
+func zoneSlots(m *cachenodes.SlotMap) map[string]int {
+	out := map[string]int{}
+	if m == nil {
+		return out
+	}
+	for i := range m.NumSlots() {
+		if n := m.Slot(i); !n.IsZero() {
+			out[n.AZ]++
+		}
+	}
+	return out
+}
+
+// knownZonesLocked returns the zones of the nodes the loop knows (those
+// Consul lists and the slot holders). l.mu must be held.
+func (l *Loop) knownZonesLocked() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range l.tr.nodes {
+		out[s.node.AZ] = true
+	}
+	if l.current != nil {
+		for i := range l.current.NumSlots() {
+			if n := l.current.Slot(i); !n.IsZero() {
+				out[n.AZ] = true
+			}
+		}
+	}
+	return out
+}
+
+// Drain sets or updates zone's drain entry in KV (PUT /v1/drain/{zone}); by
+// names who asked. It answers the drain document after the change.
+// ErrUnknownZone when no node is known in zone (or zone is ""), ErrRefused
+// when it would leave no undrained zone. A PUT on a drained zone replaces
+// its percent, step, interval and reason and keeps its baseline and pace.
+func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by string) (DrainDoc, error) {
+	if zone == "" {
+		return DrainDoc{}, fmt.Errorf("%w: the nodes without a zone form the zone \"\", which cannot be drained", ErrUnknownZone)
+	}
+	return l.changeDrain(ctx, func(doc *DrainDoc) error {
+		known := l.knownZonesLocked()
+		if !known[zone] {
+			return fmt.Errorf("%w: no node is known in zone %q", ErrUnknownZone, zone)
+		}
+		left := 0
+		for z := range known {
+			if _, drained := doc.Zones[z]; !drained && z != zone {
+				left++
+			}
+		}
+		if left == 0 {
+			return fmt.Errorf("%w: draining zone %q would leave no undrained zone to hold the slots", ErrRefused, zone)
+		}
+		e := &DrainEntry{BaselineSlots: zoneSlots(l.current)[zone]}
+		if old := doc.Zones[zone]; old != nil {
+			c := *old
+			e = &c
+		}
+		e.Percent, e.StepPercent, e.StepInterval = req.Percent, req.StepPercent, req.StepInterval.String()
+		e.Reason, e.By, e.At, e.Returning = req.Reason, by, l.clock.Now().UTC(), false
+		doc.Zones[zone] = e
+		return nil
+	})
+}
+
+// Undrain starts giving zone its slots back (DELETE /v1/drain/{zone}).
+// ErrNotDrained when zone has no entry.
+func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
+	return l.changeDrain(ctx, func(doc *DrainDoc) error {
+		old := doc.Zones[zone]
+		if old == nil {
+			return fmt.Errorf("%w: zone %q is not drained", ErrNotDrained, zone)
+		}
+		c := *old
+		c.Returning = true
+		doc.Zones[zone] = &c
+		return nil
+	})
+}
+
+// changeDrain reads the stored drain document, applies change to a copy
+// (called with l.mu held) and stores it with check-and-set, retrying when
+// it changed meanwhile; then it asks for a pass.
+func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error) (DrainDoc, error) {
+	ds, ok := asDrainStore(l.store)
+	if !ok {
+		return DrainDoc{}, errNoDrainStore
+	}
+	for range drainAttempts {
+		st, err := l.store.Read(ctx)
+		var ce *CorruptError
+		if err != nil && !errors.As(err, &ce) {
+			return DrainDoc{}, err
+		}
+		doc := DrainDoc{Zones: map[string]*DrainEntry{}}
+		if st.Drain != nil {
+			// A corrupt document is replaced by the operator's change.
+			doc.Zones = maps.Clone(st.Drain.Zones)
+		}
+		l.mu.Lock()
+		err = change(&doc)
+		l.mu.Unlock()
+		if err != nil {
+			return DrainDoc{}, err
+		}
+		ok, err := ds.PutDrain(ctx, storedDrain(doc), st.DrainIndex)
+		if err != nil {
+			return DrainDoc{}, err
+		}
+		if ok {
+			l.mu.Lock()
+			l.drains, l.drainCorrupt = &doc, false
+			l.mu.Unlock()
+			l.Kick()
+			return l.Drains(), nil
+		}
+	}
+	return DrainDoc{}, fmt.Errorf("the drain document kept changing under this request (%d check-and-set attempts); try again", drainAttempts)
+}
+
+// Drains returns the drain document as this process knows it, each entry
+// with its slots, target, state and blocked filled in ({"zones": {}} when
+// no zone is drained).
+func (l *Loop) Drains() DrainDoc {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drainsLocked()
+}
+
+func (l *Loop) drainsLocked() DrainDoc {
+	out := DrainDoc{Zones: map[string]*DrainEntry{}}
+	if l.drains == nil {
+		return out
+	}
+	held := zoneSlots(l.current)
+	for zone, e := range l.drains.Zones {
+		c := *e
+		c.Slots, c.TargetSlots = held[zone], e.Target()
+		switch {
+		case l.freeze != nil:
+			c.State = DrainPaused
+		case c.Slots > c.TargetSlots:
+			c.State = DrainDraining
+		case c.Slots < c.TargetSlots:
+			c.State = DrainReturning
+		default:
+			c.State = DrainDrained
+		}
+		switch {
+		case c.State == DrainPaused:
+			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
+		case l.drainCorrupt:
+			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
+		case c.State != DrainDrained:
+			c.Blocked = l.stepBlocked[zone]
+		}
+		out.Zones[zone] = &c
+	}
+	return out
+}

@@ -1,0 +1,351 @@
+package controlloop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/leakcheck"
+)
+
+// threeZones is a leading world of 6 slots over zones az-a, az-b and
+// az-c, two holders each (a1 b1 c1 a2 b2 c2 in slots 0..5), and two
+// spares each.
+func threeZones(t *testing.T) *world {
+	t.Helper()
+	return leadingWorld(t, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, "a3", "a4", "b3", "b4", "c3", "c4")
+}
+
+func (w *world) drain(zone string, percent, step int, every time.Duration) DrainDoc {
+	w.t.Helper()
+	doc, err := w.loop.Drain(context.Background(), zone, DrainRequest{Reason: "link flapping", Percent: percent, StepPercent: step, StepInterval: every}, "ops")
+	if err != nil {
+		w.t.Fatalf("drain %s: %v", zone, err)
+	}
+	return doc
+}
+
+// zoneHeld counts the slots zone holds in the stored map.
+func (w *world) zoneHeld(zone string) int {
+	m, _ := w.store.stored()
+	return zoneSlots(m)[zone]
+}
+
+func (w *world) entry(zone string) *DrainEntry {
+	w.t.Helper()
+	return w.loop.Drains().Zones[zone]
+}
+
+func TestDrainPacedAndReturned(t *testing.T) {
+	leakcheck.Check(t)
+	w := threeZones(t)
+	doc := w.drain("az-b", 100, 50, 3*time.Second)
+	e := doc.Zones["az-b"]
+	if e == nil || e.BaselineSlots != 2 || e.TargetSlots != 0 || e.State != DrainDraining || e.By != "ops" || e.StepInterval != "3s" {
+		t.Fatalf("drain document %+v", e)
+	}
+	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].BaselineSlots != 2 {
+		t.Fatalf("stored drain document %+v", d)
+	}
+
+	// The first step starts at once: one slot (⌈2 × 50%⌉), the highest
+	// numbered, goes to the zone holding the fewest (a and c tie: a).
+	_, writes := w.store.stored()
+	w.pass(OutcomeOK)
+	w.wantStored(t, 4, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+1)
+	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].LastStepAt == nil || !d.Zones["az-b"].LastStepAt.Equal(w.clk.Now()) {
+		t.Fatalf("the step's time was not stored with it: %+v", d.Zones["az-b"])
+	}
+	// Not again before the interval.
+	w.clk.Advance(2 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 1 {
+		t.Fatalf("zone b holds %d slots 2s after the first step, want 1", got)
+	}
+	if e := w.entry("az-b"); e.Slots != 1 || e.State != DrainDraining {
+		t.Fatalf("entry %+v", e)
+	}
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.wantStored(t, 5, []string{"a1", "c3", "c1", "a2", "a3", "c2"}, writes+2)
+	if e := w.entry("az-b"); e.Slots != 0 || e.State != DrainDrained || e.Blocked != "" {
+		t.Fatalf("entry %+v", e)
+	}
+	// Only the nodes entering a slot were flushed, once each; the drained
+	// nodes keep their contents as spares.
+	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1})
+	for _, id := range []string{"b1", "b2", "b3"} {
+		if n := w.node(id); n.State != StateSpare || !n.Drained {
+			t.Errorf("node %s: state %s drained %v, want a drained spare", id, n.State, n.Drained)
+		}
+	}
+	if n := w.node("a1"); n.Drained {
+		t.Errorf("node a1 of an undrained zone is drained")
+	}
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold, MoveCold}) {
+		t.Errorf("slot moves %v, want two cold (warm-for 0)", got)
+	}
+	// A vacant slot never goes to a drained zone's spare.
+	w.clk.Advance(time.Hour)
+	w.probe()
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 0 {
+		t.Fatalf("zone b took a slot back while drained")
+	}
+
+	// Undrain: back at the same pace, from the zones holding the most.
+	doc, err := w.loop.Undrain(context.Background(), "az-b")
+	if err != nil || !doc.Zones["az-b"].Returning || doc.Zones["az-b"].TargetSlots != 2 || doc.Zones["az-b"].State != DrainReturning {
+		t.Fatalf("undrain: %+v, %v", doc.Zones["az-b"], err)
+	}
+	w.pass(OutcomeOK)
+	// a and c hold 3 each: a, the first by name, gives its highest slot.
+	w.wantStored(t, 6, []string{"a1", "c3", "c1", "a2", "b1", "c2"}, writes+3)
+	w.clk.Advance(2 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 1 {
+		t.Fatalf("zone b holds %d slots 2s after the first return step, want 1", got)
+	}
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.wantStored(t, 7, []string{"a1", "c3", "c1", "a2", "b1", "b2"}, writes+4)
+	if d := w.store.storedDrainDoc(t); d != nil {
+		t.Fatalf("the entry of a zone back at its baseline was kept: %+v", d.Zones)
+	}
+	if len(w.loop.Drains().Zones) != 0 || w.node("b1").Drained {
+		t.Fatalf("still drained after the return: %+v", w.loop.Drains())
+	}
+	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1, "b1": 1, "b2": 1})
+}
+
+func TestDrainStepIsCapped(t *testing.T) {
+	// 12 slots, zone b holds 4; percent 75, step 25 %: 1 slot a step,
+	// target ⌊4 × 25 ÷ 100⌋ = 1.
+	w := leadingWorld(t, []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3", "c3", "a4", "b4", "c4"},
+		"a5", "a6", "a7", "c5", "c6", "c7")
+	w.drain("az-b", 75, 25, time.Second)
+	prev := 4
+	for step := 0; step < 6; step++ {
+		w.pass(OutcomeOK)
+		held := w.zoneHeld("az-b")
+		if prev-held > 1 {
+			t.Fatalf("step %d moved %d slots, more than ⌈4 × 25%%⌉ = 1", step, prev-held)
+		}
+		prev = held
+		w.clk.Advance(time.Second)
+		w.probe()
+	}
+	if prev != 1 {
+		t.Fatalf("zone b ends with %d slots, want the target 1", prev)
+	}
+	if e := w.entry("az-b"); e.State != DrainDrained || e.TargetSlots != 1 {
+		t.Fatalf("entry %+v", e)
+	}
+}
+
+func TestDrainPausedByAnOperatorFreezeNotByAnAutomaticOne(t *testing.T) {
+	w := threeZones(t)
+	w.store.PutFreeze(context.Background(), FreezeDoc{Frozen: true, Reason: "rollout"})
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 2 {
+		t.Fatalf("a drain moved slots under an operator freeze")
+	}
+	if e := w.entry("az-b"); e.State != DrainPaused || e.Blocked == "" {
+		t.Fatalf("entry under an operator freeze: %+v", e)
+	}
+	w.store.DeleteFreeze(context.Background())
+
+	// A fault of discovery: the automatic freeze holds every replacement
+	// back, but not the drain.
+	w.loop.onAnswer(cachenodes.Membership{})
+	w.pass(OutcomeOK)
+	if st := w.loop.Status(); !st.AutoFrozen {
+		t.Fatalf("no automatic freeze after an empty answer: %+v", st.AutoFreezeReason)
+	}
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots under an automatic freeze, want 0", got)
+	}
+	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1})
+}
+
+func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
+	leakcheck.Check(t)
+	// Zone b holds 4 of 6 slots; it is cut off: more than half of the
+	// holders unreachable is taken as the observer's fault (automatic
+	// freeze), and the status names the zone and the lever.
+	w := leadingWorld(t, []string{"a1", "b1", "b2", "b3", "b4", "c1"}, "a2", "a3", "c2", "c3")
+	w.loop.opts.WarmFor = 2 * time.Minute
+	w.away("b1", "b2", "b3", "b4")
+	w.pass(OutcomeOK)
+	st := w.loop.Status()
+	if !st.AutoFrozen || !strings.Contains(st.AutoFreezeReason, "mcrib drain az-b") || !strings.Contains(st.ZoneAlert, "zone az-b: 4 of 4") {
+		t.Fatalf("status: auto frozen %v, reason %q, zone alert %q", st.AutoFrozen, st.AutoFreezeReason, st.ZoneAlert)
+	}
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots, want 0", got)
+	}
+	m, _ := w.store.stored()
+	if m.AnyWarming() {
+		t.Fatalf("a move off an unreachable holder warms")
+	}
+	w.wantFlushes(t, map[string]int{"a2": 1, "a3": 1, "c2": 1, "c3": 1})
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold, MoveCold, MoveCold, MoveCold}) {
+		t.Errorf("slot moves %v, want four cold", got)
+	}
+	if c := zoneSlots(m); c["az-a"] != 3 || c["az-c"] != 3 {
+		t.Errorf("zones hold %v, want a:3 c:3", c)
+	}
+	var zb *ZoneStatus
+	for _, z := range w.loop.Status().Zones {
+		if z.Zone == "az-b" {
+			zb = &z
+		}
+	}
+	if zb == nil || zb.Nodes != 4 || zb.Slots != 0 || zb.Unreachable != 4 || zb.Drain == nil {
+		t.Fatalf("zone az-b status %+v", zb)
+	}
+	var names []string
+	for _, z := range w.loop.Status().Zones {
+		names = append(names, z.Zone)
+		if z.Zone == "az-a" && (z.Slots != 3 || z.HitRate != nil) {
+			t.Errorf("zone az-a status %+v", z)
+		}
+	}
+	if !slices.Equal(names, []string{"az-a", "az-b", "az-c"}) {
+		t.Errorf("zones %v", names)
+	}
+	// The hit rate of a zone is its holders' hits over their gets.
+	w.prober.setCounters(cacheNode("a1").Addr, 90, 10)
+	w.probe()
+	for _, z := range w.loop.Status().Zones {
+		if z.Zone == "az-a" && (z.HitRate == nil || *z.HitRate != 0.9) {
+			t.Errorf("zone az-a hit rate %v, want 0.9", z.HitRate)
+		}
+	}
+}
+
+func TestDrainBlockedWithoutASpare(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if e := w.entry("az-b"); e.Slots != 1 || e.Blocked != "no spare outside the drained zones" {
+		t.Fatalf("entry %+v", e)
+	}
+}
+
+func TestDrainRequestErrors(t *testing.T) {
+	w := threeZones(t)
+	ctx := context.Background()
+	req := DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}
+	if _, err := w.loop.Drain(ctx, "az-x", req, "ops"); !errors.Is(err, ErrUnknownZone) {
+		t.Errorf("drain of an unknown zone: %v", err)
+	}
+	if _, err := w.loop.Drain(ctx, "", req, "ops"); !errors.Is(err, ErrUnknownZone) {
+		t.Errorf("drain of the zone \"\": %v", err)
+	}
+	if _, err := w.loop.Undrain(ctx, "az-a"); !errors.Is(err, ErrNotDrained) {
+		t.Errorf("undrain of a zone not drained: %v", err)
+	}
+	w.drain("az-a", 100, 10, time.Second)
+	w.drain("az-b", 100, 10, time.Second)
+	if _, err := w.loop.Drain(ctx, "az-c", req, "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no undrained zone") {
+		t.Errorf("a drain of the last zone: %v", err)
+	}
+	// A PUT on a drained zone replaces its settings and keeps its baseline.
+	w.pass(OutcomeOK)
+	doc, err := w.loop.Drain(ctx, "az-a", DrainRequest{Reason: "again", Percent: 50, StepPercent: 20, StepInterval: time.Minute}, "ops2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := doc.Zones["az-a"]; e.BaselineSlots != 2 || e.Percent != 50 || e.Reason != "again" || e.By != "ops2" || e.StepInterval != "1m0s" || e.LastStepAt == nil {
+		t.Errorf("entry after a second PUT %+v", e)
+	}
+	if len(w.loop.Drains().Zones) != 2 {
+		t.Errorf("drains %+v", w.loop.Drains())
+	}
+}
+
+func TestDrainCarriedOnByANewLeader(t *testing.T) {
+	w := threeZones(t)
+	w.drain("az-b", 100, 50, 10*time.Second)
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 1 {
+		t.Fatalf("the first step did not move a slot")
+	}
+	// Another process takes the lock: it reads the pace from KV.
+	w2 := w.sibling()
+	w.lead.loseLock()
+	w2.lead.win("s2")
+	w2.clk.Advance(5 * time.Second)
+	w2.probe()
+	w2.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 1 {
+		t.Fatalf("the new leader stepped before the interval")
+	}
+	if e := w2.entry("az-b"); e == nil || e.BaselineSlots != 2 {
+		t.Fatalf("the new leader's drains %+v", w2.loop.Drains())
+	}
+	w2.clk.Advance(5 * time.Second)
+	w2.probe()
+	w2.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 0 {
+		t.Fatalf("the new leader did not carry the drain on")
+	}
+}
+
+func TestCorruptDrainDocument(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1"}, "a2", "a3", "b2")
+	w.store.mu.Lock()
+	w.store.index++
+	w.store.drainRaw, w.store.drainIndex = []byte(`{"zones": {"az-b": {"percent": 700}}}`), w.store.index
+	w.store.mu.Unlock()
+	// Other reconciliation goes on: a dead holder is replaced.
+	takeOut("a1")(w)
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(0).ID != "a2" {
+		t.Fatalf("slots %v: the dead holder was not replaced under a corrupt drain document", slotIDs(m))
+	}
+	st := w.loop.Status()
+	if !slices.Contains(st.CorruptDocuments, "drain") || !strings.Contains(st.LastError, "drain document in Consul KV is corrupt") || !st.ConsulReachable {
+		t.Fatalf("status: corrupt %v, last error %q, consul reachable %v", st.CorruptDocuments, st.LastError, st.ConsulReachable)
+	}
+	// An operator's drain replaces it.
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 0 || slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
+		t.Fatalf("after a new drain: zone b holds %d, corrupt %v", w.zoneHeld("az-b"), w.loop.Status().CorruptDocuments)
+	}
+}
+
+// sibling is another process on the same store, nodes and clock, not
+// leading, that has seen the same Consul answer and probes.
+func (w *world) sibling() *world {
+	w.t.Helper()
+	w2 := &world{t: w.t, clk: w.clk, store: w.store, lead: &fakeLeader{store: w.store}, prober: w.prober, metrics: &fakeMetrics{}}
+	loop, err := New(Options{
+		Pool: assignPool, KVPrefix: "mcrib", NumSlots: w.loop.opts.NumSlots,
+		Hold: time.Minute, ProbeInterval: time.Second, FlushAfterUnreachable: 10 * time.Second,
+		MaxAbsentFraction: 0.5, MaxReplacementsPerMinute: 10, WarmFor: w.loop.opts.WarmFor,
+		Store: w.store, Discovery: &fakeDiscovery{}, Leadership: w2.lead, Prober: w.prober, Clock: w.clk, Metrics: w2.metrics,
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w2.loop = loop
+	w2.answer(w.listed...)
+	w2.probe()
+	w2.pass(OutcomeFollower)
+	return w2
+}

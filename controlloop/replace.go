@@ -1,0 +1,112 @@
+package controlloop
+
+import (
+	"context"
+	"fmt"
+)
+
+// An operator's replace (POST /v1/nodes/{id}/replace, CONTRACT.md section
+// 7) is carried out by the leader only, in a pass of its own: Replace
+// takes the pass lock, so it never races with Reconcile, and the pass
+// decides, flushes and writes the move as any other.
+
+// replaceRequest is the replace the pass under way carries out.
+type replaceRequest struct {
+	id, reason, by string
+}
+
+// replaceOutcome is what the pass did of a replaceRequest.
+type replaceOutcome struct {
+	done    bool
+	result  ReplaceResult
+	refused string
+}
+
+// Replace moves node id's slot to a spare now, warm when the node answers
+// (POST /v1/nodes/{id}/replace). Only the leader carries it out: a follower
+// gets ErrNotLeader. ErrUnknownNode for a node the loop does not know;
+// ErrRefused (with the reason) when it holds no slot, no spare can take it,
+// membership is frozen or the replacement ceiling is reached. It counts
+// against --max-replacements-per-minute.
+func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResult, error) {
+	if _, leading := l.lead.Lease(); !leading {
+		return ReplaceResult{}, ErrNotLeader
+	}
+	l.passMu.Lock()
+	defer l.passMu.Unlock()
+	l.mu.Lock()
+	_, known := l.tr.nodes[id]
+	if !known && l.current != nil && l.current.SlotOf(id) >= 0 {
+		known = true
+	}
+	if !known {
+		l.mu.Unlock()
+		return ReplaceResult{}, fmt.Errorf("%w: no node %q is known", ErrUnknownNode, id)
+	}
+	l.replaceReq, l.replaceOut = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
+	l.mu.Unlock()
+	res, err := l.reconcile(ctx)
+	l.mu.Lock()
+	out := l.replaceOut
+	l.replaceReq, l.replaceOut = nil, replaceOutcome{}
+	l.mu.Unlock()
+	switch {
+	case out.done:
+		return out.result, nil
+	case out.refused != "":
+		return ReplaceResult{}, fmt.Errorf("%w: cannot replace node %s: %s", ErrRefused, id, out.refused)
+	case res.Outcome == OutcomeFollower:
+		return ReplaceResult{}, ErrNotLeader
+	case err != nil:
+		return ReplaceResult{}, fmt.Errorf("replacing node %s: %w", id, err)
+	}
+	return ReplaceResult{}, fmt.Errorf("node %s was not replaced: flushing the spare chosen for its slot failed; try again", id)
+}
+
+// noteReplaceLocked records the outcome of the replace the pass carried
+// out, if any. l.mu must be held.
+func (l *Loop) noteReplaceLocked(plan Plan, done []Placement) {
+	if l.replaceReq == nil {
+		return
+	}
+	for _, p := range done {
+		if p.Reason == ReasonReplace {
+			l.replaceOut = replaceOutcome{done: true, result: ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0}}
+			return
+		}
+	}
+}
+
+// carriedOutReplacements returns the evictions of plan that count against
+// the replacement ceiling and were carried out: every slot vacated, and
+// the moves whose successor was placed.
+func carriedOutReplacements(plan Plan, done []Placement) []Eviction {
+	var placed map[int]bool
+	var out []Eviction
+	for _, ev := range plan.Evictions {
+		if !ev.countsAgainstCeiling() {
+			continue
+		}
+		if ev.Move {
+			if placed == nil {
+				placed = make(map[int]bool, len(done))
+				for _, p := range done {
+					placed[p.Slot] = true
+				}
+			}
+			if !placed[ev.Slot] {
+				continue
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// moveKind is the mcrib_slot_moves_total label of a move.
+func moveKind(warm bool) string {
+	if warm {
+		return MoveWarm
+	}
+	return MoveCold
+}

@@ -1,0 +1,361 @@
+package controlloop
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcrib/mcrib/cachenodes"
+)
+
+// The spread rule of CONTRACT.md section 7. Wherever Decide chooses a node
+// for a slot, let Z be the number of undrained zones with at least one
+// node present and share = ⌈num_slots ÷ Z⌉. Among the undrained zones
+// with a ready spare, it takes the departed node's zone if that zone, not
+// counting the slot being filled, holds fewer than share slots; otherwise
+// the zone holding the fewest (ties: zone name); within the zone, the
+// spare with the lowest ID. A drained zone's spares are taken only by its
+// own return steps. Nothing is ever moved only to even out the spread.
+
+// zoneIndex is what the spread rule needs during one Decide: the slots
+// each zone holds (kept up to date as the plan grows), the share, and each
+// zone's ready spares by ID, taken from the front. Zones are numbered in
+// the order met; names[k] is zone k.
+type zoneIndex struct {
+	in      *Input
+	idx     *assignIndex
+	share   int
+	names   []string
+	lookup  map[string]int // used once there are many zones
+	drained []bool
+	held    []int
+	spares  [][]int // indices in Nodes, by ID
+	next    []int   // how many of spares[k] are taken
+	order   []int   // zone numbers by name
+	touched map[int]bool
+	warming map[int]bool
+	bySlot  [][]int // each zone's slots, ascending (built on demand)
+}
+
+// zone returns the number of zone name, adding it when new.
+func (z *zoneIndex) zone(name string) int {
+	if z.lookup == nil {
+		for k, n := range z.names {
+			if n == name {
+				return k
+			}
+		}
+		if len(z.names) >= 16 {
+			z.lookup = make(map[string]int, 64)
+			for k, n := range z.names {
+				z.lookup[n] = k
+			}
+		}
+	} else if k, ok := z.lookup[name]; ok {
+		return k
+	}
+	k := len(z.names)
+	z.names = append(z.names, name)
+	if z.lookup != nil {
+		z.lookup[name] = k
+	}
+	z.drained = append(z.drained, z.in.Drained[name])
+	z.held = append(z.held, 0)
+	z.spares = append(z.spares, nil)
+	z.next = append(z.next, 0)
+	return k
+}
+
+// warmState is what Decide found of the previous map's warmings.
+type warmState struct {
+	ended   []int           // slots whose warming ends now
+	sources map[string]bool // every warm source of the previous map
+	keep    map[int]bool    // slots that keep warming
+}
+
+// endWarmings finds the warmings of in.Prev that end at in.Now: until has
+// passed, or the warm source does not answer (by the pool's verdict) or is
+// no longer known.
+func endWarmings(in Input) warmState {
+	var w warmState
+	if in.Prev == nil || !in.Prev.AnyWarming() {
+		return w
+	}
+	w.sources, w.keep = map[string]bool{}, map[int]bool{}
+	bySource := map[string]int{}
+	until := map[int]*cachenodes.Warming{}
+	for i := range in.Prev.NumSlots() {
+		if ws := in.Prev.Warming(i); ws != nil {
+			w.sources[ws.NodeID] = true
+			bySource[ws.NodeID] = i
+			until[i] = ws
+		}
+	}
+	answers := map[int]bool{}
+	for _, v := range in.Nodes {
+		if i, ok := bySource[v.ID]; ok {
+			answers[i] = v.Reachable
+		}
+	}
+	for i := range in.Prev.NumSlots() {
+		ws := until[i]
+		if ws == nil {
+			continue
+		}
+		if answers[i] && in.Now.Before(ws.Until) {
+			w.keep[i] = true
+			continue
+		}
+		w.ended = append(w.ended, i)
+	}
+	return w
+}
+
+// newZoneIndex indexes the zones of in for the placements of one pass:
+// vacated are the slots this pass empties, warm the warmings.
+func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState) *zoneIndex {
+	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.keep}
+	var present []bool
+	for j := range in.Nodes {
+		if v := &in.Nodes[j]; v.Present {
+			k := z.zone(v.AZ)
+			for len(present) <= k {
+				present = append(present, false)
+			}
+			present[k] = true
+		}
+	}
+	numPresent := 0
+	for k, p := range present {
+		if p && !z.drained[k] {
+			numPresent++
+		}
+	}
+	z.share = in.NumSlots
+	if numPresent > 0 {
+		z.share = (in.NumSlots + numPresent - 1) / numPresent
+	}
+	for i := range in.NumSlots {
+		if !idx.prevSlot(i).IsZero() {
+			z.held[z.zone(idx.holderAZ(in, i))]++
+		}
+	}
+	for _, ev := range vacated {
+		z.held[z.zone(idx.holderAZ(in, ev.Slot))]--
+		z.touched[ev.Slot] = true
+	}
+	// Candidates are the eligible spares, by ID; an evicted node is a
+	// holder of the previous map, and a warm source gives its contents to
+	// no other slot, so neither is among them.
+	cands := make([]int, 0, len(in.Nodes)-idx.holders)
+	for j := range in.Nodes {
+		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
+			cands = append(cands, j)
+		}
+	}
+	if !idx.sorted {
+		slices.SortFunc(cands, func(a, b int) int { return strings.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
+	}
+	cands = distinctAddrs(in, idx, vacated, cands)
+	for _, j := range cands {
+		k := z.zone(in.Nodes[j].AZ)
+		z.spares[k] = append(z.spares[k], j)
+	}
+	z.order = make([]int, len(z.names))
+	for k := range z.order {
+		z.order[k] = k
+	}
+	slices.SortFunc(z.order, func(a, b int) int { return strings.Compare(z.names[a], z.names[b]) })
+	return z
+}
+
+// holderAZ returns the zone of slot i's holder: as Consul lists it now,
+// else as the previous map has it.
+func (idx *assignIndex) holderAZ(in Input, i int) string {
+	if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
+		return v.AZ
+	}
+	return idx.prevSlot(i).AZ
+}
+
+func (z *zoneIndex) hasSpare(k int) bool { return z.next[k] < len(z.spares[k]) }
+
+// take returns the lowest-ID spare left in zone k and counts the slot it
+// takes for the zone.
+func (z *zoneIndex) take(k int) int {
+	j := z.spares[k][z.next[k]]
+	z.next[k]++
+	z.held[k]++
+	return j
+}
+
+// pick chooses a spare by the spread rule for a slot whose departed node
+// was in zone departed (hasDeparted false: a slot vacant before). The
+// departed zone's count must not include the slot being filled.
+func (z *zoneIndex) pick(departed string, hasDeparted bool) (int, bool) {
+	if hasDeparted {
+		if k := z.zone(departed); !z.drained[k] && z.hasSpare(k) && z.held[k] < z.share {
+			return z.take(k), true
+		}
+	}
+	best := -1
+	for _, k := range z.order {
+		if z.drained[k] || !z.hasSpare(k) {
+			continue
+		}
+		if best < 0 || z.held[k] < z.held[best] {
+			best = k
+		}
+	}
+	if best < 0 {
+		return -1, false
+	}
+	return z.take(best), true
+}
+
+// move carries out a planned move ev: a spread pick for its slot, not
+// counting the slot for its holder's zone. It reports false when no spare
+// can take it (the holder keeps the slot).
+func (z *zoneIndex) move(plan *Plan, ev Eviction) bool {
+	from := z.idx.holderAZ(*z.in, ev.Slot)
+	k := z.zone(from)
+	z.held[k]--
+	j, ok := z.pick(from, true)
+	if !ok {
+		z.held[k]++
+		return false
+	}
+	z.place(plan, ev, j)
+	return true
+}
+
+// place adds move ev with its new holder Nodes[j] to plan.
+func (z *zoneIndex) place(plan *Plan, ev Eviction, j int) {
+	z.touched[ev.Slot] = true
+	plan.Evictions = append(plan.Evictions, ev)
+	plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: z.in.Nodes[j].Node, From: ev.Node, Warm: ev.Warm, Reason: ev.Reason})
+}
+
+// slotsOf returns zone k's slots of the previous map, ascending.
+func (z *zoneIndex) slotsOf(k int) []int {
+	if z.bySlot == nil {
+		for i := range z.in.NumSlots {
+			if !z.idx.prevSlot(i).IsZero() {
+				az := z.zone(z.idx.holderAZ(*z.in, i))
+				for len(z.bySlot) <= az {
+					z.bySlot = append(z.bySlot, nil)
+				}
+				z.bySlot[az] = append(z.bySlot[az], i)
+			}
+		}
+		for len(z.bySlot) < len(z.names) {
+			z.bySlot = append(z.bySlot, nil)
+		}
+	}
+	if k >= len(z.bySlot) {
+		return nil
+	}
+	return z.bySlot[k]
+}
+
+// movable returns the highest-numbered slot of zone k that the plan does
+// not change yet, preferring one that does not warm (allowWarming false:
+// only one that does not warm); -1 when none.
+func (z *zoneIndex) movable(k int, allowWarming bool) int {
+	slots := z.slotsOf(k)
+	fallback := -1
+	for n := len(slots) - 1; n >= 0; n-- {
+		i := slots[n]
+		if z.touched[i] {
+			continue
+		}
+		if !z.warming[i] {
+			return i
+		}
+		if allowWarming && fallback < 0 {
+			fallback = i
+		}
+	}
+	return fallback
+}
+
+// steps carries out the drain and return steps of z.in.Steps, zone by
+// zone in name order. A drain step moves the zone's highest-numbered slots
+// to spares of the undrained zones by the spread rule; a return step takes
+// the highest-numbered slot of the undrained zone holding the most (ties:
+// zone name) into the zone's own lowest-ID spare.
+func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
+	in := z.in
+	zones := make([]string, 0, len(in.Steps))
+	for zone := range in.Steps {
+		zones = append(zones, zone)
+	}
+	sort.Strings(zones)
+	out := make(map[string]StepOutcome, len(zones))
+	for _, zone := range zones {
+		st := in.Steps[zone]
+		k := z.zone(zone)
+		var o StepOutcome
+		size := max(st.Size, 1)
+		for o.Moved < size && z.held[k] > st.Target {
+			i := z.movable(k, true)
+			if i < 0 {
+				break // every slot of the zone moves in this pass already
+			}
+			ev := z.stepMove(i, ReasonDrain, fmt.Sprintf("a drain step moves slot %d off zone %q", i, zone))
+			if !z.move(plan, ev) {
+				o.Blocked = "no spare outside the drained zones"
+				break
+			}
+			o.Moved++
+		}
+		for o.Moved < size && z.held[k] < st.Target {
+			if !z.hasSpare(k) {
+				o.Blocked = fmt.Sprintf("no spare in zone %q to give its slots back to", zone)
+				break
+			}
+			src := z.richest(k)
+			if src < 0 {
+				o.Blocked = "no slot of an undrained zone to give back"
+				break
+			}
+			ev := z.stepMove(src, ReasonReturn, fmt.Sprintf("a return step gives slot %d back to zone %q", src, zone))
+			z.held[z.zone(z.idx.holderAZ(*in, src))]--
+			z.place(plan, ev, z.take(k))
+			o.Moved++
+		}
+		out[zone] = o
+	}
+	return out
+}
+
+// stepMove is the move of slot i's holder for a drain or return step:
+// warm when the holder answers and warm moves are on.
+func (z *zoneIndex) stepMove(i int, reason, why string) Eviction {
+	v, known := z.idx.holderView(*z.in, i)
+	holder := z.idx.prevSlot(i)
+	return Eviction{Slot: i, Node: holder, Reason: reason, Move: true,
+		Warm: known && v.Reachable && z.in.WarmFor > 0,
+		Why:  fmt.Sprintf("%s (node %s)", why, holder.ID)}
+}
+
+// richest returns the slot a return step to zone k takes: the highest
+// numbered, not warming, of the undrained zone that holds the most (ties:
+// zone name).
+func (z *zoneIndex) richest(k int) int {
+	z.slotsOf(k)
+	srcs := make([]int, 0, len(z.order))
+	for _, o := range z.order {
+		if o != k && !z.drained[o] {
+			srcs = append(srcs, o)
+		}
+	}
+	slices.SortStableFunc(srcs, func(a, b int) int { return z.held[b] - z.held[a] })
+	for _, o := range srcs {
+		if i := z.movable(o, false); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,171 @@
+package controlloop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/leakcheck"
+)
+
+func TestWarmDrainStep(t *testing.T) {
+	leakcheck.Check(t)
+	w := threeZones(t)
+	w.loop.opts.WarmFor = 2 * time.Minute
+	w.drain("az-b", 100, 50, time.Hour)
+	_, writes := w.store.stored()
+	w.pass(OutcomeOK)
+	// One write: the new holder and the warming together.
+	m, n := w.store.stored()
+	if n != writes+1 || m.Generation() != 4 || m.Slot(4).ID != "a3" {
+		t.Fatalf("after the step: %v gen %d after %d writes", slotIDs(m), m.Generation(), n-writes)
+	}
+	ws := m.Warming(4)
+	if ws == nil || ws.NodeID != "b2" || ws.Addr != cacheNode("b2").Addr || !ws.Until.Equal(w.clk.Now().Add(2*time.Minute)) {
+		t.Fatalf("slot 4 warming %+v", ws)
+	}
+	if slices.Contains(nodeIDs(m.Spares()), "b2") {
+		t.Fatalf("the warm source is listed as a spare")
+	}
+	if n := w.node("b2"); n.State != StateWarming || n.Warming == nil || *n.Warming != 4 || !n.Drained || n.Slot != nil {
+		t.Fatalf("node b2: %+v", n)
+	}
+	w.wantFlushes(t, map[string]int{"a3": 1})
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
+		t.Fatalf("moves %v", got)
+	}
+
+	// Within until, nothing changes.
+	w.clk.Advance(time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	if m2, _ := w.store.stored(); m2.Warming(4) == nil {
+		t.Fatalf("the warming ended early")
+	}
+	// After until: the warming goes, the generation stays, b2 is a spare.
+	w.clk.Advance(time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.AnyWarming() || m2.Generation() != m.Generation() || !slices.Contains(nodeIDs(m2.Spares()), "b2") {
+		t.Fatalf("after warm-for: warming %v, gen %d (was %d), spares %v", m2.AnyWarming(), m2.Generation(), m.Generation(), nodeIDs(m2.Spares()))
+	}
+	if n := w.node("b2"); n.State != StateSpare || n.Warming != nil || !n.Drained {
+		t.Fatalf("node b2 after warming: %+v", n)
+	}
+	w.wantFlushes(t, map[string]int{"a3": 1})
+}
+
+func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = 2 * time.Minute
+	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
+	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
+		t.Fatalf("replace: %+v, %v", res, err)
+	}
+	m, _ := w.store.stored()
+	if ws := m.Warming(4); ws == nil || ws.NodeID != "b2" {
+		t.Fatalf("no warming after a warm replace: %v", ws)
+	}
+	w.away("b2")
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.AnyWarming() || m2.Generation() != m.Generation() || slices.Contains(nodeIDs(m2.Spares()), "b2") {
+		t.Fatalf("after b2 stopped answering: warming %v, gen %d, spares %v", m2.AnyWarming(), m2.Generation(), nodeIDs(m2.Spares()))
+	}
+	if n := w.node("b2"); n.State != StateDown {
+		t.Fatalf("node b2 %+v", n)
+	}
+	if got := w.metrics.replacements; !slices.Equal(got, []string{ReasonReplace}) {
+		t.Errorf("replacements %v", got)
+	}
+	// The ceiling counts the replace.
+	if rem := w.loop.ceiling.Remaining(w.clk.Now()); rem != 9 {
+		t.Errorf("ceiling: %d remaining of 10 after one replace", rem)
+	}
+}
+
+func TestWarmForZeroMovesCold(t *testing.T) {
+	w := threeZones(t)
+	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
+	if err != nil || res.Warm || res.To != "b3" {
+		t.Fatalf("replace: %+v, %v", res, err)
+	}
+	m, _ := w.store.stored()
+	if m.AnyWarming() || !slices.Contains(nodeIDs(m.Spares()), "b2") {
+		t.Fatalf("a cold move: warming %v, spares %v", m.AnyWarming(), nodeIDs(m.Spares()))
+	}
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold}) {
+		t.Fatalf("moves %v", got)
+	}
+}
+
+func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = time.Minute
+	var mem cachenodes.Membership
+	for _, id := range w.listed {
+		inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
+		if id == "c1" {
+			inst.Present, inst.Maintenance = false, true
+		}
+		mem.Instances = append(mem.Instances, inst)
+	}
+	w.loop.onAnswer(mem)
+	w.probe()
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(2).ID != "c3" || m.Warming(2) == nil || m.Warming(2).NodeID != "c1" {
+		t.Fatalf("maintenance of c1: slots %v, warming %+v", slotIDs(m), m.Warming(2))
+	}
+	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
+		t.Errorf("replacements %v", got)
+	}
+	w.clk.Advance(time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.AnyWarming() || slices.Contains(nodeIDs(m2.Spares()), "c1") {
+		t.Fatalf("after the warming: warming %v, spares %v (a node in maintenance leaves the pool)", m2.AnyWarming(), nodeIDs(m2.Spares()))
+	}
+}
+
+func TestReplaceErrors(t *testing.T) {
+	ctx := context.Background()
+	w := threeZones(t)
+	if _, err := w.loop.Replace(ctx, "zz", "r", "ops"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("unknown node: %v", err)
+	}
+	if _, err := w.loop.Replace(ctx, "a3", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "holds no slot") {
+		t.Errorf("a spare: %v", err)
+	}
+	w.store.PutFreeze(ctx, FreezeDoc{Frozen: true, Reason: "rollout"})
+	if _, err := w.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("frozen: %v", err)
+	}
+	w.store.DeleteFreeze(ctx)
+	w.loop.ceiling.PerMinute, w.loop.opts.MaxReplacementsPerMinute = 1, 1
+	if _, err := w.loop.Replace(ctx, "a1", "r", "ops"); err != nil {
+		t.Fatalf("first replace: %v", err)
+	}
+	if _, err := w.loop.Replace(ctx, "b1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "ceiling of 1 a minute") {
+		t.Errorf("beyond the ceiling: %v", err)
+	}
+	// No spare at all.
+	w3 := leadingWorld(t, []string{"a1", "b1"})
+	if _, err := w3.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 0") {
+		t.Errorf("no spare: %v", err)
+	}
+	if m, n := w3.store.stored(); m.Slot(0).ID != "a1" || n != 0 {
+		t.Errorf("a refused replace changed the map: %v after %d writes", slotIDs(m), n)
+	}
+	// A follower forwards.
+	w2 := w.sibling()
+	if _, err := w2.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a follower's replace: %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package controlloop
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcrib/mcrib/cachenodes"
+)
+
+// KindZoneAlert is the event kind of a zone more than half of whose slot
+// holders became unreachable (CONTRACT.md section 7).
+const KindZoneAlert = "zone alert"
+
+// zonesLocked returns the status document's zones: one per zone known, by
+// name, from the nodes' status. l.mu must be held.
+func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
+	byZone := map[string]*ZoneStatus{}
+	hits, misses := map[string]uint64{}, map[string]uint64{}
+	for _, n := range nodes {
+		z := byZone[n.AZ]
+		if z == nil {
+			z = &ZoneStatus{Zone: n.AZ}
+			byZone[n.AZ] = z
+		}
+		z.Nodes++
+		if n.Slot != nil {
+			z.Slots++
+			if s := l.tr.nodes[n.ID]; s != nil && s.haveStats {
+				hits[n.AZ] += s.stats.GetHits
+				misses[n.AZ] += s.stats.GetMisses
+			}
+		}
+		if !n.Reachable {
+			z.Unreachable++
+		}
+		if n.Consul != ConsulPresent {
+			z.Absent++
+		}
+	}
+	drains := l.drainsLocked()
+	out := make([]ZoneStatus, 0, len(byZone)+len(drains.Zones))
+	for zone, e := range drains.Zones {
+		if byZone[zone] == nil {
+			byZone[zone] = &ZoneStatus{Zone: zone}
+		}
+		byZone[zone].Drain = e
+	}
+	for zone, z := range byZone {
+		if total := hits[zone] + misses[zone]; total > 0 {
+			r := float64(hits[zone]) / float64(total)
+			z.HitRate = &r
+		}
+		out = append(out, *z)
+	}
+	slices.SortFunc(out, func(a, b ZoneStatus) int { return cmp.Compare(a.Zone, b.Zone) })
+	return out
+}
+
+// zoneAlertLocked names the zones of m more than half of whose slot
+// holders are unreachable, with the command that would drain each; ""
+// when none. The zone "" cannot be drained and is not named. l.mu must be
+// held.
+func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) string {
+	if m == nil {
+		return ""
+	}
+	holders, down := map[string]int{}, map[string]int{}
+	for i := range m.NumSlots() {
+		n := m.Slot(i)
+		if n.IsZero() || n.AZ == "" {
+			continue
+		}
+		holders[n.AZ]++
+		if s, ok := l.tr.nodes[n.ID]; ok && !s.reachable {
+			down[n.AZ]++
+		}
+	}
+	var parts []string
+	for zone, n := range holders {
+		if 2*down[zone] > n {
+			parts = append(parts, fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
