@@ -263,8 +263,18 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if !z.move(&plan, ev) && ev.Reason == ReasonReplace {
+		if z.move(&plan, ev) {
+			continue
+		}
+		switch ev.Reason {
+		case ReasonReplace:
 			plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
+		case "maintenance":
+			// No spare to warm: the node still leaves its slot, as it was
+			// taken out on purpose (the slot stays vacant until a spare
+			// comes, invariant 4).
+			ev.Move, ev.Warm = false, false
+			plan.Evictions = append(plan.Evictions, ev)
 		}
 	}
 	if stepping {

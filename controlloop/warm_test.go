@@ -169,3 +169,33 @@ func TestReplaceErrors(t *testing.T) {
 		t.Errorf("a follower's replace: %v", err)
 	}
 }
+
+// With no spare to warm, a node in maintenance still leaves its slot (it
+// was taken out on purpose), as before warm moves: the slot stays vacant.
+func TestMaintenanceWithoutSpareVacates(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = time.Minute
+	before, _ := w.store.stored()
+	var mem cachenodes.Membership
+	for _, id := range w.listed {
+		if before.SlotOf(id) < 0 {
+			continue // every spare leaves discovery
+		}
+		inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
+		if id == "c1" {
+			inst.Present, inst.Maintenance = false, true
+		}
+		mem.Instances = append(mem.Instances, inst)
+	}
+	w.loop.onAnswer(mem)
+	w.probe()
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	slot := before.SlotOf("c1")
+	if !m.Slot(slot).IsZero() || m.AnyWarming() {
+		t.Fatalf("maintenance of c1 without a spare: slots %v, warming %v; want slot %d vacant", slotIDs(m), m.AnyWarming(), slot)
+	}
+	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
+		t.Errorf("replacements %v", got)
+	}
+}

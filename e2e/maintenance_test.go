@@ -37,7 +37,14 @@ func mcrouterServers(t *testing.T, path string) []string {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatalf("the mcrouter config is not JSON: %v\n%s", err, data)
 	}
-	if cfg.Route.Type != "PoolRoute" || cfg.Route.Pool != "default" || cfg.Route.Hash.HashFunc != "Crc32" {
+	switch {
+	case cfg.Route.Type == "OperationSelectorRoute":
+		// A slot warms (a warm move, CONTRACT.md section 7): the holders
+		// are the pool "default", the warm sources "default.warm".
+		if _, ok := cfg.Pools["default.warm"]; !ok {
+			t.Fatalf("mcrouter warming config without the pool default.warm:\n%s", data)
+		}
+	case cfg.Route.Type != "PoolRoute" || cfg.Route.Pool != "default" || cfg.Route.Hash.HashFunc != "Crc32":
 		t.Fatalf("mcrouter route %+v, want PoolRoute over pool default with Crc32", cfg.Route)
 	}
 	return cfg.Pools["default"].Servers
@@ -96,6 +103,10 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 		{"mcrib_slot_replacements_total", `reason="maintenance"`, "1"},
 		{"mcrib_slot_replacements_total", `reason="hold_expired"`, "0"},
 		{"mcrib_flushes_total", `reason="placement"`, "1"},
+		// The node in maintenance still answers: its slot moved warm
+		// (invariant 9).
+		{"mcrib_slot_moves_total", `kind="warm"`, "1"},
+		{"mcrib_slot_moves_total", `kind="cold"`, "0"},
 		{"mcrib_replacements_blocked", "", "1"},
 		{"mcrib_leader", "", "1"},
 		{"mcrib_ready", "", "1"},
@@ -125,7 +136,8 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("--log-format json wrote a line that is not JSON: %q", line)
 		}
-		if rec["msg"] == "slot replacement" && rec["reason"] == "maintenance" {
+		// A warm move (the node still answers) logs "slot move".
+		if (rec["msg"] == "slot replacement" || rec["msg"] == "slot move") && rec["reason"] == "maintenance" {
 			replaced = true
 		}
 	}
