@@ -47,7 +47,7 @@ func TestBenchZonesTargets(t *testing.T) {
 	// The report is written from the same figures.
 	warm, cold := good()
 	dir := t.TempDir()
-	warm.baselineSlots, warm.warmMoves = 10, 10
+	warm.zone, warm.fill, warm.baselineSlots, warm.warmMoves = "c", "a:11 b:11 c:10", 10, 10
 	for i := range 11 {
 		warm.steps = append(warm.steps, drainLook{at: time.Duration(i) * 3 * time.Second, slots: 10 - i})
 	}
@@ -58,12 +58,12 @@ func TestBenchZonesTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bed as the report describes it is the one the runs use: 30 slots
-	// spread 10/10/10, 54 memcached six to a host, zone b drained in ten
+	// The bed as the report describes it is the one the runs use: 32 slots
+	// spread 11/11/10, 54 memcached six to a host, zone c drained in ten
 	// steps of one slot.
 	for _, want := range []string{"54 memcached in zones a, b, c (mc-a-1…18, mc-b-1…18, mc-c-1…18", "6 to a host on ports 11211–11216, 3 hosts per zone",
-		"--slots 30 ", "spreads the slots 10/10/10; zone b is drained", "75000 Zipf-distributed keys (2500 a slot",
-		"`PUT /v1/drain/b`", "- warm: baseline 10; 10@0.0s → 9@3.0s", "0@30.0s; 10 warm and 0 cold moves", "**met**"} {
+		"--slots 32 ", "spread the slots a:11 b:11 c:10; zone c, the one holding a multiple of ten, is drained", "zones a and b have a spare",
+		"80000 Zipf-distributed keys (2500 a slot", "`PUT /v1/drain/c`", "- warm: zone c (first fill a:11 b:11 c:10), baseline 10; 10@0.0s → 9@3.0s", "0@30.0s; 10 warm and 0 cold moves", "**met**"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b)
 		}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,16 +18,12 @@ import (
 
 // zoneDrainConfig is one run of the zone-drain benchmark.
 type zoneDrainConfig struct {
-	name    string // "warm" or "cold"
-	warmFor string // --warm-for
-	slots   int    // --slots
-	zones   int    // zones a, b, …
-	perZone int    // memcached per zone
-	perHost int    // memcached per host
-	// zone is the zone drained: it must hold a multiple of 100/stepPercent
-	// slots after the first fill, so that every step moves exactly one
-	// step_percent of its baseline.
-	zone        string
+	name        string // "warm" or "cold"
+	warmFor     string // --warm-for
+	slots       int    // --slots
+	zones       int    // zones a, b, …
+	perZone     int    // memcached per zone
+	perHost     int    // memcached per host
 	keys        uint64
 	opsPerSec   int
 	warmup      time.Duration // load before the baseline
@@ -40,8 +38,13 @@ type zoneDrainConfig struct {
 // get served from the cache, warm reads included; a miss reached the
 // database).
 type zoneDrainResult struct {
-	cfg           zoneDrainConfig
-	started       time.Time
+	cfg     zoneDrainConfig
+	started time.Time
+	// zone is the zone drained: the first by name that holds a multiple of
+	// 100/stepPercent slots after the first fill, so that every step moves
+	// exactly one step_percent of its baseline.
+	zone          string
+	fill          string // slots per zone after the first fill, "a:11 b:11 c:10"
 	baselineSlots int
 	steps         []drainLook   // the zone's slots as GET /v1/drain showed them
 	warmMoves     float64       // mcrib_slot_moves_total{kind="warm"} over the drain
@@ -64,15 +67,15 @@ type drainLook struct {
 	slots int
 }
 
-// zoneDrainConfigFor is the benchmark's configuration of a run: 30 slots
-// spread 10/10/10 over three zones, so a 10% step of zone b moves exactly
-// one slot and the drain takes 10 steps; 18 memcached per zone (six on each
-// of three hosts), so zones a and c have a spare for each slot they take
-// (5 each) and some left; 2,500 keys a slot, so that each slot's contents
-// matter.
+// zoneDrainConfigFor is the benchmark's configuration of a run: 32 slots
+// (a power of two, as --slots must be) spread 11/11/10 over three zones, so
+// a 10% step of the zone holding 10 moves exactly one slot and its drain
+// takes 10 steps; 18 memcached per zone (six on each of three hosts), so
+// the other zones have a spare for each slot they take (5 each) and some
+// left; 2,500 keys a slot, so that each slot's contents matter.
 func zoneDrainConfigFor(name, warmFor string) zoneDrainConfig {
-	const slots = 30
-	return zoneDrainConfig{name: name, warmFor: warmFor, slots: slots, zones: 3, perZone: 18, perHost: 6, zone: "b",
+	const slots = 32
+	return zoneDrainConfig{name: name, warmFor: warmFor, slots: slots, zones: 3, perZone: 18, perHost: 6,
 		keys: 2500 * slots, opsPerSec: 1500,
 		warmup: 5 * time.Second, baseline: 10 * time.Second, tail: 10 * time.Second,
 		stepPercent: 10, interval: 3 * time.Second}
@@ -80,9 +83,9 @@ func zoneDrainConfigFor(name, warmFor string) zoneDrainConfig {
 
 // TestBenchZoneDrain is make bench-zones (issue 14's performance target),
 // run only with MCRIB_BENCH_ZONES=1 and root (a bed of hosts): three zones
-// of 18 memcached (six on each of three hosts), 30 slots (10 a zone), a
-// cache-aside load through mcclient, and zone b drained completely in
-// steps of 10% (one slot) every 3 s, once with warm moves (--warm-for 2m)
+// of 18 memcached (six on each of three hosts), 32 slots (11/11/10), a
+// cache-aside load through mcclient, and the zone holding 10 slots drained
+// completely in steps of 10% (one slot) every 3 s, once with warm moves (--warm-for 2m)
 // and once cold (--warm-for 0s), each on a bed of its own. With
 // MCRIB_BENCH_ZONES_OUT=DIR it writes report.md there.
 func TestBenchZoneDrain(t *testing.T) {
@@ -125,10 +128,22 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held := zones[cfg.zone].Slots; held == 0 || held%(100/cfg.stepPercent) != 0 {
-		t.Fatalf("after the first fill zone %s holds %d slots, not a multiple of %d: a %d%% step would not move one tenth (zones %+v)",
-			cfg.zone, held, 100/cfg.stepPercent, cfg.stepPercent, zones)
+	res := &zoneDrainResult{cfg: cfg}
+	names := slices.Sorted(maps.Keys(zones))
+	var fill []string
+	for _, z := range names {
+		held := zones[z].Slots
+		fill = append(fill, fmt.Sprintf("%s:%d", z, held))
+		if res.zone == "" && held > 0 && held%(100/cfg.stepPercent) == 0 {
+			res.zone = z
+		}
 	}
+	res.fill = strings.Join(fill, " ")
+	if res.zone == "" {
+		t.Fatalf("after the first fill no zone holds a multiple of %d slots (%s): a %d%% step would not move one tenth of any",
+			100/cfg.stepPercent, res.fill, cfg.stepPercent)
+	}
+	t.Logf("%s: the first fill spread the slots %s; draining zone %s", cfg.name, res.fill, res.zone)
 	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + r.addr, WaitTime: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +156,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	if err := l.prefill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res := &zoneDrainResult{cfg: cfg, started: time.Now()}
+	res.started = time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() { l.run(ctx) })
 	stop := func() { cancel(); wg.Wait() }
@@ -160,8 +175,8 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	res.drainStart = time.Since(res.started)
 	put := time.Now()
 	body := drainBody("zone-drain benchmark", 100, cfg.stepPercent, cfg.interval.String())
-	if code, b := api.do("PUT", "/v1/drain/"+cfg.zone, body, token); code != 200 {
-		t.Fatalf("PUT /v1/drain/%s: %d %s", cfg.zone, code, b)
+	if code, b := api.do("PUT", "/v1/drain/"+res.zone, body, token); code != 200 {
+		t.Fatalf("PUT /v1/drain/%s: %d %s", res.zone, code, b)
 	}
 	limit := 10*cfg.interval + cfg.interval + 30*time.Second
 	var last zDrainEntry
@@ -170,13 +185,13 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 		if err != nil {
 			return false
 		}
-		last = d.Zones[cfg.zone]
+		last = d.Zones[res.zone]
 		if n := len(res.steps); n == 0 || res.steps[n-1].slots != last.Slots {
 			res.steps = append(res.steps, drainLook{at: time.Since(put), slots: last.Slots})
 		}
 		return last.State == "drained"
 	}) {
-		t.Fatalf("zone %s not drained within %v: %+v", cfg.zone, limit, last)
+		t.Fatalf("zone %s not drained within %v: %+v", res.zone, limit, last)
 	}
 	res.drainTook = time.Since(res.started) - res.drainStart
 	res.baselineSlots = last.BaselineSlots
@@ -261,7 +276,7 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	fmt.Fprintf(&b, "A bed of network namespaces: a Consul server on a host of its own; %d memcached in zones %s (%s, service meta `az`), "+
 		"%d to a host on ports 11211–%d, %d hosts per zone, each host with its own Consul client agent through which each of its memcached "+
 		"is registered as a service instance of its own; and `mcrib serve --slots %d --hold 60s --probe-interval 1s` on a host of its own. "+
-		"The first fill spreads the slots %s; zone %s is drained, so a step of %d%% moves exactly one tenth of its baseline, and zones %s "+
+		"The first fill spread the slots %s; zone %s, the one holding a multiple of ten, is drained, so a step of %d%% moves exactly one tenth of its baseline, and zones %s "+
 		"have a spare for every slot they take. "+
 		"A load generator in the root namespace does cache-aside reads through `mcclient` (get; on a miss, a read of the \"database\" and a set) "+
 		"of %d Zipf-distributed keys (%d a slot; s = 1.1; every key set but a random 3%% before the load) and 3%% writes that invalidate their key (delete), "+
@@ -269,17 +284,17 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 		"step_percent %d, step_interval %s; the load goes on %s after the zone is drained. Each run has a bed of its own: "+
 		"warm with `--warm-for %s`, cold with `--warm-for %s`. Hit rates are the application's, per second; the drain window runs from the PUT to the end.\n\n",
 		c.zones*c.perZone, strings.Join(zoneNames, ", "), strings.Join(idRanges, ", "), c.perHost, 11210+c.perHost, c.perZone/c.perHost,
-		c.slots, spreadOf(c), c.zone, c.stepPercent, strings.Join(otherZones(zoneNames, c.zone), " and "),
-		c.keys, c.keys/uint64(c.slots), c.opsPerSec, c.warmup, c.baseline, c.zone, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
+		c.slots, warm.fill, warm.zone, c.stepPercent, strings.Join(otherZones(zoneNames, warm.zone), " and "),
+		c.keys, c.keys/uint64(c.slots), c.opsPerSec, c.warmup, c.baseline, warm.zone, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
 	fmt.Fprintf(&b, "| run | `--warm-for` | steady hit rate | time to drained | lowest hit rate (1 s) | seconds below 90%% | misses that reached the database | above the steady rate | client errors |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range []*zoneDrainResult{warm, cold} {
 		fmt.Fprintf(&b, "| %s | %s | %s | %v | %s | %d | %d of %d reads | %.0f | %d |\n", r.cfg.name, r.cfg.warmFor, pct(r.steady),
 			r.drainTook.Round(100*time.Millisecond), pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, r.errs)
 	}
-	fmt.Fprintf(&b, "\nZone %s's slots as `GET /v1/drain` showed them (seconds after the PUT), and the moves mcrib counted (`mcrib_slot_moves_total`) during the drain:\n\n", c.zone)
+	fmt.Fprintf(&b, "\nZone %s's slots as `GET /v1/drain` showed them (seconds after the PUT), and the moves mcrib counted (`mcrib_slot_moves_total`) during the drain:\n\n", warm.zone)
 	for _, r := range []*zoneDrainResult{warm, cold} {
-		fmt.Fprintf(&b, "- %s: baseline %d; %s; %.0f warm and %.0f cold moves\n", r.cfg.name, r.baselineSlots, r.stepsSeen(), r.warmMoves, r.coldMoves)
+		fmt.Fprintf(&b, "- %s: zone %s (first fill %s), baseline %d; %s; %.0f warm and %.0f cold moves\n", r.cfg.name, r.zone, r.fill, r.baselineSlots, r.stepsSeen(), r.warmMoves, r.coldMoves)
 	}
 	fmt.Fprintf(&b, "\n## Targets (issue 14)\n\n")
 	fmt.Fprintf(&b, "- the drain finishes within 10 steps' time plus one interval (%v): %s\n", 11*c.interval,
@@ -310,21 +325,6 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	}
 	fmt.Fprintf(&b, "\n(* : a second of the drain, from the PUT to the state `drained`.)\n")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
-}
-
-// spreadOf describes the even spread of c's slots over its zones, as the
-// first fill makes it (CONTRACT.md section 7: the first zones by name take
-// the remainder), e.g. "10/10/10".
-func spreadOf(c zoneDrainConfig) string {
-	parts := make([]string, c.zones)
-	for z := range c.zones {
-		n := c.slots / c.zones
-		if z < c.slots%c.zones {
-			n++
-		}
-		parts[z] = fmt.Sprint(n)
-	}
-	return strings.Join(parts, "/")
 }
 
 // otherZones returns zones without drained.
