@@ -63,7 +63,7 @@ func TestBenchZonesTargets(t *testing.T) {
 	// steps of one slot.
 	for _, want := range []string{"54 memcached in zones a, b, c (mc-a-1…18, mc-b-1…18, mc-c-1…18", "6 to a host on ports 11211–11216, 3 hosts per zone",
 		"--slots 32 ", "spread the slots a:11 b:11 c:10; zone c, the one holding a multiple of ten, is drained", "zones a and b have a spare",
-		"80000 Zipf-distributed keys (2500 a slot", "`PUT /v1/drain/c`", "- warm: zone c (first fill a:11 b:11 c:10), baseline 10; 10@0.0s → 9@3.0s", "0@30.0s; 10 warm and 0 cold moves", "**met**"} {
+		"80000 Zipf-distributed keys (2500 a slot", "`PUT /v1/drain/c`", "- warm: zone c (first fill a:11 b:11 c:10), baseline 10; 10@0.0s → 9@3.0s", "0@30.0s (steps 3.0–3.0 s apart, 3.00 s on average); 10 warm and 0 cold moves", "**met**"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the report lacks %q:\n%s", want, b)
 		}

@@ -50,6 +50,7 @@ type zoneDrainResult struct {
 	warmMoves     float64       // mcrib_slot_moves_total{kind="warm"} over the drain
 	coldMoves     float64       // mcrib_slot_moves_total{kind="cold"} over the drain
 	steady        float64       // hit rate over the baseline
+	readsPerSec   float64       // reads a second over the baseline (the load achieved)
 	drainStart    time.Duration // the PUT, since the load began
 	drainTook     time.Duration // PUT → state "drained"
 	lowest        float64       // lowest hit rate of a second in the drain window
@@ -168,6 +169,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 		t.Fatalf("no read during the baseline")
 	}
 	res.steady = 1 - float64(misses)/float64(reads)
+	res.readsPerSec = float64(reads) / cfg.baseline.Seconds()
 	t.Logf("%s: steady hit rate %s over %d reads in %v", cfg.name, pct(res.steady), reads, cfg.baseline)
 
 	warm0, _ := api.moves("warm")
@@ -235,6 +237,25 @@ func (r *zoneDrainResult) stepsSeen() string {
 	return strings.Join(parts, " → ")
 }
 
+// stepGaps returns the shortest, mean and longest time between two
+// successive steps seen (the first look may still show the baseline).
+func (r *zoneDrainResult) stepGaps() (lo, mean, hi time.Duration) {
+	steps := r.steps
+	if len(steps) > 0 && steps[0].slots == r.baselineSlots {
+		steps = steps[1:]
+	}
+	if len(steps) < 2 {
+		return 0, 0, 0
+	}
+	lo = time.Hour
+	for i := 1; i < len(steps); i++ {
+		g := steps[i].at - steps[i-1].at
+		lo, hi = min(lo, g), max(hi, g)
+	}
+	mean = (steps[len(steps)-1].at - steps[0].at) / time.Duration(len(steps)-1)
+	return lo, mean, hi
+}
+
 // zoneDrainTargets returns the targets of issue 14's benchmark that the
 // runs missed: each drain within 10 steps' time plus one interval; with
 // warm moves the lowest hit rate within 5 points of the steady state and
@@ -280,12 +301,12 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 		"have a spare for every slot they take. "+
 		"A load generator in the root namespace does cache-aside reads through `mcclient` (get; on a miss, a read of the \"database\" and a set) "+
 		"of %d Zipf-distributed keys (%d a slot; s = 1.1; every key set but a random 3%% before the load) and 3%% writes that invalidate their key (delete), "+
-		"at most %d operations/s. After %s of warmup and a %s baseline (the steady state), `PUT /v1/drain/%s` with percent 100, "+
+		"at most %d operations/s (%.0f reads/s measured in the warm run's baseline, %.0f in the cold one's). After %s of warmup and a %s baseline (the steady state), `PUT /v1/drain/%s` with percent 100, "+
 		"step_percent %d, step_interval %s; the load goes on %s after the zone is drained. Each run has a bed of its own: "+
 		"warm with `--warm-for %s`, cold with `--warm-for %s`. Hit rates are the application's, per second; the drain window runs from the PUT to the end.\n\n",
 		c.zones*c.perZone, strings.Join(zoneNames, ", "), strings.Join(idRanges, ", "), c.perHost, 11210+c.perHost, c.perZone/c.perHost,
 		c.slots, warm.fill, warm.zone, c.stepPercent, strings.Join(otherZones(zoneNames, warm.zone), " and "),
-		c.keys, c.keys/uint64(c.slots), c.opsPerSec, c.warmup, c.baseline, warm.zone, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
+		c.keys, c.keys/uint64(c.slots), c.opsPerSec, warm.readsPerSec, cold.readsPerSec, c.warmup, c.baseline, warm.zone, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
 	fmt.Fprintf(&b, "| run | `--warm-for` | steady hit rate | time to drained | lowest hit rate (1 s) | seconds below 90%% | misses that reached the database | above the steady rate | client errors |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range []*zoneDrainResult{warm, cold} {
@@ -294,8 +315,13 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	}
 	fmt.Fprintf(&b, "\nZone %s's slots as `GET /v1/drain` showed them (seconds after the PUT), and the moves mcrib counted (`mcrib_slot_moves_total`) during the drain:\n\n", warm.zone)
 	for _, r := range []*zoneDrainResult{warm, cold} {
-		fmt.Fprintf(&b, "- %s: zone %s (first fill %s), baseline %d; %s; %.0f warm and %.0f cold moves\n", r.cfg.name, r.zone, r.fill, r.baselineSlots, r.stepsSeen(), r.warmMoves, r.coldMoves)
+		lo, mean, hi := r.stepGaps()
+		fmt.Fprintf(&b, "- %s: zone %s (first fill %s), baseline %d; %s (steps %.1f–%.1f s apart, %.2f s on average); %.0f warm and %.0f cold moves\n",
+			r.cfg.name, r.zone, r.fill, r.baselineSlots, r.stepsSeen(), lo.Seconds(), hi.Seconds(), mean.Seconds(), r.warmMoves, r.coldMoves)
 	}
+	fmt.Fprintf(&b, "\nmcrib runs a pass every `--probe-interval` (1 s) and on each change it sees; a step is due at the first pass at least "+
+		"step_interval after the previous step, so steps of a %s interval come %s to %s apart and ten of them take 9 gaps plus the first step's pass. "+
+		"With `--warm-for %s` the last moves still warm when the window ends.\n", c.interval, c.interval, c.interval+time.Second, warm.cfg.warmFor)
 	fmt.Fprintf(&b, "\n## Targets (issue 14)\n\n")
 	fmt.Fprintf(&b, "- the drain finishes within 10 steps' time plus one interval (%v): %s\n", 11*c.interval,
 		met(!strings.Contains(strings.Join(missed, "\n"), "drain took")))
