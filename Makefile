@@ -14,9 +14,10 @@
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
 #                of the agents restarted; report in bench/real-rollout/
 #                (BENCH_REAL_DURATION, default 4m)
-#   make bench-zones  a bed of hosts (root), 12 memcached in three zones, mcrib
-#                serve and a cache-aside load through mcclient: zone b drained
-#                in 10% steps every 3 s, warm and cold; report in
+#   make bench-zones  a bed of hosts (root), 54 memcached in three zones (six
+#                to a host), mcrib serve --slots 32 and a cache-aside load
+#                through mcclient: the zone holding 10 slots drained in 10%
+#                steps (one slot) every 3 s, warm and cold; report in
 #                bench/zone-drain/
 #   make soak    the fault soak on a bed of hosts for 10 minutes
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)

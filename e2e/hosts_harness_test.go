@@ -19,7 +19,7 @@ const hostsProbeInterval = time.Second
 
 // hostsOptions describes a pool on a test bed of hosts.
 type hostsOptions struct {
-	nodes    int      // memcached hosts, mc-01 … (each with its own Consul agent)
+	nodes    int      // memcached, mc-01 …, on hosts with their own Consul agent
 	replicas int      // mcrib replicas, each on its own host with its own agent
 	slots    int      // --slots
 	hold     string   // --hold
@@ -28,6 +28,18 @@ type hostsOptions struct {
 	// nodes/zones each, with IDs that sort by zone (mc-a-1 …, mc-b-1 …);
 	// otherwise the nodes are mc-01 … in zones a, b, c in turn.
 	zones int
+	// perHost, when above 1, puts that many memcached on each host (ports
+	// 11211, 11212, …), each registered as its own service instance through
+	// the host's agent: nodes i·perHost … i·perHost+perHost−1 share host i+1.
+	// With zones, a zone's nodes must fill whole hosts.
+	perHost int
+}
+
+// hostOf returns the index (from 0) of node i's host and its memcached
+// port there.
+func (o hostsOptions) hostOf(i int) (host, port int) {
+	per := max(1, o.perHost)
+	return i / per, 11211 + i%per
 }
 
 // nodeIdentity returns the ID and zone of node i (from 0) of a bed.
@@ -43,7 +55,7 @@ func (o hostsOptions) nodeIdentity(i int) (id, az string) {
 // hostsPool is a pool deployed as in production, on a bed: the Consul
 // server on a host of its own, each memcached on a host with its own Consul
 // client agent (its service registered there, so its check runs from its
-// host), and each mcrib replica on a host with its own agent, listening on
+// host; hostsOptions.perHost puts several memcached on a host), and each mcrib replica on a host with its own agent, listening on
 // 0.0.0.0:7070 and talking to that agent. The test binary reaches every
 // host from the root namespace.
 type hostsPool struct {
@@ -56,7 +68,8 @@ type hostsPool struct {
 	client   *http.Client
 }
 
-// hostNode is one memcached on its own host.
+// hostNode is one memcached on a host (its own unless hostsOptions.perHost
+// is above 1, when it shares the host and its agent with others).
 type hostNode struct {
 	id    string
 	az    string // its zone (service meta az)
@@ -75,13 +88,25 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 	t.Cleanup(transport.CloseIdleConnections)
 	p := &hostsPool{t: t, byID: map[string]*hostNode{},
 		client: &http.Client{Transport: transport, Timeout: 2 * time.Second}}
+	if o.perHost > 1 && o.zones > 0 && (o.nodes%o.zones != 0 || (o.nodes/o.zones)%o.perHost != 0) {
+		t.Fatalf("hostsOptions: %d nodes in %d zones do not fill whole hosts of %d memcached", o.nodes, o.zones, o.perHost)
+	}
 	p.consulAt = bed.AddHost(t, "consul")
 	p.consul = testenv.StartConsulOn(t, p.consulAt)
+	var last *hostNode // the previous node, whose host the next may share
 	for i := range o.nodes {
 		id, az := o.nodeIdentity(i)
-		n := &hostNode{id: id, az: az, host: bed.AddHost(t, fmt.Sprintf("mc%d", i+1))}
-		n.agent = p.consul.StartClientAgentOn(t, n.host)
-		n.mc = testenv.StartMemcachedOn(t, n.host)
+		hi, port := o.hostOf(i)
+		n := &hostNode{id: id, az: az}
+		if last != nil && port > 11211 {
+			n.host, n.agent = last.host, last.agent
+			n.mc = testenv.StartMemcachedOnPort(t, n.host, port)
+		} else {
+			n.host = bed.AddHost(t, fmt.Sprintf("mc%d", hi+1))
+			n.agent = p.consul.StartClientAgentOn(t, n.host)
+			n.mc = testenv.StartMemcachedOn(t, n.host)
+		}
+		last = n
 		testenv.Register(t, n.agent.Client, n.mc, testenv.Registration{
 			ID: n.id, Meta: map[string]string{"az": az}})
 		p.nodes = append(p.nodes, n)

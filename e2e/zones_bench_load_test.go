@@ -98,7 +98,11 @@ func (l *zoneLoad) run(ctx context.Context) {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 0x70e5))
 			z := rand.NewZipf(r, 1.1, 1, l.keys-1)
-			perTick := max(1, l.opsPerSec/100/l.workers)
+			// Each tick adds the worker's share of opsPerSec for 10 ms to a
+			// budget and spends its whole operations, so the rate is
+			// opsPerSec even when the share of a tick is not whole.
+			perTick := float64(l.opsPerSec) / 100 / float64(l.workers)
+			var budget float64
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			for {
@@ -107,7 +111,7 @@ func (l *zoneLoad) run(ctx context.Context) {
 					return
 				case <-tick.C:
 				}
-				for range perTick {
+				for budget += perTick; budget >= 1; budget-- {
 					l.op(r, z.Uint64())
 				}
 			}

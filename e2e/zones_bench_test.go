@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,10 @@ import (
 type zoneDrainConfig struct {
 	name        string // "warm" or "cold"
 	warmFor     string // --warm-for
+	slots       int    // --slots
+	zones       int    // zones a, b, …
+	perZone     int    // memcached per zone
+	perHost     int    // memcached per host
 	keys        uint64
 	opsPerSec   int
 	warmup      time.Duration // load before the baseline
@@ -32,10 +38,19 @@ type zoneDrainConfig struct {
 // get served from the cache, warm reads included; a miss reached the
 // database).
 type zoneDrainResult struct {
-	cfg           zoneDrainConfig
-	started       time.Time
+	cfg     zoneDrainConfig
+	started time.Time
+	// zone is the zone drained: the first by name that holds a multiple of
+	// 100/stepPercent slots after the first fill, so that every step moves
+	// exactly one step_percent of its baseline.
+	zone          string
+	fill          string // slots per zone after the first fill, "a:11 b:11 c:10"
 	baselineSlots int
+	steps         []drainLook   // the zone's slots as GET /v1/drain showed them
+	warmMoves     float64       // mcrib_slot_moves_total{kind="warm"} over the drain
+	coldMoves     float64       // mcrib_slot_moves_total{kind="cold"} over the drain
 	steady        float64       // hit rate over the baseline
+	readsPerSec   float64       // reads a second over the baseline (the load achieved)
 	drainStart    time.Duration // the PUT, since the load began
 	drainTook     time.Duration // PUT → state "drained"
 	lowest        float64       // lowest hit rate of a second in the drain window
@@ -46,19 +61,34 @@ type zoneDrainResult struct {
 	seconds       []loadSecond
 }
 
-// zoneDrainConfigFor is the benchmark's configuration of a run.
+// drainLook is a change of the drained zone's slot count seen in the drain
+// document, and when (since the PUT).
+type drainLook struct {
+	at    time.Duration
+	slots int
+}
+
+// zoneDrainConfigFor is the benchmark's configuration of a run: 32 slots
+// (a power of two, as --slots must be) spread 11/11/10 over three zones, so
+// a 10% step of the zone holding 10 moves exactly one slot and its drain
+// takes 10 steps; 18 memcached per zone (six on each of three hosts), so
+// the other zones have a spare for each slot they take (5 each) and some
+// left; 2,500 keys a slot, so that each slot's contents matter.
 func zoneDrainConfigFor(name, warmFor string) zoneDrainConfig {
-	return zoneDrainConfig{name: name, warmFor: warmFor, keys: 20000, opsPerSec: 1500,
+	const slots = 32
+	return zoneDrainConfig{name: name, warmFor: warmFor, slots: slots, zones: 3, perZone: 18, perHost: 6,
+		keys: 2500 * slots, opsPerSec: 1500,
 		warmup: 5 * time.Second, baseline: 10 * time.Second, tail: 10 * time.Second,
 		stepPercent: 10, interval: 3 * time.Second}
 }
 
 // TestBenchZoneDrain is make bench-zones (issue 14's performance target),
 // run only with MCRIB_BENCH_ZONES=1 and root (a bed of hosts): three zones
-// of four memcached hosts, 8 slots, a cache-aside load through mcclient,
-// and zone b drained completely in steps of 10% every 3 s, once with warm
-// moves (--warm-for 2m) and once cold (--warm-for 0s), each on a bed of
-// its own. With MCRIB_BENCH_ZONES_OUT=DIR it writes report.md there.
+// of 18 memcached (six on each of three hosts), 32 slots (11/11/10), a
+// cache-aside load through mcclient, and the zone holding 10 slots drained
+// completely in steps of 10% (one slot) every 3 s, once with warm moves (--warm-for 2m)
+// and once cold (--warm-for 0s), each on a bed of its own. With
+// MCRIB_BENCH_ZONES_OUT=DIR it writes report.md there.
 func TestBenchZoneDrain(t *testing.T) {
 	if os.Getenv("MCRIB_BENCH_ZONES") != "1" {
 		t.Skip("the zone-drain benchmark runs with MCRIB_BENCH_ZONES=1 (make bench-zones)")
@@ -87,10 +117,34 @@ func TestBenchZoneDrain(t *testing.T) {
 // runZoneDrain runs one drain on a bed of its own and returns what it
 // measured, or fails the test.
 func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
-	p := newHostsPool(t, hostsOptions{nodes: 12, replicas: 1, slots: 8, hold: "60s", zones: 3,
-		flags: []string{"--warm-for", cfg.warmFor}})
+	p := newHostsPool(t, hostsOptions{nodes: cfg.zones * cfg.perZone, replicas: 1, slots: cfg.slots, hold: "60s",
+		zones: cfg.zones, perHost: cfg.perHost, flags: []string{"--warm-for", cfg.warmFor}})
 	r := p.replicas[0]
 	api := newZAPI(r.addr)
+	st, err := api.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, err := st.zones()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &zoneDrainResult{cfg: cfg}
+	names := slices.Sorted(maps.Keys(zones))
+	var fill []string
+	for _, z := range names {
+		held := zones[z].Slots
+		fill = append(fill, fmt.Sprintf("%s:%d", z, held))
+		if res.zone == "" && held > 0 && held%(100/cfg.stepPercent) == 0 {
+			res.zone = z
+		}
+	}
+	res.fill = strings.Join(fill, " ")
+	if res.zone == "" {
+		t.Fatalf("after the first fill no zone holds a multiple of %d slots (%s): a %d%% step would not move one tenth of any",
+			100/cfg.stepPercent, res.fill, cfg.stepPercent)
+	}
+	t.Logf("%s: the first fill spread the slots %s; draining zone %s", cfg.name, res.fill, res.zone)
 	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + r.addr, WaitTime: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +157,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	if err := l.prefill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res := &zoneDrainResult{cfg: cfg, started: time.Now()}
+	res.started = time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() { l.run(ctx) })
 	stop := func() { cancel(); wg.Wait() }
@@ -115,24 +169,37 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 		t.Fatalf("no read during the baseline")
 	}
 	res.steady = 1 - float64(misses)/float64(reads)
+	res.readsPerSec = float64(reads) / cfg.baseline.Seconds()
 	t.Logf("%s: steady hit rate %s over %d reads in %v", cfg.name, pct(res.steady), reads, cfg.baseline)
 
+	warm0, _ := api.moves("warm")
+	cold0, _ := api.moves("cold")
 	res.drainStart = time.Since(res.started)
+	put := time.Now()
 	body := drainBody("zone-drain benchmark", 100, cfg.stepPercent, cfg.interval.String())
-	if code, b := api.do("PUT", "/v1/drain/b", body, token); code != 200 {
-		t.Fatalf("PUT /v1/drain/b: %d %s", code, b)
+	if code, b := api.do("PUT", "/v1/drain/"+res.zone, body, token); code != 200 {
+		t.Fatalf("PUT /v1/drain/%s: %d %s", res.zone, code, b)
 	}
 	limit := 10*cfg.interval + cfg.interval + 30*time.Second
 	var last zDrainEntry
 	if !within(limit, func() bool {
 		d, _, err := api.drain()
-		last = d.Zones["b"]
-		return err == nil && last.State == "drained"
+		if err != nil {
+			return false
+		}
+		last = d.Zones[res.zone]
+		if n := len(res.steps); n == 0 || res.steps[n-1].slots != last.Slots {
+			res.steps = append(res.steps, drainLook{at: time.Since(put), slots: last.Slots})
+		}
+		return last.State == "drained"
 	}) {
-		t.Fatalf("zone b not drained within %v: %+v", limit, last)
+		t.Fatalf("zone %s not drained within %v: %+v", res.zone, limit, last)
 	}
 	res.drainTook = time.Since(res.started) - res.drainStart
 	res.baselineSlots = last.BaselineSlots
+	warm1, _ := api.moves("warm")
+	cold1, _ := api.moves("cold")
+	res.warmMoves, res.coldMoves = warm1-warm0, cold1-cold0
 	time.Sleep(cfg.tail)
 	stop()
 
@@ -155,8 +222,38 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 
 // summary is one line of the run's figures.
 func (r *zoneDrainResult) summary() string {
-	return fmt.Sprintf("steady %s, drained in %v (baseline %d slots), lowest %s, %d s below 90%%, %d misses of %d reads in the drain window (%.0f above the steady rate), %d client errors",
-		pct(r.steady), r.drainTook.Round(100*time.Millisecond), r.baselineSlots, pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, r.errs)
+	return fmt.Sprintf("steady %s, drained in %v (baseline %d slots; %s; %.0f warm and %.0f cold moves), lowest %s, %d s below 90%%, %d misses of %d reads in the drain window (%.0f above the steady rate), %d client errors",
+		pct(r.steady), r.drainTook.Round(100*time.Millisecond), r.baselineSlots, r.stepsSeen(), r.warmMoves, r.coldMoves,
+		pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, r.errs)
+}
+
+// stepsSeen describes the drained zone's slot counts as seen, with when
+// each was first seen after the PUT.
+func (r *zoneDrainResult) stepsSeen() string {
+	parts := make([]string, len(r.steps))
+	for i, s := range r.steps {
+		parts[i] = fmt.Sprintf("%d@%.1fs", s.slots, s.at.Seconds())
+	}
+	return strings.Join(parts, " → ")
+}
+
+// stepGaps returns the shortest, mean and longest time between two
+// successive steps seen (the first look may still show the baseline).
+func (r *zoneDrainResult) stepGaps() (lo, mean, hi time.Duration) {
+	steps := r.steps
+	if len(steps) > 0 && steps[0].slots == r.baselineSlots {
+		steps = steps[1:]
+	}
+	if len(steps) < 2 {
+		return 0, 0, 0
+	}
+	lo = time.Hour
+	for i := 1; i < len(steps); i++ {
+		g := steps[i].at - steps[i-1].at
+		lo, hi = min(lo, g), max(hi, g)
+	}
+	mean = (steps[len(steps)-1].at - steps[0].at) / time.Duration(len(steps)-1)
+	return lo, mean, hi
 }
 
 // zoneDrainTargets returns the targets of issue 14's benchmark that the
@@ -191,20 +288,40 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	c := warm.cfg
 	fmt.Fprintf(&b, "# Zone drain, warm and cold\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench-zones` (`TestBenchZoneDrain` in `e2e/`), started %s.\n\n", warm.started.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "A bed of network namespaces: a Consul server on a host of its own, 12 memcached hosts in three zones "+
-		"(mc-a-1…4, mc-b-1…4, mc-c-1…4, service meta `az`) each with its own Consul client agent, and `mcrib serve --slots 8` on a host of its own. "+
+	var zoneNames, idRanges []string
+	for z := range c.zones {
+		name := string(rune('a' + z))
+		zoneNames = append(zoneNames, name)
+		idRanges = append(idRanges, fmt.Sprintf("mc-%s-1…%d", name, c.perZone))
+	}
+	fmt.Fprintf(&b, "A bed of network namespaces: a Consul server on a host of its own; %d memcached in zones %s (%s, service meta `az`), "+
+		"%d to a host on ports 11211–%d, %d hosts per zone, each host with its own Consul client agent through which each of its memcached "+
+		"is registered as a service instance of its own; and `mcrib serve --slots %d --hold 60s --probe-interval 1s` on a host of its own. "+
+		"The first fill spread the slots %s; zone %s, the one holding a multiple of ten, is drained, so a step of %d%% moves exactly one tenth of its baseline, and zones %s "+
+		"have a spare for every slot they take. "+
 		"A load generator in the root namespace does cache-aside reads through `mcclient` (get; on a miss, a read of the \"database\" and a set) "+
-		"of %d Zipf-distributed keys (s = 1.1; every key set but a random 3%% before the load) and 3%% writes that invalidate their key (delete), "+
-		"at most %d operations/s. After %s of warmup and a %s baseline (the steady state), `PUT /v1/drain/b` with percent 100, "+
+		"of %d Zipf-distributed keys (%d a slot; s = 1.1; every key set but a random 3%% before the load) and 3%% writes that invalidate their key (delete), "+
+		"at most %d operations/s (%.0f reads/s measured in the warm run's baseline, %.0f in the cold one's). After %s of warmup and a %s baseline (the steady state), `PUT /v1/drain/%s` with percent 100, "+
 		"step_percent %d, step_interval %s; the load goes on %s after the zone is drained. Each run has a bed of its own: "+
 		"warm with `--warm-for %s`, cold with `--warm-for %s`. Hit rates are the application's, per second; the drain window runs from the PUT to the end.\n\n",
-		c.keys, c.opsPerSec, c.warmup, c.baseline, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
+		c.zones*c.perZone, strings.Join(zoneNames, ", "), strings.Join(idRanges, ", "), c.perHost, 11210+c.perHost, c.perZone/c.perHost,
+		c.slots, warm.fill, warm.zone, c.stepPercent, strings.Join(otherZones(zoneNames, warm.zone), " and "),
+		c.keys, c.keys/uint64(c.slots), c.opsPerSec, warm.readsPerSec, cold.readsPerSec, c.warmup, c.baseline, warm.zone, c.stepPercent, c.interval, c.tail, warm.cfg.warmFor, cold.cfg.warmFor)
 	fmt.Fprintf(&b, "| run | `--warm-for` | steady hit rate | time to drained | lowest hit rate (1 s) | seconds below 90%% | misses that reached the database | above the steady rate | client errors |\n")
 	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range []*zoneDrainResult{warm, cold} {
 		fmt.Fprintf(&b, "| %s | %s | %s | %v | %s | %d | %d of %d reads | %.0f | %d |\n", r.cfg.name, r.cfg.warmFor, pct(r.steady),
 			r.drainTook.Round(100*time.Millisecond), pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, r.errs)
 	}
+	fmt.Fprintf(&b, "\nZone %s's slots as `GET /v1/drain` showed them (seconds after the PUT), and the moves mcrib counted (`mcrib_slot_moves_total`) during the drain:\n\n", warm.zone)
+	for _, r := range []*zoneDrainResult{warm, cold} {
+		lo, mean, hi := r.stepGaps()
+		fmt.Fprintf(&b, "- %s: zone %s (first fill %s), baseline %d; %s (steps %.1f–%.1f s apart, %.2f s on average); %.0f warm and %.0f cold moves\n",
+			r.cfg.name, r.zone, r.fill, r.baselineSlots, r.stepsSeen(), lo.Seconds(), hi.Seconds(), mean.Seconds(), r.warmMoves, r.coldMoves)
+	}
+	fmt.Fprintf(&b, "\nmcrib runs a pass every `--probe-interval` (1 s) and on each change it sees; a step is due at the first pass at least "+
+		"step_interval after the previous step, so steps of a %s interval come %s to %s apart and ten of them take 9 gaps plus the first step's pass. "+
+		"With `--warm-for %s` the last moves still warm when the window ends.\n", c.interval, c.interval, c.interval+time.Second, warm.cfg.warmFor)
 	fmt.Fprintf(&b, "\n## Targets (issue 14)\n\n")
 	fmt.Fprintf(&b, "- the drain finishes within 10 steps' time plus one interval (%v): %s\n", 11*c.interval,
 		met(!strings.Contains(strings.Join(missed, "\n"), "drain took")))
@@ -234,4 +351,15 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	}
 	fmt.Fprintf(&b, "\n(* : a second of the drain, from the PUT to the state `drained`.)\n")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
+}
+
+// otherZones returns zones without drained.
+func otherZones(zones []string, drained string) []string {
+	var out []string
+	for _, z := range zones {
+		if z != drained {
+			out = append(out, z)
+		}
+	}
+	return out
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // TestZoneHarnessChecks checks the zone tests' own judges on made-up maps:
-// the slot map rules, the pace of a drain, the spread and the flushes.
+// the slot map rules, the pace of a drain, the spread and the flushes; and
+// the layout of a bed with several memcached per host.
 func TestZoneHarnessChecks(t *testing.T) {
 	slot := func(i int, id string) zSlot {
 		if id == "" {
@@ -93,5 +94,29 @@ func TestZoneHarnessChecks(t *testing.T) {
 	bad := flushChanges(before, map[string]uint64{"a1": 1, "a2": 2, "c1": 1, "b1": 0}, entered(full, one))
 	if len(bad) != 3 || !strings.Contains(bad[0], "a1 cmd_flush 0 → 1, want 0") || !strings.Contains(bad[1], "a2 cmd_flush 0 → 2, want 1") || !strings.Contains(bad[2], "c1 cmd_flush 1 → 1, want 2") {
 		t.Errorf("a node flushed that entered nothing, one flushed twice, one not at all: %q", bad)
+	}
+
+	// The bed of the zone-drain benchmark: 54 memcached in three zones, six
+	// to a host, so each zone fills three hosts of its own.
+	o := hostsOptions{nodes: 54, zones: 3, perHost: 6}
+	hostZone := map[int]string{}
+	ports := map[[2]int]bool{}
+	for i := range o.nodes {
+		id, az := o.nodeIdentity(i)
+		h, port := o.hostOf(i)
+		if z, ok := hostZone[h]; ok && z != az {
+			t.Errorf("host %d holds zones %s and %s (node %s)", h, z, az, id)
+		}
+		hostZone[h] = az
+		if ports[[2]int{h, port}] || port < 11211 || port > 11216 {
+			t.Errorf("node %s on host %d port %d: taken twice or outside 11211..11216", id, h, port)
+		}
+		ports[[2]int{h, port}] = true
+	}
+	if id, az := o.nodeIdentity(53); len(hostZone) != 9 || id != "mc-c-18" || az != "c" {
+		t.Errorf("%d hosts, last node %s in zone %s; want 9 hosts, mc-c-18 in zone c", len(hostZone), id, az)
+	}
+	if h, port := (hostsOptions{nodes: 5}).hostOf(4); h != 4 || port != 11211 {
+		t.Errorf("one memcached per host: node 4 on host %d port %d, want host 4 port 11211", h, port)
 	}
 }

@@ -195,3 +195,29 @@ func TestSweepDeadBeds(t *testing.T) {
 		t.Errorf("after the sweep the live bed %d has links %v, namespaces %v (%v); want it untouched", live.index, links, namespaces, err)
 	}
 }
+
+// TestBedMemcachedPerPort starts two memcached on one host, the default
+// port and one given, and checks both answer from the root namespace at
+// addresses of their own, and that killing one leaves the other.
+func TestBedMemcachedPerPort(t *testing.T) {
+	bed := NewBed(t)
+	h := bed.AddHost(t, "mc1")
+	m1 := StartMemcachedOn(t, h)
+	m2 := StartMemcachedOnPort(t, h, 11212)
+	if m1.Addr != h.Addr+":11211" || m2.Addr != h.Addr+":11212" || m2.IP != h.Addr || m2.Port != 11212 {
+		t.Fatalf("memcached at %s and %s (%s port %d), want %s:11211 and %s:11212", m1.Addr, m2.Addr, m2.IP, m2.Port, h.Addr, h.Addr)
+	}
+	for _, m := range []*Memcached{m1, m2} {
+		if err := memcachedVersion(m.Addr, time.Second); err != nil {
+			t.Errorf("memcached %s does not answer from the root namespace: %v", m.Addr, err)
+		}
+	}
+	m2.Kill(t)
+	if err := memcachedVersion(m1.Addr, time.Second); err != nil {
+		t.Errorf("memcached %s stopped answering when %s was killed: %v", m1.Addr, m2.Addr, err)
+	}
+	m2.Start(t)
+	if err := memcachedVersion(m2.Addr, time.Second); err != nil {
+		t.Errorf("memcached %s does not answer after a restart on its port: %v", m2.Addr, err)
+	}
+}

@@ -43,7 +43,7 @@ type Memcached struct {
 // `version` command. The process is killed when the test ends.
 func StartMemcached(t testing.TB) *Memcached {
 	t.Helper()
-	return startMemcached(t, nil)
+	return startMemcached(t, nil, 0)
 }
 
 // StartMemcachedOn starts memcached like StartMemcached, on host h of a
@@ -51,11 +51,24 @@ func StartMemcached(t testing.TB) *Memcached {
 // a free port on Bed.Root.
 func StartMemcachedOn(t testing.TB, h *Host) *Memcached {
 	t.Helper()
-	return startMemcached(t, h)
+	return startMemcached(t, h, 0)
 }
 
-// startMemcached starts memcached on h, or on 127.0.0.1 when h is nil.
-func startMemcached(t testing.TB, h *Host) *Memcached {
+// StartMemcachedOnPort starts memcached like StartMemcachedOn, on host h of
+// a test bed (not Bed.Root) at the given port: for several memcached on one
+// host, each on a port of its own.
+func StartMemcachedOnPort(t testing.TB, h *Host, port int) *Memcached {
+	t.Helper()
+	if h == nil || h.NetNS == "" || port <= 0 || port > 65535 {
+		t.Fatalf("testenv: StartMemcachedOnPort needs a host of its own and a port from 1 to 65535, not %d", port)
+		return nil
+	}
+	return startMemcached(t, h, port)
+}
+
+// startMemcached starts memcached on h, or on 127.0.0.1 when h is nil, at
+// port when above 0 (a host of its own only).
+func startMemcached(t testing.TB, h *Host, port int) *Memcached {
 	t.Helper()
 	m := &Memcached{bin: MemcachedBinary(t), IP: "127.0.0.1"}
 	name := "memcached"
@@ -69,7 +82,9 @@ func startMemcached(t testing.TB, h *Host) *Memcached {
 	}
 	var err error
 	for attempt := 0; attempt < startAttempts(h); attempt++ {
-		if h != nil && h.NetNS != "" {
+		if port > 0 {
+			m.Port = port
+		} else if h != nil && h.NetNS != "" {
 			m.Port = memcachedHostPort
 		} else {
 			ports, perr := freePorts(m.IP, 1, false)
