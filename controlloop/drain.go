@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 )
 
@@ -71,6 +72,67 @@ func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[strin
 		}
 	}
 	return out
+}
+
+// untilNextStep returns how long until the next drain or return step is
+// due, or a negative duration when none is pending (no drain, every zone
+// at its target, or an operator freeze holding them).
+func (l *Loop) untilNextStep() time.Duration {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.drainCorrupt || l.drains == nil || l.freeze != nil || l.current == nil {
+		return -1
+	}
+	held := zoneSlots(l.current)
+	next := time.Duration(-1)
+	for zone, e := range l.drains.Zones {
+		if held[zone] == e.Target() {
+			continue
+		}
+		d := time.Duration(0)
+		if e.LastStepAt != nil {
+			d = max(0, e.LastStepAt.Add(e.Interval()).Sub(now))
+		}
+		if next < 0 || d < next {
+			next = d
+		}
+	}
+	return next
+}
+
+// stepTimer wakes Run for a drain step due between two probe ticks, so
+// steps come at their interval rather than at the first tick after it.
+type stepTimer struct{ t clock.Timer }
+
+// arm sets the timer to fire after d when a step is pending (d ≥ 0) and
+// due before the next tick; otherwise it stops it.
+func (s *stepTimer) arm(c clock.Clock, d, tick time.Duration) {
+	if d < 0 || d >= tick {
+		s.stop()
+		return
+	}
+	if s.t == nil {
+		s.t = c.NewTimer(d)
+		return
+	}
+	s.t.Stop()
+	s.t.Reset(d)
+}
+
+func (s *stepTimer) stop() {
+	if s.t != nil {
+		s.t.Stop()
+		s.t = nil
+	}
+}
+
+// c returns the timer's channel; nil (never ready) when it is not armed.
+func (s *stepTimer) c() <-chan time.Time {
+	if s.t == nil {
+		return nil
+	}
+	return s.t.C()
 }
 
 // noteStepsLocked keeps what stopped each zone's step. l.mu must be held.

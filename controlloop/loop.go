@@ -174,6 +174,8 @@ func (l *Loop) Run(ctx context.Context) {
 
 	tick := l.clock.NewTicker(l.opts.ProbeInterval)
 	defer tick.Stop()
+	var steps stepTimer
+	defer steps.stop()
 	var retry backoff.Backoff
 	for {
 		select {
@@ -181,6 +183,7 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		case <-l.kick:
 		case <-tick.C():
+		case <-steps.c():
 		}
 		if !l.waitPass(ctx) {
 			return
@@ -188,6 +191,7 @@ func (l *Loop) Run(ctx context.Context) {
 		start := l.clock.Now()
 		res, err := l.tracedReconcile(ctx)
 		l.opts.Metrics.Pass(res.Outcome, l.clock.Now().Sub(start))
+		steps.arm(l.clock, l.untilNextStep(), l.opts.ProbeInterval)
 		if err == nil {
 			retry.Reset()
 			continue
