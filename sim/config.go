@@ -204,6 +204,8 @@ func (c Config) Validate() error {
 		return bad("the loss rate must be between 0 and 1")
 	case c.WarmFor < 0:
 		return bad("--warm-for must not be negative")
+	case c.Scenario == ZoneDrain && c.Nodes < len(zones):
+		return bad("zone-drain needs at least %d nodes, one in each zone", len(zones))
 	case !Applies(c.Scenario, c.Policy):
 		return bad("%s needs mcrib's loop (policy mcrib, mcrib-cold, adaptive or static:N); %s has no drain", c.Scenario, c.Policy.Name)
 	}

@@ -58,6 +58,9 @@ func TestZoneDrainNeedsTheLoop(t *testing.T) {
 	if _, err := Run(context.Background(), small(ZoneDrain, PolicyImmediate)); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("zone-drain under immediate: %v; want ErrBadConfig", err)
 	}
+	if _, err := Run(context.Background(), Config{Scenario: ZoneDrain, Nodes: 2}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("zone-drain of 2 nodes (no zone c): %v; want ErrBadConfig", err)
+	}
 	rs, err := RunAll(context.Background(), Config{Nodes: 8, Warmup: time.Minute, Duration: 30 * time.Second, Clients: 50, SampledReads: 100, ItemsPerNode: 200},
 		[]string{ZoneDrain}, []Policy{{Name: PolicyImmediate, Immediate: true}, {Name: PolicyMCribCold, Cold: true}}, nil)
 	if err != nil || len(rs) != 1 || rs[0].Policy != PolicyMCribCold {
