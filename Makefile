@@ -114,6 +114,8 @@ bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
 	$(MCRIB) sim --nodes 100 --scenario node-failure,partition,observer-blip,packet-loss --policy immediate,mcrib --out bench/sim-faults
 	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:10,static:20,static:30,static:40,static:50,static:60,static:80,static:100,static:200 --out bench/sim-cold-start
+	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --out bench/sim-zone-drain
+	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --clients 20000 --db-capacity 24000 --warmup 4m --out bench/sim-zone-drain-busy
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
 # faults with every invariant checked after each, without the race detector

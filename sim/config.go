@@ -22,15 +22,17 @@ const (
 	ObserverBlip = "observer-blip"
 	PacketLoss   = "packet-loss"
 	ColdStart    = "cold-start"
+	ZoneDrain    = "zone-drain"
 )
 
 // Scenarios lists every scenario in the report's order.
-var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart}
+var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, ZoneDrain}
 
 // Policy names (the --policy flag); static boot limits are "static:N".
 const (
 	PolicyImmediate = "immediate"
 	PolicyMCrib     = "mcrib"
+	PolicyMCribCold = "mcrib-cold"
 	PolicyAdaptive  = "adaptive"
 	policyStatic    = "static:"
 )
@@ -46,6 +48,8 @@ type Policy struct {
 	// Static, when above 0, is a fixed boot limit (boots/s); 0 with
 	// Immediate false is the adaptive limiter.
 	Static float64
+	// Cold runs mcrib's loop with --warm-for 0s: every move is cold.
+	Cold bool
 }
 
 // ParsePolicy parses one --policy value.
@@ -55,6 +59,8 @@ func ParsePolicy(s string) (Policy, error) {
 		return Policy{Name: s, Immediate: true}, nil
 	case s == PolicyMCrib || s == PolicyAdaptive:
 		return Policy{Name: s}, nil
+	case s == PolicyMCribCold:
+		return Policy{Name: s, Cold: true}, nil
 	case strings.HasPrefix(s, policyStatic):
 		n, err := strconv.ParseFloat(strings.TrimPrefix(s, policyStatic), 64)
 		if err != nil || !(n > 0) || n > 1e6 {
@@ -62,7 +68,7 @@ func ParsePolicy(s string) (Policy, error) {
 		}
 		return Policy{Name: s, Static: n}, nil
 	}
-	return Policy{}, fmt.Errorf("%w: unknown policy %q (immediate, mcrib, adaptive, static:N)", ErrBadConfig, s)
+	return Policy{}, fmt.Errorf("%w: unknown policy %q (immediate, mcrib, mcrib-cold, adaptive, static:N)", ErrBadConfig, s)
 }
 
 // Config is one simulation run: the pool, its flags, the workload and the
@@ -91,6 +97,9 @@ type Config struct {
 	BootLimitMax             float64
 	HitRateLow               float64
 	HitRateTarget            float64
+	// WarmFor is mcrib serve's --warm-for (default 2m); the policy
+	// mcrib-cold runs with 0s whatever it says.
+	WarmFor time.Duration
 
 	// The workload: Clients application processes each reading
 	// ReadsPerClient keys a second (Zipf over Keys keys, exponent
@@ -114,6 +123,10 @@ type Config struct {
 	// LossRate is the share of probes and Consul checks lost during
 	// packet-loss (default 1e-4).
 	LossRate float64
+
+	// noDrain runs zone-drain without its drain: the twin run its extra
+	// database misses are counted against.
+	noDrain bool
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -153,6 +166,7 @@ func (c Config) WithDefaults() Config {
 	defF(&c.BootLimitMax, 1000)
 	defF(&c.HitRateLow, 0.80)
 	defF(&c.HitRateTarget, 0.90)
+	defD(&c.WarmFor, 2*time.Minute)
 	def(&c.Clients, 2000)
 	defF(&c.ReadsPerClient, 10)
 	def(&c.SampledReads, int(math.Round(float64(c.Clients)*c.ReadsPerClient)))
@@ -188,6 +202,12 @@ func (c Config) Validate() error {
 		return bad("the database capacity must be above 0")
 	case !(c.LossRate > 0 && c.LossRate < 1):
 		return bad("the loss rate must be between 0 and 1")
+	case c.WarmFor < 0:
+		return bad("--warm-for must not be negative")
+	case c.Scenario == ZoneDrain && c.Nodes < len(zones):
+		return bad("zone-drain needs at least %d nodes, one in each zone", len(zones))
+	case !Applies(c.Scenario, c.Policy):
+		return bad("%s needs mcrib's loop (policy mcrib, mcrib-cold, adaptive or static:N); %s has no drain", c.Scenario, c.Policy.Name)
 	}
 	return nil
 }

@@ -24,6 +24,14 @@
 // boot whose reads fail boots again. The caches start at the contents an
 // LRU settles at under the workload.
 //
+// The nodes are spread round-robin over zones a, b and c (the az Consul's
+// answers carry). The zone-drain scenario drains zone b through
+// Loop.Drain, the drain document kept by the simulated store with
+// check-and-set as ConsulStore keeps it; while a slot warms the clients
+// read its new holder, then on a miss its old holder, add what it had to
+// the new one and send their sets to both, as mcrib's Go client does.
+// The policy "mcrib-cold" runs the loop with --warm-for 0s.
+//
 // The baseline policy "immediate" is the 2022 behaviour mcrib replaced:
 // replace a slot holder as soon as Consul stops listing it as passing,
 // flush a node Consul lists again, no boot limit.

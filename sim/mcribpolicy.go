@@ -35,6 +35,12 @@ type mcribPolicy struct {
 	gen     uint64
 	routes  []int
 	slots   int
+	// served is the map routes and warm follow; warm is each slot's
+	// warm source (warmmoves.go).
+	served *cachenodes.SlotMap
+	warm   []warmSource
+	// drain is the zone drain of zone-drain in progress (zonedrain.go).
+	drain zoneDrain
 }
 
 func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
@@ -45,6 +51,7 @@ func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
 		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
+		WarmFor:                  warmFor(cfg),
 		Store:                    &memStore{},
 		Discovery:                noDiscovery{},
 		Prober:                   prober{w: w, flushes: &p.flushN},
@@ -56,8 +63,10 @@ func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
 	}
 	p.loop = loop
 	p.routes = make([]int, cfg.Slots)
+	p.warm = make([]warmSource, cfg.Slots)
 	for i := range p.routes {
 		p.routes[i] = -1
+		p.warm[i].node = -1
 	}
 	return p, nil
 }
@@ -77,8 +86,15 @@ func (p *mcribPolicy) onProbeInterval(ctx context.Context) {
 // pass runs one reconcile pass and follows the map it serves.
 func (p *mcribPolicy) pass(ctx context.Context) {
 	_, _ = p.loop.Reconcile(ctx) // a failed pass is retried next interval, as Run does
+	p.drain.check(p.loop, p.w.clk.Now())
 	m := p.loop.SlotMap()
-	if m == nil || m.Generation() == p.gen {
+	if m == nil || m == p.served {
+		return
+	}
+	// A warming begins with a new generation but ends without one.
+	p.served = m
+	p.followWarming(m)
+	if m.Generation() == p.gen {
 		return
 	}
 	p.gen = m.Generation()
@@ -106,14 +122,19 @@ func (m *loopMetrics) SlotMove(string)                      {}
 func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
-// every check-and-set write succeeds.
+// every check-and-set write of the slot map succeeds. It keeps the drain
+// document too (drainstore.go).
 type memStore struct {
 	m     *cachenodes.SlotMap
 	index uint64
+	// drain is the drain document (nil: none) and drainIndex its
+	// version (0: none), drawn from drainSeq.
+	drain                *controlloop.DrainDoc
+	drainIndex, drainSeq uint64
 }
 
 func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
-	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index}, nil
+	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index, Drain: copyDrain(s.drain), DrainIndex: s.drainIndex}, nil
 }
 
 func (s *memStore) WriteSlotMap(_ context.Context, m *cachenodes.SlotMap, _ controlloop.Snapshot, _ leader.Lease, _ []time.Time) (bool, error) {

@@ -20,6 +20,9 @@ func RunAll(ctx context.Context, base Config, scenarios []string, policies []Pol
 	var out []Result
 	for _, sc := range scenarios {
 		for _, p := range policies {
+			if !Applies(sc, p) {
+				continue
+			}
 			cfg := base
 			cfg.Scenario, cfg.Policy = sc, p
 			r, err := Run(ctx, cfg)
@@ -116,6 +119,10 @@ func resultsOf(rs []Result, scenario string) []Result {
 
 // WriteTable writes one scenario's table in Markdown.
 func WriteTable(w io.Writer, rs []Result) {
+	if len(rs) > 0 && rs[0].Scenario == ZoneDrain {
+		writeZoneDrainTable(w, rs)
+		return
+	}
 	fmt.Fprintln(w, "| policy | baseline hit rate | lowest hit rate | DB overload (s) | flushes | replacements | boots refused | back to 95% | speed-up |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
@@ -135,8 +142,8 @@ func fmtRecovery(r Result) string {
 func writeMarkdown(b *strings.Builder, rs []Result, meta ReportMeta) {
 	c := meta.Config
 	fmt.Fprintf(b, "# mcrib sim report\n\nMade by `%s`.\n\n", meta.Command)
-	fmt.Fprintf(b, "Pool: %s: %d nodes, %d slots; hold %s, probe interval %s, flush after %s unreachable, max absent fraction %.2f, %d replacements a minute; boot limit %g..%g boots/s, hit rate low %.2f, target %.2f, stats interval %s.\n\n",
-		meta.Pool, c.Nodes, c.Slots, c.Hold, c.ProbeInterval, c.FlushAfterUnreachable, c.MaxAbsentFraction, c.MaxReplacementsPerMinute,
+	fmt.Fprintf(b, "Pool: %s: %d nodes, %d slots; hold %s, probe interval %s, flush after %s unreachable, max absent fraction %.2f, %d replacements a minute, warm for %s; boot limit %g..%g boots/s, hit rate low %.2f, target %.2f, stats interval %s.\n\n",
+		meta.Pool, c.Nodes, c.Slots, c.Hold, c.ProbeInterval, c.FlushAfterUnreachable, c.MaxAbsentFraction, c.MaxReplacementsPerMinute, c.WarmFor,
 		c.BootLimitMin, c.BootLimitMax, c.HitRateLow, c.HitRateTarget, c.StatsInterval)
 	fmt.Fprintf(b, "Workload: %d clients × %g reads/s (Zipf s=%g over %d keys, %d sampled a second), %d items per node, a boot reads %d keys, %g restarts per client-hour; database capacity %g queries/s. Seed %d; warmup %s.\n\n",
 		c.Clients, c.ReadsPerClient, c.ZipfS, c.Keys, c.SampledReads, c.ItemsPerNode, c.BootReads, c.ChurnPerHour, c.DBCapacity, c.Seed, c.Warmup)
@@ -165,4 +172,5 @@ var scenarioText = map[string]string{
 	ObserverBlip: "mcrib's own host loses the fleet for 3 s: its probes fail and its Consul agent reports every node failing; the clients still reach the nodes.",
 	PacketLoss:   "For an hour, a share of the probes (1 in 10,000 unless --loss-rate says otherwise) is lost, and so is the same share of Consul's checks (the node fails its check until the next one, 10 s later).",
 	ColdStart:    "At peak every cache is empty and every client (re)boots.",
+	ZoneDrain:    zoneDrainText,
 }

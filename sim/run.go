@@ -27,6 +27,7 @@ type sim struct {
 	limiter *bootLimiter
 	t0      time.Duration // the scenario's start
 	m       *measure
+	dm      *drainMeasure
 }
 
 // Run simulates cfg (after WithDefaults) and returns what it measured. The
@@ -51,6 +52,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		s.policy = p
 		s.limiter = newBootLimiter(cfg, p.loop, s.clk.Now())
+		if warmFor(cfg) > 0 {
+			s.wl.warm = p.warming() // the clients follow the warm sources
+		}
 	}
 	// The pool as it has been serving: every node listed, the map filled,
 	// each slot holder holding the most popular keys of its slot.
@@ -64,6 +68,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	end := s.t0 + length
 	s.m = newMeasure(cfg, s.t0, end)
+	s.dm = newDrainMeasure(s.t0)
 	// The second that ends at an event's time is measured before the
 	// event: it happened before.
 	s.q.every(time.Second, time.Second, 0, s.second)
@@ -81,10 +86,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		s.clk.Set(epoch.Add(e.at))
 		e.run()
 	}
+	if err := s.drainErr(); err != nil {
+		return Result{}, err
+	}
 	r := s.m.result(cfg)
+	s.fillDrain(&r, s.dm)
 	r.Flushes = s.policy.flushes() - s.m.flushesAt0
 	r.Replacements = s.policy.replacements() - s.m.replAt0
 	r.BootsRefused = s.limiter.refused - s.m.refusedAt0
+	if cfg.Scenario == ZoneDrain && !cfg.noDrain {
+		// The same run without the drain: the misses the drain added.
+		twin := cfg
+		twin.noDrain = true
+		t, err := Run(ctx, twin)
+		if err != nil {
+			return Result{}, err
+		}
+		r.ExtraDBMisses = r.DBMisses - t.DBMisses
+	}
 	r.Wall = time.Since(start)
 	return r, nil
 }
@@ -104,6 +123,7 @@ func (s *sim) second() {
 	boots := s.limiter.admit(now.Add(-time.Second), s.wl.pending)
 	s.wl.second(s.policy.route(), boots)
 	s.m.second(at, s.wl, s.limiter.limit())
+	s.dm.second(at, s.wl)
 }
 
 // Result is what one run measured. Times are from the scenario's start.
@@ -127,9 +147,22 @@ type Result struct {
 	// baseline, for good. Recovered is false when that never came.
 	Recovery  time.Duration `json:"recovery"`
 	Recovered bool          `json:"recovered"`
-	Simulated time.Duration `json:"simulated"`
-	Wall      time.Duration `json:"-"`
-	Series    []Point       `json:"series"`
+	// LowestSecondHitRate is the lowest hit rate of one second after the
+	// start, SecondsBelow90 the seconds whose hit rate was below 90%, and
+	// DBMisses the queries the database was asked after the start.
+	LowestSecondHitRate float64 `json:"lowest_second_hit_rate"`
+	SecondsBelow90      int     `json:"seconds_below_90"`
+	DBMisses            int64   `json:"db_misses"`
+	// Zone drains (zone-drain): ExtraDBMisses are DBMisses beyond those of
+	// the same run without the drain; DrainTime is from the drain request
+	// until the zone held its target (GET /v1/drain: drained), Drained
+	// false when that never came.
+	ExtraDBMisses int64         `json:"extra_db_misses,omitempty"`
+	DrainTime     time.Duration `json:"drain_time,omitempty"`
+	Drained       bool          `json:"drained,omitempty"`
+	Simulated     time.Duration `json:"simulated"`
+	Wall          time.Duration `json:"-"`
+	Series        []Point       `json:"series"`
 }
 
 // Point is one point of the charts.

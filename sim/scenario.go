@@ -98,6 +98,8 @@ func (s *sim) schedule(rng *rand.Rand) {
 				}
 			}
 		})
+	case ZoneDrain:
+		s.q.at(t0, s.startDrain)
 	case ColdStart:
 		s.q.at(t0, func() {
 			for _, nd := range w.nodes {

@@ -56,6 +56,7 @@ func Checks(rs []Result) []Check {
 	if c, ok := coldStartCheck(rs); ok {
 		out = append(out, c)
 	}
+	out = append(out, zoneDrainChecks(rs)...)
 	return out
 }
 

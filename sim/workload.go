@@ -18,6 +18,10 @@ type workload struct {
 	zipf   *rand.Zipf
 	weight uint64 // real reads one sampled read stands for
 
+	// warm is each slot's warm source (warmmoves.go); nil when the
+	// policy moves no slot warm.
+	warm []warmSource
+
 	running, pending  int     // clients serving, clients waiting to boot
 	carry, churnCarry float64 // fractional sampled reads and restarts
 
@@ -95,7 +99,8 @@ func (wl *workload) dbQuery() bool {
 func (wl *workload) read(route []int) bool {
 	k := uint32(wl.zipf.Uint64())
 	wl.reads++
-	i := route[slotOf(k, len(route))]
+	s := slotOf(k, len(route))
+	i := route[s]
 	if i < 0 || !wl.w.servesClients(i) {
 		return wl.dbQuery()
 	}
@@ -106,10 +111,17 @@ func (wl *workload) read(route []int) bool {
 		return true
 	}
 	nd.misses += wl.weight
+	if wl.warm != nil && wl.warmGet(s, i, k) {
+		wl.hits++
+		return true
+	}
 	if !wl.dbQuery() {
 		return false
 	}
 	nd.cache.set(k)
+	if wl.warm != nil {
+		wl.warmSet(s, i, k)
+	}
 	return true
 }
 

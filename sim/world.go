@@ -82,16 +82,22 @@ func (w *world) membership() cachenodes.Membership {
 	m := cachenodes.Membership{Index: w.consulIndex, Instances: make([]cachenodes.Instance, len(w.nodes))}
 	for i, nd := range w.nodes {
 		m.Instances[i] = cachenodes.Instance{
-			Node:    cachenodes.Node{ID: nd.id, Addr: nd.addr, AZ: fmt.Sprintf("az%d", i%3)},
+			Node:    w.node(i),
 			Present: nd.consulUp && !w.observerCut,
 		}
 	}
 	return m
 }
 
-// node returns node i as cachenodes sees it.
+// zones are the simulated pool's availability zones; node i is in
+// zones[i % len(zones)].
+var zones = []string{"a", "b", "c"}
+
+func zoneOf(i int) string { return zones[i%len(zones)] }
+
+// node returns node i as cachenodes sees it, its zone included.
 func (w *world) node(i int) cachenodes.Node {
-	return cachenodes.Node{ID: w.nodes[i].id, Addr: w.nodes[i].addr, AZ: fmt.Sprintf("az%d", i%3)}
+	return cachenodes.Node{ID: w.nodes[i].id, Addr: w.nodes[i].addr, AZ: zoneOf(i)}
 }
 
 // flush empties node i when it answers; flush counts it as cmd_flush.

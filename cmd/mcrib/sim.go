@@ -22,7 +22,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	scenarios = fs.String("scenario", "all", "scenarios, comma-separated, or all: "+strings.Join(sim.Scenarios, ", "))
-	policies = fs.String("policy", "immediate,mcrib", "policies, comma-separated: immediate, mcrib, adaptive, static:N")
+	policies = fs.String("policy", "immediate,mcrib", "policies, comma-separated: immediate, mcrib, mcrib-cold (--warm-for 0s), adaptive, static:N")
 	like = fs.String("like", "", "shape the pool like the running mcrib at this URL (GET /v1/status and /v1/slotmap)")
 	out = fs.String("out", "", "write report.md, one SVG per scenario and results.json into this directory")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed: the same flags give the same numbers")
@@ -40,6 +40,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs.Float64Var(&cfg.BootLimitMax, "boot-limit-max", 0, "mcrib serve --boot-limit-max (0: 1000)")
 	fs.Float64Var(&cfg.HitRateLow, "hit-rate-low", 0, "mcrib serve --hit-rate-low (0: 0.80)")
 	fs.Float64Var(&cfg.HitRateTarget, "hit-rate-target", 0, "mcrib serve --hit-rate-target (0: 0.90)")
+	fs.DurationVar(&cfg.WarmFor, "warm-for", 0, "mcrib serve --warm-for (0: 2m; the policy mcrib-cold runs with 0s)")
 	fs.IntVar(&cfg.Clients, "clients", 0, "application processes reading the cache (0: 2000)")
 	fs.Float64Var(&cfg.ReadsPerClient, "reads-per-client", 0, "reads a second per client (0: 10)")
 	fs.IntVar(&cfg.SampledReads, "sampled-reads", 0, "reads a second simulated one by one at the full fleet (0: all; fewer is faster, but a sampled miss refills one key for all it stands for)")
@@ -98,6 +99,12 @@ func (c cli) sim(ctx context.Context, args []string) error {
 	for _, sc := range scenarios {
 		probe := cfg
 		probe.Scenario, probe.Policy = sc, policies[0]
+		for _, p := range policies {
+			if sim.Applies(sc, p) {
+				probe.Policy = p
+				break
+			}
+		}
 		if err := probe.WithDefaults().Validate(); err != nil {
 			return usageError("%v", err)
 		}

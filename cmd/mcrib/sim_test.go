@@ -97,3 +97,22 @@ func TestSimUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSimZoneDrain(t *testing.T) {
+	args := append([]string{"sim", "--scenario", "zone-drain", "--policy", "immediate,mcrib,mcrib-cold"}, simSmall...)
+	code, stdout, stderr := runCLI(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("mcrib sim zone-drain: exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"time to drained", "| mcrib |", "| mcrib-cold |", "zone-drain under mcrib: zone b drained within"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "| immediate |") {
+		t.Errorf("zone-drain ran under immediate, which has no drain:\n%s", stdout)
+	}
+	if code, _, stderr := runCLI(t, nil, "sim", "--scenario", "zone-drain", "--policy", "immediate"); code != 2 || !strings.Contains(stderr, "needs mcrib's loop") {
+		t.Errorf("zone-drain under immediate alone: exit %d, stderr %q; want 2 naming the loop", code, stderr)
+	}
+}

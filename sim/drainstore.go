@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/leader"
+)
+
+// memStore keeps the drain document as ConsulStore does: written with
+// check-and-set against the version read, removed when it has no zones,
+// and checked (or replaced) in the same step as a slot-map write.
+var _ controlloop.DrainStore = (*memStore)(nil)
+
+// PutDrain stores doc if the drain document is still at index (0: there
+// is none); a document without zones removes it.
+func (s *memStore) PutDrain(_ context.Context, doc controlloop.DrainDoc, index uint64) (bool, error) {
+	if index != s.drainIndex {
+		return false, nil
+	}
+	s.putDrain(&doc)
+	return true, nil
+}
+
+// WriteSlotMapDrain stores m, with check-and-set against read, and when
+// drain is not nil replaces the drain document with it, in one step that
+// fails when the slot map or the drain document changed since read.
+func (s *memStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read controlloop.Snapshot, lease leader.Lease, recent []time.Time, drain *controlloop.DrainDoc) (bool, error) {
+	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex {
+		return false, nil
+	}
+	if drain != nil {
+		s.putDrain(drain)
+	}
+	return s.WriteSlotMap(ctx, m, read, lease, recent)
+}
+
+// putDrain stores a copy of doc under a new version, or removes the
+// document when doc has no zones.
+func (s *memStore) putDrain(doc *controlloop.DrainDoc) {
+	if len(doc.Zones) == 0 {
+		s.drain, s.drainIndex = nil, 0
+		return
+	}
+	s.drain = copyDrain(doc)
+	s.drainSeq++
+	s.drainIndex = s.drainSeq
+}
+
+// copyDrain returns a deep copy of doc as stored: without the fields
+// filled in when answered. nil stays nil.
+func copyDrain(doc *controlloop.DrainDoc) *controlloop.DrainDoc {
+	if doc == nil {
+		return nil
+	}
+	out := &controlloop.DrainDoc{Zones: make(map[string]*controlloop.DrainEntry, len(doc.Zones))}
+	for zone, e := range doc.Zones {
+		c := *e
+		c.Slots, c.TargetSlots, c.State, c.Blocked = 0, 0, "", ""
+		if e.LastStepAt != nil {
+			t := *e.LastStepAt
+			c.LastStepAt = &t
+		}
+		out.Zones[zone] = &c
+	}
+	return out
+}
