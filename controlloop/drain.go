@@ -101,6 +101,14 @@ func (l *Loop) untilNextStep() time.Duration {
 	return next
 }
 
+// NextStepIn returns how long until the next drain or return step is due,
+// and false when none is pending. Run wakes itself for it; a caller that
+// drives passes itself (the simulator) schedules a pass then.
+func (l *Loop) NextStepIn() (time.Duration, bool) {
+	d := l.untilNextStep()
+	return d, d >= 0
+}
+
 // stepTimer wakes Run for a drain step due between two probe ticks, so
 // steps come at their interval rather than at the first tick after it.
 type stepTimer struct{ t clock.Timer }

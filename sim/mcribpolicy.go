@@ -41,6 +41,11 @@ type mcribPolicy struct {
 	warm   []warmSource
 	// drain is the zone drain of zone-drain in progress (zonedrain.go).
 	drain zoneDrain
+	// wake schedules a pass after d when that comes before the next probe
+	// interval, as Run's step timer does for a drain step; wakeAt is the
+	// time of the pass scheduled so (zero: none).
+	wake   func(d time.Duration) bool
+	wakeAt time.Time
 }
 
 func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
@@ -87,6 +92,11 @@ func (p *mcribPolicy) onProbeInterval(ctx context.Context) {
 func (p *mcribPolicy) pass(ctx context.Context) {
 	_, _ = p.loop.Reconcile(ctx) // a failed pass is retried next interval, as Run does
 	p.drain.check(p.loop, p.w.clk.Now())
+	if d, ok := p.loop.NextStepIn(); ok && p.wake != nil {
+		if at := p.w.clk.Now().Add(d); !at.Equal(p.wakeAt) && p.wake(d) {
+			p.wakeAt = at
+		}
+	}
 	m := p.loop.SlotMap()
 	if m == nil || m == p.served {
 		return

@@ -51,6 +51,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 		s.policy = p
+		p.wake = func(d time.Duration) bool {
+			if d >= cfg.ProbeInterval {
+				return false // the probe interval's pass comes first
+			}
+			s.q.at(s.clk.Now().Sub(epoch)+d, func() { p.pass(ctx) })
+			return true
+		}
 		s.limiter = newBootLimiter(cfg, p.loop, s.clk.Now())
 		if warmFor(cfg) > 0 {
 			s.wl.warm = p.warming() // the clients follow the warm sources
