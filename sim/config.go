@@ -22,10 +22,13 @@ const (
 	ObserverBlip = "observer-blip"
 	PacketLoss   = "packet-loss"
 	ColdStart    = "cold-start"
+	// Deploy restarts every client at peak with the caches warm: what the
+	// boot limiter's slow start costs a deploy.
+	Deploy = "deploy"
 )
 
 // Scenarios lists every scenario in the report's order.
-var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart}
+var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy}
 
 // Policy names (the --policy flag); static boot limits are "static:N".
 const (

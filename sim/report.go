@@ -165,4 +165,5 @@ var scenarioText = map[string]string{
 	ObserverBlip: "mcrib's own host loses the fleet for 3 s: its probes fail and its Consul agent reports every node failing; the clients still reach the nodes.",
 	PacketLoss:   "For an hour, a share of the probes (1 in 10,000 unless --loss-rate says otherwise) is lost, and so is the same share of Consul's checks (the node fails its check until the next one, 10 s later).",
 	ColdStart:    "At peak every cache is empty and every client (re)boots.",
+	Deploy:       "At peak every client (re)boots, the caches warm (a deploy of every client at once); back to 95% is when the last client has booted.",
 }
