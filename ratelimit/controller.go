@@ -364,9 +364,11 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 		// clients are already held at cur, the level the reading judged,
 		// and the rate is not below Low: hold there; the raises resume
 		// after the raise wait. (Below Low, the cut below halves cur.)
+		// Holding counts as the cut from the ceiling that it is: the
+		// fall it answered is not counted again.
 		c.fell = true
 		c.raised = false
-		c.lastChange = now
+		c.lastCut, c.lastChange = now, now
 		return cur, fmt.Sprintf("hit rate fell from %s to %s within %s: %s at the slow-start level of %s",
 			fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow(), verb("holding"), fmtLimit(cur)), false
 

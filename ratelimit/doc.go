@@ -106,7 +106,9 @@
 //     slow-start level, not from the ceiling: below Low it halves that
 //     level; a collapse above Low holds at it (the waiting clients are
 //     already held there; the collapse rule's cut to the floor is for a
-//     limit at the ceiling); the raises resume after the raise wait.
+//     limit at the ceiling) and counts as a cut, so the smoothed rate
+//     catching up with the same fall is not a new collapse; the raises
+//     resume after the raise wait.
 //   - Without a readable hit rate a surge ends after 3 intervals.
 //
 // The cost for a deploy of every client with a warm cache is at most about

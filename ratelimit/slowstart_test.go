@@ -149,6 +149,11 @@ func TestSlowStartFallHandsOverFromTheSlowStartLevel(t *testing.T) {
 			if doc.Limit != tc.limit || doc.Burst != DefaultBurst(tc.limit) || doc.Reason != tc.says || !doc.UpdatedAt.Equal(at(2)) {
 				t.Fatalf("document %+v", doc)
 			}
+			// The smoothed rate catching up with the fall the surge
+			// answered is not a new collapse.
+			if d := ctrl.Observe(at(3), 0.88); d.Changed || d.Limit != tc.limit {
+				t.Fatalf("the fall counted again: %+v", d)
+			}
 			// The raises resume from there after the raise wait.
 			if d := ctrl.Observe(at(4), 0.95); d.Changed {
 				t.Fatalf("raised inside the raise wait: %+v", d)
