@@ -14,8 +14,12 @@ const (
 	// more than the floor) is a surge.
 	SurgeFactor = 4
 	// SlowStartDoublings is how many times the slow-start allowance
-	// doubles in the first stats interval of a surge (every 2.5 s at the
-	// default 5 s); then it holds until the reading that judges the surge.
+	// doubles in the first stats interval of a surge, once every
+	// interval / (SlowStartDoublings + 1): 10, 20, 40 boots/s, a third of
+	// the default 5 s each; then it holds until the reading that judges the
+	// surge. Two, because 4 × the floor is the most a reading should have
+	// to judge (see the README: set the floor at no more than a quarter of
+	// what the database takes from a cold cache).
 	SlowStartDoublings = 2
 	// SlowStartUnjudged is how many stats intervals a surge lasts at most
 	// when no reading gives a usable hit rate: then it is released.
@@ -30,23 +34,24 @@ const (
 // cold cache would be admitted at the ceiling for up to a stats interval.
 //
 // A surge is a second (a window of one second from its first request) with
-// more boot requests than max(floor, 1, SurgeFactor × the boots admitted per
-// second between the last two readings), while the limit is more than twice
-// the slow-start level. From the request that makes it a surge, admissions
-// are capped by an allowance that starts at max(floor, 1, the admitted rate
-// between the last two readings), doubles SlowStartDoublings times over the
-// first stats interval and then holds (so the level the reading judges does
-// not depend on when in the interval the surge began), enforced by its own token bucket (a tenth of a second's
-// worth of burst), until the first reading with a usable hit rate at least
-// half an interval after the surge began. Reading says it is that reading
-// and at which level the allowance stood; the leader then judges the
-// interval's own hit rate from that level (Controller.ObserveSurge): no fall
-// releases the surge to the controller's limit, a fall hands over to the
-// controller's cut or collapse from the slow-start level. No new surge
-// begins before the next reading after that (a released surge is not
-// slowed again at once). The surge also
-// ends when the allowance reaches the limit, and after SlowStartUnjudged
-// intervals without a usable hit rate (no stats: nothing to wait for).
+// more boot requests than max(floor, 1, SurgeFactor × the boots admitted
+// per second between the last two readings), while the limit is more than
+// twice the slow-start level. From the request that makes it a surge,
+// admissions are capped by an allowance, enforced by its own token bucket
+// (a tenth of a second's worth of burst), that starts at max(floor, 1, the
+// admitted rate between the last two readings), doubles
+// SlowStartDoublings times over the first stats interval and then holds
+// (so the level a reading judges does not depend on when in the interval
+// the surge began), until the first reading with a usable hit rate at
+// least half an interval after the surge began. Reading says it is that
+// reading and at which level the allowance stood; the leader then judges
+// the interval's own hit rate from that level (Controller.ObserveSurge):
+// no fall releases the surge to the controller's limit, and no new surge
+// begins before the next reading; a fall hands over to the controller from
+// the slow-start level (below Low it halves that level, a collapse above
+// Low holds at it). The surge also ends when the allowance reaches the
+// limit, and after SlowStartUnjudged intervals without a usable hit rate
+// (no stats: nothing to wait for).
 //
 // In manual mode the operator's limit is exact and the slow start never
 // applies. A SlowStart is leader-local state, not stored: its level is
@@ -94,7 +99,8 @@ func (s *SlowStart) SetLimit(limit float64, manual bool) {
 	}
 }
 
-// doubling is the time the allowance takes to double.
+// doubling is the time the allowance takes to double: the first interval
+// has SlowStartDoublings + 1 levels.
 func (s *SlowStart) doubling() time.Duration {
 	return max(s.cfg.Interval/(SlowStartDoublings+1), time.Millisecond)
 }
