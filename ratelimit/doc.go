@@ -110,6 +110,10 @@
 //     catching up with the same fall is not a new collapse; the raises
 //     resume after the raise wait.
 //   - Without a readable hit rate a surge ends after 3 intervals.
+//   - Nothing is a surge before two readings have measured the admitted
+//     rate: a new process, or a process that has just become the leader
+//     (its followers' boots went to the old leader), takes no steady load
+//     for a surge.
 //
 // The cost for a deploy of every client with a warm cache is at most about
 // one interval: the first interval at the slow start, then the limit.

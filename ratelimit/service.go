@@ -462,6 +462,7 @@ func (s *Service) tick(ctx context.Context) {
 	}
 	if s.ctrl == nil {
 		s.ctrl = NewController(s.cfg, doc)
+		s.slow.Reset() // the boots went to the old leader: measure them first
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
 	if ok {

@@ -33,8 +33,9 @@ const (
 // stats reading; without a slow start, every client booting at once into a
 // cold cache would be admitted at the ceiling for up to a stats interval.
 //
-// A surge is a second (a window of one second from its first request) with
-// more boot requests than max(floor, 1, SurgeFactor × the boots admitted
+// A surge is a second (a window of one second from its first request),
+// once two readings have measured the admitted rate, with more boot
+// requests than max(floor, 1, SurgeFactor × the boots admitted
 // per second between the last two readings), while the limit is more than
 // twice the slow-start level. From the request that makes it a surge,
 // admissions are capped by an allowance, enforced by its own token bucket
@@ -73,6 +74,7 @@ type SlowStart struct {
 	readAt   time.Time // the last reading; zero before the first
 	admitted float64   // admissions since readAt
 	rate     float64   // admissions per second between the last two readings
+	known    bool      // rate was measured: two readings since NewSlowStart or Reset
 
 	on       bool
 	released bool      // a reading released a surge: none begins before the next reading
@@ -134,7 +136,7 @@ func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
 		return true, 0
 	}
 	if !s.on {
-		if s.released {
+		if s.released || !s.known {
 			return true, 0
 		}
 		level := s.start()
@@ -157,6 +159,17 @@ func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
 	return false, wholeSeconds(time.Duration((1 - s.tokens) / a * float64(time.Second)))
 }
 
+// Reset forgets the admitted rate and ends any surge: a process that has
+// just become the leader has not seen the pool's admissions (its followers
+// forwarded them to the old leader), so it detects no surge before two
+// readings of its own have measured them.
+func (s *SlowStart) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readAt, s.admitted, s.rate, s.known = time.Time{}, 0, 0, false
+	s.on, s.released = false, false
+}
+
 // Admitted counts one boot admitted at now.
 func (s *SlowStart) Admitted(time.Time) {
 	s.mu.Lock()
@@ -174,7 +187,7 @@ func (s *SlowStart) Reading(now time.Time, usable bool) (level float64, judge bo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.readAt.IsZero() && now.After(s.readAt) {
-		s.rate = s.admitted / now.Sub(s.readAt).Seconds()
+		s.rate, s.known = s.admitted/now.Sub(s.readAt).Seconds(), true
 	}
 	s.readAt, s.admitted = now, 0
 	s.released = false

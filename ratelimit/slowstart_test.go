@@ -197,6 +197,29 @@ func TestSlowStartLeavesManualModeAlone(t *testing.T) {
 	}
 }
 
+// TestSlowStartWaitsForTwoReadings: before two readings (a new process, a
+// new leader after Reset) the admitted rate is unknown and nothing is a
+// surge: a new leader's steady boots are not taken for one.
+func TestSlowStartWaitsForTwoReadings(t *testing.T) {
+	s := NewSlowStart(testConfig)
+	s.SetLimit(testConfig.Ceiling, false)
+	s.Reading(t0, true)
+	if got := flood(s, t0.Add(time.Millisecond), 500, time.Second, 0); got[0] != 500 {
+		t.Errorf("after one reading: %d of 500 boots passed, want all", got[0])
+	}
+	s = quietSlowStart(0)
+	s.Reset()
+	if got := flood(s, at(1).Add(time.Millisecond), 500, time.Second, 0); got[0] != 500 {
+		t.Errorf("after Reset: %d of 500 boots passed, want all", got[0])
+	}
+	s.Reading(at(2), true)
+	s.Reading(at(3), true)
+	// 10 before the surge, then 10/s and one token.
+	if got := flood(s, at(3).Add(time.Millisecond), 5000, time.Second, 0); got[0] < 20 || got[0] > 22 {
+		t.Errorf("two readings after Reset: %d of 5000 boots passed in a second, want 20 to 22 (the surge capped)", got[0])
+	}
+}
+
 // TestSlowStartEndsWithoutStats: a surge that no reading can judge is
 // released after SlowStartUnjudged intervals.
 func TestSlowStartEndsWithoutStats(t *testing.T) {
@@ -225,6 +248,10 @@ func TestServiceSlowStartsABootSurge(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.setDoc(InitialDocument(testConfig, t0))
+	// Two readings measure the admitted rate (none) first.
+	svc.slow.Reading(clk.Now(), true)
+	clk.Advance(testConfig.Interval)
+	svc.slow.Reading(clk.Now(), true)
 	admitted := 0
 	for range 200 {
 		if ok, _ := svc.Admit(); ok {
