@@ -107,8 +107,9 @@ fuzz:
 
 # The simulator's reports (README "Simulator"): the 2-hour agent rollout of
 # 500 nodes, every read simulated and then 1 read in 20 (the speed figure),
-# the observer and node faults, and the cold-start sweep of static boot
-# limits against the adaptive one.
+# the observer and node faults, the cold-start sweep of static boot
+# limits against the adaptive one, and what the slow start costs a deploy
+# of every client with the caches warm.
 bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
@@ -116,6 +117,7 @@ bench-sim: build
 	$(MCRIB) sim --nodes 100 --scenario cold-start --policy immediate,adaptive,static:10,static:20,static:30,static:40,static:50,static:60,static:80,static:100,static:200 --out bench/sim-cold-start
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --out bench/sim-zone-drain
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --clients 20000 --db-capacity 24000 --warmup 4m --out bench/sim-zone-drain-busy
+	$(MCRIB) sim --nodes 100 --scenario deploy --policy immediate,adaptive,static:40 --out bench/sim-deploy
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
 # faults with every invariant checked after each, without the race detector

@@ -155,6 +155,15 @@ type Controller struct {
 	// copy of the Controller stays independent.
 	recent  [maxRecent]sample
 	nRecent int
+
+	// fell is set by decide when the hit rate it was given is a fall: a
+	// relapse, a collapse or a rate below Low, whether or not the limit
+	// could move (ObserveSurge).
+	fell bool
+	// surge is set while ObserveSurge judges a boot surge: a collapse
+	// above Low then holds at the slow-start level instead of going to
+	// the floor.
+	surge bool
 }
 
 // rateSlack absorbs the rounding of hit rates in comparisons: 0.97 - 0.92
@@ -255,6 +264,53 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 	}
 }
 
+// ObserveSurge is Observe at the reading that judges a boot surge
+// (SlowStart.Reading): admissions were capped at level, and raw is the
+// reading's own interval hit rate (HitRateMeter.Interval), not smoothed,
+// because the smoothed rate barely moves in an interval with less traffic
+// than usual, as a cold start whose clients all wait to boot is. In auto
+// mode the controller first takes min(its limit, level) and judges raw
+// from there: when raw is a fall (a collapse, a relapse or a rate below
+// Low), the cut or the collapse applies from the slow-start level, not
+// from the ceiling, and fell is true; otherwise the surge was taken and the
+// reading is an ordinary Observe of the smoothed h. In manual mode it is
+// Observe(now, h).
+func (c *Controller) ObserveSurge(now time.Time, h, raw, level float64) (d Decision, fell bool) {
+	if c.doc.Mode == ModeManual || !(raw >= 0 && raw <= 1) {
+		return c.Observe(now, h), false
+	}
+	trial := *c
+	if level := trial.clamp(level); level < trial.auto {
+		trial.auto = level
+	}
+	trial.surge = true
+	d = trial.Observe(now, raw)
+	trial.surge = false
+	if !trial.fell {
+		return c.Observe(now, h), false
+	}
+	prefix := fmt.Sprintf("boot surge slowed to %s boots/s: ", fmtLimit(level))
+	if trial.doc.Limit != trial.auto {
+		// The fall held the limit (at the floor, or inside the cut
+		// cooldown): it holds at the slow-start level.
+		trial.doc.Limit = trial.auto
+		trial.doc.Burst = trial.doc.autoBurst(trial.auto)
+		trial.doc.AutoLimit = trial.auto
+		trial.doc.AutoReason = ""
+		trial.doc.Floor, trial.doc.Ceiling = trial.cfg.Floor, trial.cfg.Ceiling
+		trial.doc.UpdatedAt = stamp(now)
+		trial.doc.HitRate = raw
+		trial.lastChange = now
+		d = Decision{Limit: trial.doc.Limit, Burst: trial.doc.Burst, AutoLimit: trial.auto, Changed: true, Reason: d.Reason}
+	}
+	d.Reason = prefix + d.Reason
+	if d.Changed {
+		trial.doc.Reason = d.Reason
+	}
+	*c = trial
+	return d, true
+}
+
 // decide runs one step of the algorithm on the controller's own limit and
 // returns the next value, the sentence saying why and whether it changed.
 // It updates the timers, the step and the relapse watch.
@@ -266,6 +322,7 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 		would = "would have "
 	}
 	verb := func(past string) string { return would + past }
+	c.fell = false
 
 	// The bounds first: they may have changed since the limit was set.
 	if cur > cfg.Ceiling {
@@ -291,6 +348,7 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 	low, target := fmtThreshold(cfg.Low), fmtThreshold(cfg.Target)
 	switch {
 	case h < cfg.Low && c.raised:
+		c.fell = true
 		// A relapse: the last raise went too far. Go below the level it
 		// started from and take smaller steps from now on.
 		next = c.clamp(min(cur*cutFactor, c.raisedFrom*relapseFactor))
@@ -301,22 +359,37 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 			fmtRate(h, cfg.Low), low, fmtLimit(c.raisedFrom), fmtLimit(c.raisedTo),
 			verb("cut"), fmtLimit(next), fmtLimit(c.step)), next != cur
 
-	case cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
+	case c.surge && h >= cfg.Low && cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
+		// A collapse seen by a boot surge's slow start: the waiting
+		// clients are already held at cur, the level the reading judged,
+		// and the rate is not below Low: hold there; the raises resume
+		// after the raise wait. (Below Low, the cut below halves cur.)
+		// Holding counts as the cut from the ceiling that it is: the
+		// fall it answered is not counted again.
+		c.fell = true
+		c.raised = false
+		c.lastCut, c.lastChange = now, now
+		return cur, fmt.Sprintf("hit rate fell from %s to %s within %s: %s at the slow-start level of %s",
+			fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow(), verb("holding"), fmtLimit(cur)), false
+
+	case !c.surge && cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
 		// A collapse: the cache went cold (a flush, a restart of the
 		// tier, a partition) and every waiting client is about to boot
 		// into it. Straight to the floor, no cooldown; the raises start
 		// again from there with full steps, each at most doubling.
+		c.fell = true
 		fell := fmt.Sprintf("hit rate fell from %s to %s within %s", fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow())
 		if cur <= cfg.Floor {
 			return cur, fmt.Sprintf("%s: already at the floor of %s", fell, fmtLimit(cfg.Floor)), false
 		}
-		next = cfg.Floor
 		c.step = cfg.InitialStep()
 		c.raised = false
 		c.lastCut, c.lastChange = now, now
+		next = cfg.Floor
 		return next, fmt.Sprintf("%s: %s from %s to the floor of %s", fell, verb("cut"), fmtLimit(cur), fmtLimit(next)), true
 
 	case h < cfg.Low:
+		c.fell = true
 		if cur <= cfg.Floor {
 			return cur, fmt.Sprintf("hit rate %s below %s: already at the floor of %s", fmtRate(h, cfg.Low), low, fmtLimit(cfg.Floor)), false
 		}

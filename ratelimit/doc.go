@@ -80,6 +80,50 @@
 // cut to 175, next steps 50". In auto mode the burst is DefaultBurst(limit), a
 // tenth of a second's worth of boots.
 //
+// # Boot surges: the slow start
+//
+// A healthy pool sits at the ceiling, and the hit rate shows a cold cache
+// only at the next stats reading, up to an interval later. When every
+// client asks to boot at once (a cold start of the tier, or a deploy), a
+// controller driven by the hit rate alone would admit them at the ceiling
+// before it could see anything. So the effective admission rate may not
+// jump far above the recent admissions without a reading having seen the
+// cache take it (SlowStart, in front of the Admitter in Service.Admit, on
+// the leader, which every replica forwards its boots to):
+//
+//   - A surge is a second with more boot requests than max(floor, 1,
+//     4 × the boots admitted per second between the last two readings),
+//     while the limit is more than twice the slow-start level.
+//   - From then on admissions are capped by an allowance that starts at
+//     max(floor, 1, that admitted rate) and doubles every third of the
+//     interval, twice (10, 20, 40 boots/s at the defaults), then holds.
+//   - The first reading with a hit rate at least half an interval into the
+//     surge judges it by that interval's own hit rate (not the smoothed
+//     one: with every client waiting to boot, the interval has little
+//     traffic and barely moves the smoothed rate). No fall: the surge is
+//     released to the controller's limit, and no new surge begins before
+//     the next reading. A fall: the controller takes over from the
+//     slow-start level, not from the ceiling: below Low it halves that
+//     level; a collapse above Low holds at it (the waiting clients are
+//     already held there; the collapse rule's cut to the floor is for a
+//     limit at the ceiling) and counts as a cut, so the smoothed rate
+//     catching up with the same fall is not a new collapse; the raises
+//     resume after the raise wait.
+//   - Without a readable hit rate a surge ends after 3 intervals.
+//   - Nothing is a surge before two readings have measured the admitted
+//     rate: a new process, or a process that has just become the leader
+//     (its followers' boots went to the old leader), takes no steady load
+//     for a surge.
+//
+// The cost for a deploy of every client with a warm cache is at most about
+// one interval: the first interval at the slow start, then the limit.
+// Manual mode has no slow start (an operator's limit is exact). The slow
+// start is the leader's live state, not stored: GET /v1/ratelimit shows
+// "slow_start": true, "effective_limit" (the allowance; "limit" stays the
+// controller's) and a reason starting "boot surge: slow start at 10
+// boots/s until the hit rate is read". A follower cut off from the leader
+// admits its share of the stored limit (invariant 8), without a slow start.
+//
 // # Modes and the stored document
 //
 // The boot-limit document lives at <kv-prefix>/<pool>/bootlimit (Key), so
@@ -93,7 +137,8 @@
 //
 // # Enforcement
 //
-// Admitter keeps a rate.Limiter equal to the limit and burst. A cut lowers
+// Admitter keeps a rate.Limiter equal to the limit and burst; during a
+// boot surge the slow start's own bucket decides first. A cut lowers
 // the burst too, so the tokens already in the bucket cannot exceed the new
 // limit's burst. Times passed to the limiter never go backwards
 // (golang/go#65508: an older time would mint tokens). Refusals come with a

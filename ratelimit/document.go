@@ -60,6 +60,13 @@ type Document struct {
 	// AutoReason says why AutoLimit has its value while the mode is manual;
 	// it is empty in auto mode.
 	AutoReason string `json:"auto_reason,omitempty"`
+	// SlowStart is true while a boot surge's slow start caps admissions
+	// below Limit (see SlowStart); EffectiveLimit is then that cap, in
+	// boots per second. Both are the leader's live state, shown by
+	// Service.Document (GET /v1/ratelimit) and never stored in Consul;
+	// Limit stays the controller's (or the operator's) limit.
+	SlowStart      bool    `json:"slow_start,omitempty"`
+	EffectiveLimit float64 `json:"effective_limit,omitempty"`
 }
 
 // Key returns the Consul KV key of the boot-limit document of pool under

@@ -58,6 +58,8 @@ type HitRateMeter struct {
 	lastRequests   uint64
 	lastUnreadable int
 	lastAt         time.Time
+	lastSample     float64 // the last interval's own hit rate, unsmoothed
+	haveSample     bool    // the last observation had traffic
 }
 
 // Observe records one reading of the serving nodes' counters, taken at now,
@@ -94,10 +96,12 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 	m.lastUnreadable = unreadable
 	n := hits + misses
 	m.lastRequests = uint64(min(n, math.MaxUint64))
+	m.haveSample = false
 	if n == 0 {
 		return m.rate, m.have
 	}
 	sample := min(max(hits/n, 0), 1)
+	m.lastSample, m.haveSample = sample, true
 	// Traffic is compared per second, so a late or early tick does not
 	// look like a change of traffic.
 	volume := n
@@ -139,6 +143,14 @@ func delta(prev, cur Counters) (hits, misses uint64) {
 // HitRate returns the smoothed hit rate; ok is false until an interval with
 // traffic has been observed.
 func (m *HitRateMeter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
+
+// Interval returns the last observation's own hit rate, not smoothed
+// (hits / (hits + misses) of that interval alone); ok is false when that
+// observation had no traffic. SlowStart judges a boot surge by it: the
+// smoothed rate barely moves in an interval with less traffic than usual,
+// which is what a cold start whose clients are all waiting to boot looks
+// like.
+func (m *HitRateMeter) Interval() (rate float64, ok bool) { return m.lastSample, m.haveSample }
 
 // Unreadable returns the number of serving nodes the last observation could
 // not read.

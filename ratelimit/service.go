@@ -76,6 +76,7 @@ type Service struct {
 	stats    StatsFunc
 	isLeader func() bool
 	adm      *Admitter
+	slow     *SlowStart // the boot-surge slow start in front of adm
 	running  atomic.Bool
 
 	shareMu    sync.Mutex // guards the share admitter and what it was set from
@@ -138,6 +139,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		AutoLimit: start,
 	}
 	s.adm = NewAdmitter(s.doc.Limit, s.doc.Burst)
+	s.slow = NewSlowStart(opts.Config)
+	s.slow.SetLimit(s.doc.Limit, false)
 	return s, nil
 }
 
@@ -164,13 +167,20 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Document returns the boot-limit document in force, with the live hit
-// rate when one is known.
+// rate when one is known and, during a boot surge (SlowStart), the slow
+// start: SlowStart true, EffectiveLimit the allowance and the reason
+// saying so (none of which is stored in Consul).
 func (s *Service) Document() Document {
+	now := s.clock.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	d := s.doc
 	if s.haveRate {
 		d.HitRate = s.hitRate
+	}
+	s.mu.Unlock()
+	if a, on := s.slow.State(now); on && a < d.Limit {
+		d.SlowStart, d.EffectiveLimit = true, a
+		d.Reason = surgeReason(a) + "; " + d.Reason
 	}
 	return d
 }
@@ -199,10 +209,18 @@ func (s *Service) Unreadable() int {
 }
 
 // Admit decides one boot now (POST /v1/boot): ok, or refused with the wait
-// for a Retry-After header (whole seconds, at least 1s). It does not
+// for a Retry-After header (whole seconds, at least 1s). The boot-surge
+// slow start (SlowStart) decides first, then the limit. It does not
 // allocate.
 func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
-	return s.adm.Admit(s.clock.Now())
+	now := s.clock.Now()
+	if ok, retryAfter = s.slow.Allow(now); !ok {
+		return false, retryAfter
+	}
+	if ok, retryAfter = s.adm.Admit(now); ok {
+		s.slow.Admitted(now)
+	}
+	return ok, retryAfter
 }
 
 // AdmitShare answers one boot from this replica's share of the pool's
@@ -387,6 +405,7 @@ func (s *Service) setDoc(doc Document) {
 	if moved {
 		s.adm.Set(doc.Limit, doc.Burst, s.clock.Now())
 	}
+	s.slow.SetLimit(doc.Limit, doc.Mode == ModeManual)
 }
 
 // controlLoop measures the hit rate every interval and, while leading,
@@ -418,6 +437,8 @@ func (s *Service) tick(ctx context.Context) {
 	}
 	now := s.clock.Now()
 	rate, ok := s.meter.Observe(now, nodes, unreadable)
+	raw, haveRaw := s.meter.Interval()
+	level, judge := s.slow.Reading(now, ok && haveRaw)
 	s.mu.Lock()
 	s.hitRate, s.haveRate, s.unreadable = rate, ok, unreadable
 	loaded, doc := s.loaded, s.doc
@@ -441,21 +462,38 @@ func (s *Service) tick(ctx context.Context) {
 	}
 	if s.ctrl == nil {
 		s.ctrl = NewController(s.cfg, doc)
+		s.slow.Reset() // the boots went to the old leader: measure them first
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
 	if ok {
-		s.decide(ctx, now, rate)
+		s.decide(ctx, now, rate, surge{judge: judge, raw: raw, level: level})
 	}
 }
 
-// decide steps the controller with the hit rate and writes a change with
+// surge is what a reading knows of a boot surge: judge says it judges
+// one (SlowStart.Reading), capped at level, with the interval's own hit
+// rate raw.
+type surge struct {
+	judge      bool
+	raw, level float64
+}
+
+// decide steps the controller with the hit rate (Controller.ObserveSurge
+// when the reading judges a boot surge) and writes a change with
 // check-and-set. The step is tried on a copy of the controller, kept only
 // once written; when another writer won, the document is re-read, adopted,
-// and the step tried again. It requires s.writeMu.
-func (s *Service) decide(ctx context.Context, now time.Time, rate float64) {
+// and the step tried again. A surge the write could not record is not
+// judged again: it has ended, and the next reading decides as usual. It
+// requires s.writeMu.
+func (s *Service) decide(ctx context.Context, now time.Time, rate float64, sg surge) {
 	for range maxWriteAttempts {
 		trial := *s.ctrl
-		d := trial.Observe(now, rate)
+		var d Decision
+		if sg.judge {
+			d, _ = trial.ObserveSurge(now, rate, sg.raw, sg.level)
+		} else {
+			d = trial.Observe(now, rate)
+		}
 		if !d.Changed {
 			*s.ctrl = trial
 			s.log.Debug("boot limit holds", "hit_rate", rate, "reason", d.Reason)

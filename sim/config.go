@@ -23,10 +23,13 @@ const (
 	PacketLoss   = "packet-loss"
 	ColdStart    = "cold-start"
 	ZoneDrain    = "zone-drain"
+	// Deploy restarts every client at peak with the caches warm: what the
+	// boot limiter's slow start costs a deploy.
+	Deploy = "deploy"
 )
 
 // Scenarios lists every scenario in the report's order.
-var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, ZoneDrain}
+var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy, ZoneDrain}
 
 // Policy names (the --policy flag); static boot limits are "static:N".
 const (

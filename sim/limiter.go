@@ -15,8 +15,11 @@ import (
 // (Loop.HitCounters), as mcrib serve does. A nil adm admits every boot
 // (the 2022 behaviour).
 type bootLimiter struct {
-	adm   *ratelimit.Admitter
-	ctrl  *ratelimit.Controller
+	adm  *ratelimit.Admitter
+	ctrl *ratelimit.Controller
+	// slow is the boot-surge slow start of the adaptive policies, in
+	// front of adm as in mcrib serve's POST /v1/boot; nil for a fixed limit.
+	slow  *ratelimit.SlowStart
 	meter ratelimit.HitRateMeter
 	loop  *controlloop.Loop
 	// refused counts the refused admissions.
@@ -35,9 +38,12 @@ func newBootLimiter(cfg Config, loop *controlloop.Loop, now time.Time) *bootLimi
 		Low: cfg.HitRateLow, Target: cfg.HitRateTarget, Interval: cfg.StatsInterval,
 	}
 	doc := ratelimit.InitialDocument(cc, now)
+	slow := ratelimit.NewSlowStart(cc)
+	slow.SetLimit(doc.Limit, false)
 	return &bootLimiter{
 		adm:  ratelimit.NewAdmitter(doc.Limit, doc.Burst),
 		ctrl: ratelimit.NewController(cc, doc),
+		slow: slow,
 		loop: loop,
 	}
 }
@@ -50,11 +56,19 @@ func (b *bootLimiter) observe(ctx context.Context, now time.Time) {
 	}
 	nodes, unreadable := b.loop.HitCounters(ctx)
 	h, ok := b.meter.Observe(now, nodes, unreadable)
+	level, judge := b.slow.Reading(now, ok)
 	if !ok {
 		return
 	}
-	if d := b.ctrl.Observe(now, h); d.Changed {
+	var d ratelimit.Decision
+	if raw, have := b.meter.Interval(); judge && have {
+		d, _ = b.ctrl.ObserveSurge(now, h, raw, level)
+	} else {
+		d = b.ctrl.Observe(now, h)
+	}
+	if d.Changed {
 		b.adm.Set(d.Limit, d.Burst, now)
+		b.slow.SetLimit(d.Limit, false)
 	}
 }
 
@@ -66,8 +80,18 @@ func (b *bootLimiter) admit(now time.Time, waiting int) int {
 	}
 	n := 0
 	for i := range waiting {
-		if b.adm.Allow(now.Add(time.Duration(i) * time.Second / time.Duration(waiting))) {
+		t := now.Add(time.Duration(i) * time.Second / time.Duration(waiting))
+		if b.slow != nil {
+			if ok, _ := b.slow.Allow(t); !ok {
+				b.refused++
+				continue
+			}
+		}
+		if b.adm.Allow(t) {
 			n++
+			if b.slow != nil {
+				b.slow.Admitted(t)
+			}
 		} else {
 			b.refused++
 		}
@@ -75,11 +99,17 @@ func (b *bootLimiter) admit(now time.Time, waiting int) int {
 	return n
 }
 
-// limit returns the limit enforced now, NaN without one.
-func (b *bootLimiter) limit() float64 {
+// limit returns the limit enforced at now (the slow start's allowance
+// during a boot surge), NaN without one.
+func (b *bootLimiter) limit(now time.Time) float64 {
 	if b.adm == nil {
 		return math.NaN()
 	}
 	l, _ := b.adm.Limit()
+	if b.slow != nil {
+		if a, on := b.slow.State(now); on {
+			l = min(l, a)
+		}
+	}
 	return l
 }

@@ -3,9 +3,12 @@ package sim
 import "math/bits"
 
 // lru is one simulated memcached's item store: at most cap items, the least
-// recently used evicted first. Keys are the workload's key numbers. The
+// recently used evicted first, except that a hit on an item among the most
+// recent quarter moves nothing (as memcached bumps an item at most once a
+// minute): the hot keys, most of the reads, then cost no writes. Keys are the workload's key numbers. The
 // index is an open-addressing hash table (linear probing, deletion by
-// backward shift) over a doubly linked list threaded through fixed arrays,
+// backward shift) over a doubly linked list threaded through one array of
+// entries (a key and its links side by side, so a touch reads one place),
 // so a get or a set allocates nothing once the node is full; it is the
 // simulator's hottest path.
 type lru struct {
@@ -13,24 +16,34 @@ type lru struct {
 	table []bucket
 	shift uint
 	mask  uint32
-	key   []uint32
-	prev  []int32
-	next  []int32
+	ent   []entry
 	n     int
-	head  int32 // most recently used; -1 when empty
-	tail  int32 // least recently used
+	clock uint32 // items put in front so far
+	fresh uint32 // an item put in front fewer than this many items ago is not moved
+	head  int32  // most recently used; -1 when empty
+	tail  int32  // least recently used
 }
 
-// bucket is one bucket of the index: a key and its entry+1 (0: empty),
-// side by side so a probe reads one place.
+// entry is one item: its key and its neighbours in recency order (-1:
+// none).
+type entry struct {
+	key        uint32
+	prev, next int32
+}
+
+// bucket is one bucket of the index: a key, its entry+1 (0: empty) and
+// the clock when the entry was last put in front, side by side so a probe
+// reads one place and a hit on a recent item reads nothing else.
 type bucket struct {
-	key uint32
-	e   int32
+	key   uint32
+	e     int32
+	front uint32
 }
 
 func newLRU(capacity int) *lru {
 	size := 1 << bits.Len(uint(max(2*capacity, 4)-1)) // a power of two, at least twice the items
-	c := &lru{cap: capacity, table: make([]bucket, size), mask: uint32(size - 1), shift: uint(32 - bits.Len(uint(size-1)))}
+	c := &lru{cap: capacity, table: make([]bucket, size), mask: uint32(size - 1), shift: uint(32 - bits.Len(uint(size-1))),
+		fresh: uint32(max(capacity, 0) / 4)}
 	c.reset()
 	return c
 }
@@ -38,7 +51,7 @@ func newLRU(capacity int) *lru {
 // reset empties the store (a flush, or a restart of memcached).
 func (c *lru) reset() {
 	clear(c.table)
-	c.key, c.prev, c.next = c.key[:0], c.prev[:0], c.next[:0]
+	c.ent = c.ent[:0]
 	c.n, c.head, c.tail = 0, -1, -1
 }
 
@@ -78,9 +91,9 @@ func (c *lru) remove(i uint32) {
 
 // get reports whether k is held, and makes it the most recently used.
 func (c *lru) get(k uint32) bool {
-	e, _ := c.find(k)
+	e, at := c.find(k)
 	if e >= 0 {
-		c.touch(e)
+		c.touch(e, at)
 	}
 	return e >= 0
 }
@@ -90,57 +103,62 @@ func (c *lru) get(k uint32) bool {
 func (c *lru) set(k uint32) {
 	e, at := c.find(k)
 	if e >= 0 {
-		c.touch(e)
+		c.touch(e, at)
 		return
 	}
 	if c.cap <= 0 {
 		return
 	}
 	if c.n < c.cap {
-		e = int32(len(c.key))
-		c.key = append(c.key, k)
-		c.prev = append(c.prev, -1)
-		c.next = append(c.next, -1)
+		e = int32(len(c.ent))
+		c.ent = append(c.ent, entry{key: k, prev: -1, next: -1})
 		c.n++
 	} else {
 		e = c.tail
 		c.unlink(e)
-		_, old := c.find(c.key[e])
+		_, old := c.find(c.ent[e].key)
 		c.remove(old)
-		c.key[e] = k
+		c.ent[e].key = k
 		_, at = c.find(k) // the shift may have moved k's empty bucket
 	}
-	c.table[at] = bucket{key: k, e: e + 1}
+	c.table[at] = bucket{key: k, e: e + 1, front: c.clock}
 	c.pushFront(e)
 }
 
-func (c *lru) touch(e int32) {
-	if c.head == e {
+// touch makes entry e, in bucket at, the most recently used, unless it was
+// put in front fewer than c.fresh items ago: it is among the most recent
+// quarter already (at most that many items went in front of it).
+func (c *lru) touch(e int32, at uint32) {
+	if c.clock-c.table[at].front < c.fresh || c.head == e {
 		return
 	}
+	c.table[at].front = c.clock
 	c.unlink(e)
 	c.pushFront(e)
 }
 
 func (c *lru) unlink(e int32) {
-	p, n := c.prev[e], c.next[e]
+	p, n := c.ent[e].prev, c.ent[e].next
 	if p >= 0 {
-		c.next[p] = n
+		c.ent[p].next = n
 	} else {
 		c.head = n
 	}
 	if n >= 0 {
-		c.prev[n] = p
+		c.ent[n].prev = p
 	} else {
 		c.tail = p
 	}
-	c.prev[e], c.next[e] = -1, -1
+	c.ent[e].prev, c.ent[e].next = -1, -1
 }
 
+// pushFront links entry e in front and advances the clock; the caller
+// records the clock in e's bucket first.
 func (c *lru) pushFront(e int32) {
-	c.prev[e], c.next[e] = -1, c.head
+	c.ent[e].prev, c.ent[e].next = -1, c.head
+	c.clock++
 	if c.head >= 0 {
-		c.prev[c.head] = e
+		c.ent[c.head].prev = e
 	}
 	c.head = e
 	if c.tail < 0 {

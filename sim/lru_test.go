@@ -6,24 +6,37 @@ import (
 	"testing"
 )
 
-// refLRU is the obvious LRU the fast one is checked against.
+// refLRU is the obvious LRU the fast one is checked against, with the
+// same rule for hits on recent items: an item put in front fewer than a
+// quarter of the capacity items ago is not moved.
 type refLRU struct {
 	cap   int
 	order *list.List // front: most recent
 	at    map[uint32]*list.Element
+	clock int
+	front map[uint32]int // clock when each key was last put in front
+}
+
+func (r *refLRU) moveToFront(k uint32, e *list.Element) {
+	if r.clock-r.front[k] < r.cap/4 {
+		return
+	}
+	r.order.MoveToFront(e)
+	r.front[k] = r.clock
+	r.clock++
 }
 
 func (r *refLRU) get(k uint32) bool {
 	e, ok := r.at[k]
 	if ok {
-		r.order.MoveToFront(e)
+		r.moveToFront(k, e)
 	}
 	return ok
 }
 
 func (r *refLRU) set(k uint32) {
 	if e, ok := r.at[k]; ok {
-		r.order.MoveToFront(e)
+		r.moveToFront(k, e)
 		return
 	}
 	if r.order.Len() == r.cap {
@@ -32,6 +45,8 @@ func (r *refLRU) set(k uint32) {
 		delete(r.at, old.Value.(uint32))
 	}
 	r.at[k] = r.order.PushFront(k)
+	r.front[k] = r.clock
+	r.clock++
 }
 
 func TestLRUAgainstReference(t *testing.T) {
@@ -46,7 +61,7 @@ func TestLRUAgainstReference(t *testing.T) {
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.cap)))
 		c := newLRU(tc.cap)
-		r := &refLRU{cap: tc.cap, order: list.New(), at: map[uint32]*list.Element{}}
+		r := &refLRU{cap: tc.cap, order: list.New(), at: map[uint32]*list.Element{}, front: map[uint32]int{}}
 		for i := range 200000 {
 			k := uint32(rng.IntN(tc.keys))
 			if i%5000 == 4999 {

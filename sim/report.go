@@ -173,4 +173,5 @@ var scenarioText = map[string]string{
 	PacketLoss:   "For an hour, a share of the probes (1 in 10,000 unless --loss-rate says otherwise) is lost, and so is the same share of Consul's checks (the node fails its check until the next one, 10 s later).",
 	ColdStart:    "At peak every cache is empty and every client (re)boots.",
 	ZoneDrain:    zoneDrainText,
+	Deploy:       "At peak every client (re)boots, the caches warm (a deploy of every client at once); back to 95% is when the last client has booted.",
 }

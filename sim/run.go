@@ -129,7 +129,7 @@ func (s *sim) second() {
 	// The second that ends now: its boots were asked for over it.
 	boots := s.limiter.admit(now.Add(-time.Second), s.wl.pending)
 	s.wl.second(s.policy.route(), boots)
-	s.m.second(at, s.wl, s.limiter.limit())
+	s.m.second(at, s.wl, s.limiter.limit(now))
 	s.dm.second(at, s.wl)
 }
 

@@ -107,5 +107,7 @@ func (s *sim) schedule(rng *rand.Rand) {
 			}
 			s.wl.restartAll()
 		})
+	case Deploy:
+		s.q.at(t0, s.wl.restartAll)
 	}
 }

@@ -15,7 +15,7 @@ type workload struct {
 	cfg    Config
 	w      *world
 	rng    *rand.Rand
-	zipf   *rand.Zipf
+	zipf   *zipfKeys
 	weight uint64 // real reads one sampled read stands for
 
 	// warm is each slot's warm source (warmmoves.go); nil when the
@@ -35,7 +35,7 @@ func newWorkload(cfg Config, w *world, rng *rand.Rand) *workload {
 	real := float64(cfg.Clients) * cfg.ReadsPerClient
 	return &workload{
 		cfg: cfg, w: w, rng: rng,
-		zipf:    rand.NewZipf(rng, cfg.ZipfS, 1, uint64(cfg.Keys-1)),
+		zipf:    newZipfKeys(rng, cfg.ZipfS, cfg.Keys),
 		weight:  uint64(max(1, math.Round(real/float64(cfg.SampledReads)))),
 		running: cfg.Clients,
 	}
@@ -97,7 +97,7 @@ func (wl *workload) dbQuery() bool {
 // when it answers, fills the cache. It reports whether the read was served
 // (from the cache or the database).
 func (wl *workload) read(route []int) bool {
-	k := uint32(wl.zipf.Uint64())
+	k := wl.zipf.next()
 	wl.reads++
 	s := slotOf(k, len(route))
 	i := route[s]

@@ -1,0 +1,234 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// The boot-surge slow start's constants (see SlowStart).
+const (
+	// SurgeFactor is K: a second with more boot requests than K times the
+	// boots admitted per second between the last two stats readings (and
+	// more than the floor) is a surge.
+	SurgeFactor = 4
+	// SlowStartDoublings is how many times the slow-start allowance
+	// doubles in the first stats interval of a surge, once every
+	// interval / (SlowStartDoublings + 1): 10, 20, 40 boots/s, a third of
+	// the default 5 s each; then it holds until the reading that judges the
+	// surge. Two, because 4 × the floor is the most a reading should have
+	// to judge (see the README: set the floor at no more than a quarter of
+	// what the database takes from a cold cache).
+	SlowStartDoublings = 2
+	// SlowStartUnjudged is how many stats intervals a surge lasts at most
+	// when no reading gives a usable hit rate: then it is released.
+	SlowStartUnjudged = 3
+)
+
+// SlowStart is the boot-surge slow start: the admission rate may not jump
+// far above the recent admission rate before a hit-rate reading has shown
+// the cache taking it. A healthy pool sits at the ceiling (a healthy cache
+// is not throttled), and the hit rate shows a cold cache only at the next
+// stats reading; without a slow start, every client booting at once into a
+// cold cache would be admitted at the ceiling for up to a stats interval.
+//
+// A surge is a second (a window of one second from its first request),
+// once two readings have measured the admitted rate, with more boot
+// requests than max(floor, 1, SurgeFactor × the boots admitted
+// per second between the last two readings), while the limit is more than
+// twice the slow-start level. From the request that makes it a surge,
+// admissions are capped by an allowance, enforced by its own token bucket
+// (a tenth of a second's worth of burst), that starts at max(floor, 1, the
+// admitted rate between the last two readings), doubles
+// SlowStartDoublings times over the first stats interval and then holds
+// (so the level a reading judges does not depend on when in the interval
+// the surge began), until the first reading with a usable hit rate at
+// least half an interval after the surge began. Reading says it is that
+// reading and at which level the allowance stood; the leader then judges
+// the interval's own hit rate from that level (Controller.ObserveSurge):
+// no fall releases the surge to the controller's limit, and no new surge
+// begins before the next reading; a fall hands over to the controller from
+// the slow-start level (below Low it halves that level, a collapse above
+// Low holds at it). The surge also ends when the allowance reaches the
+// limit, and after SlowStartUnjudged intervals without a usable hit rate
+// (no stats: nothing to wait for).
+//
+// In manual mode the operator's limit is exact and the slow start never
+// applies. A SlowStart is leader-local state, not stored: its level is
+// shown in Service.Document (slow_start, effective_limit), not written to
+// Consul.
+//
+// Build one with NewSlowStart. A SlowStart is safe for concurrent use; its
+// methods do not allocate and take the time as input.
+type SlowStart struct {
+	cfg ControllerConfig
+
+	mu     sync.Mutex
+	limit  float64 // the limit in force (the controller's or the operator's)
+	manual bool
+
+	winStart time.Time // start of the current one-second window of requests
+	asked    float64   // requests in that window
+
+	readAt   time.Time // the last reading; zero before the first
+	admitted float64   // admissions since readAt
+	rate     float64   // admissions per second between the last two readings
+	known    bool      // rate was measured: two readings since NewSlowStart or Reset
+
+	on       bool
+	released bool      // a reading released a surge: none begins before the next reading
+	since    time.Time // when the surge began
+	from     float64   // the allowance at since
+	tokens   float64
+	last     time.Time // latest time seen by the bucket
+}
+
+// NewSlowStart returns the slow start of a pool configured by cfg, with
+// no surge and no limit (SetLimit gives it one).
+func NewSlowStart(cfg ControllerConfig) *SlowStart {
+	return &SlowStart{cfg: cfg}
+}
+
+// SetLimit tells the slow start the limit in force and whether it is an
+// operator's (manual mode: no slow start; a surge in progress ends).
+func (s *SlowStart) SetLimit(limit float64, manual bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit, s.manual = limit, manual
+	if manual {
+		s.on = false
+	}
+}
+
+// doubling is the time the allowance takes to double: the first interval
+// has SlowStartDoublings + 1 levels.
+func (s *SlowStart) doubling() time.Duration {
+	return max(s.cfg.Interval/(SlowStartDoublings+1), time.Millisecond)
+}
+
+// start is the level a surge starting now starts from.
+func (s *SlowStart) start() float64 { return max(s.cfg.Floor, 1, s.rate) }
+
+// allowance returns the surge's allowance at now: doubling
+// SlowStartDoublings times over the first interval, then holding. It
+// requires s.mu.
+func (s *SlowStart) allowance(now time.Time) float64 {
+	n := min(max(now.Sub(s.since), 0)/s.doubling(), SlowStartDoublings)
+	return s.from * math.Exp2(float64(n))
+}
+
+// Allow counts one boot request at now and reports whether the slow start
+// lets it through to the limiter; when it does not, retryAfter is the wait
+// for its next token (whole seconds, at least 1s). Call Admitted when the
+// boot is then admitted.
+func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Before(s.last) {
+		now = s.last // a late caller: never run the bucket backwards
+	}
+	if s.winStart.IsZero() || now.Sub(s.winStart) >= time.Second || now.Before(s.winStart) {
+		s.winStart, s.asked = now, 0
+	}
+	s.asked++
+	if s.manual || !(s.limit > 0) {
+		return true, 0
+	}
+	if !s.on {
+		if s.released || !s.known {
+			return true, 0
+		}
+		level := s.start()
+		if s.asked <= max(level, SurgeFactor*s.rate) || 2*level >= s.limit {
+			return true, 0
+		}
+		s.on, s.since, s.from, s.tokens, s.last = true, now, level, 1, now
+	}
+	a := s.allowance(now)
+	if a >= s.limit || s.unjudged(now) {
+		s.on = false
+		return true, 0
+	}
+	s.tokens = min(s.tokens+a*now.Sub(s.last).Seconds(), float64(DefaultBurst(a)))
+	s.last = now
+	if s.tokens >= 1 {
+		s.tokens--
+		return true, 0
+	}
+	return false, wholeSeconds(time.Duration((1 - s.tokens) / a * float64(time.Second)))
+}
+
+// Reset forgets the admitted rate and ends any surge: a process that has
+// just become the leader has not seen the pool's admissions (its followers
+// forwarded them to the old leader), so it detects no surge before two
+// readings of its own have measured them.
+func (s *SlowStart) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readAt, s.admitted, s.rate, s.known = time.Time{}, 0, 0, false
+	s.on, s.released = false, false
+}
+
+// Admitted counts one boot admitted at now.
+func (s *SlowStart) Admitted(time.Time) {
+	s.mu.Lock()
+	s.admitted++
+	s.mu.Unlock()
+}
+
+// Reading is called at every stats reading, at now; usable says whether
+// it gave a hit rate. It takes the admitted rate since the previous reading
+// and reports whether this reading judges a surge: the first usable one at
+// least half an interval after the surge began. Then the surge ends here
+// and level is the allowance it had reached, from which the caller's
+// controller judges the reading (Controller.ObserveSurge).
+func (s *SlowStart) Reading(now time.Time, usable bool) (level float64, judge bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.readAt.IsZero() && now.After(s.readAt) {
+		s.rate, s.known = s.admitted/now.Sub(s.readAt).Seconds(), true
+	}
+	s.readAt, s.admitted = now, 0
+	s.released = false
+	if !s.on {
+		return 0, false
+	}
+	a := s.allowance(now)
+	if a >= s.limit || s.unjudged(now) {
+		s.on = false
+		return 0, false
+	}
+	if !usable || now.Sub(s.since) < s.cfg.Interval/2 {
+		return 0, false
+	}
+	s.on = false
+	s.released = true // until the next reading, whatever the controller decides
+	return roundLimit(a), true
+}
+
+// State returns the allowance at now and whether a surge is capping
+// admissions.
+func (s *SlowStart) State(now time.Time) (allowance float64, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.on {
+		return 0, false
+	}
+	a := s.allowance(now)
+	if a >= s.limit || s.unjudged(now) {
+		return 0, false
+	}
+	return roundLimit(a), true
+}
+
+// unjudged reports whether the surge has gone SlowStartUnjudged intervals
+// without a reading able to judge it. It requires s.mu.
+func (s *SlowStart) unjudged(now time.Time) bool {
+	return now.Sub(s.since) >= SlowStartUnjudged*s.cfg.Interval
+}
+
+// surgeReason is the sentence of a document during a surge.
+func surgeReason(allowance float64) string {
+	return fmt.Sprintf("boot surge: slow start at %s boots/s until the hit rate is read", fmtLimit(allowance))
+}
