@@ -145,7 +145,8 @@ type Plan struct {
 	// FirstFill is true when the pool is new: placements need no flush.
 	FirstFill bool
 	// Blocked counts evictions that were due but held back by the freeze
-	// or the ceiling.
+	// or the ceiling, and the maintenance of nodes that still answer held
+	// back until a spare can be warmed from them.
 	Blocked int
 	// EndWarming lists the slots whose warming ends in this pass (until
 	// passed, or the warm source stopped answering).
@@ -214,16 +215,22 @@ func Decide(in Input) Plan {
 		default:
 			continue
 		}
-		if in.Frozen || budget <= 0 {
+		if in.Frozen {
+			plan.Blocked++
+			continue
+		}
+		if ev.Move {
+			// A warm move takes the budget only when a spare takes the
+			// slot (below); until then the holder keeps it.
+			moves = append(moves, ev)
+			continue
+		}
+		if budget <= 0 {
 			plan.Blocked++
 			continue
 		}
 		budget--
-		if ev.Move {
-			moves = append(moves, ev)
-		} else {
-			vacated = append(vacated, ev)
-		}
+		vacated = append(vacated, ev)
 	}
 	plan.Evictions = vacated
 	stepping := len(in.Steps) > 0 && !in.OperatorFrozen
@@ -263,19 +270,20 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if z.move(&plan, ev) {
+		if ev.Reason == ReasonReplace {
+			if !z.move(&plan, ev) {
+				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
+			}
 			continue
 		}
-		switch ev.Reason {
-		case ReasonReplace:
-			plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
-		case "maintenance":
-			// No spare to warm: the node still leaves its slot, as it was
-			// taken out on purpose (the slot stays vacant until a spare
-			// comes, invariant 4).
-			ev.Move, ev.Warm = false, false
-			plan.Evictions = append(plan.Evictions, ev)
+		// The maintenance of a node that still answers: it keeps its slot
+		// (and its contents) until a spare can be warmed from it
+		// (invariant 9), held back like a replacement beyond the ceiling.
+		if budget <= 0 || !z.move(&plan, ev) {
+			plan.Blocked++
+			continue
 		}
+		budget--
 	}
 	if stepping {
 		plan.Steps = z.steps(&plan)

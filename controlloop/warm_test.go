@@ -170,32 +170,61 @@ func TestReplaceErrors(t *testing.T) {
 	}
 }
 
-// With no spare to warm, a node in maintenance still leaves its slot (it
-// was taken out on purpose), as before warm moves: the slot stays vacant.
-func TestMaintenanceWithoutSpareVacates(t *testing.T) {
+// With no spare to warm, a node in maintenance that still answers keeps
+// its slot and its contents (invariant 9): the move is held back, counted
+// in replacements_blocked, and takes no budget; it is carried out warm once
+// a spare comes.
+func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = time.Minute
 	before, _ := w.store.stored()
-	var mem cachenodes.Membership
-	for _, id := range w.listed {
-		if before.SlotOf(id) < 0 {
-			continue // every spare leaves discovery
+	slot := before.SlotOf("c1")
+	membership := func(withSpares bool) cachenodes.Membership {
+		var mem cachenodes.Membership
+		for _, id := range w.listed {
+			if before.SlotOf(id) < 0 && !withSpares {
+				continue // every spare leaves discovery
+			}
+			inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
+			if id == "c1" {
+				inst.Present, inst.Maintenance = false, true
+			}
+			mem.Instances = append(mem.Instances, inst)
 		}
-		inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
-		if id == "c1" {
-			inst.Present, inst.Maintenance = false, true
-		}
-		mem.Instances = append(mem.Instances, inst)
+		return mem
 	}
-	w.loop.onAnswer(mem)
+	w.loop.onAnswer(membership(false))
 	w.probe()
 	w.pass(OutcomeOK)
 	m, _ := w.store.stored()
-	slot := before.SlotOf("c1")
-	if !m.Slot(slot).IsZero() || m.AnyWarming() {
-		t.Fatalf("maintenance of c1 without a spare: slots %v, warming %v; want slot %d vacant", slotIDs(m), m.AnyWarming(), slot)
+	if m.Slot(slot).ID != "c1" || m.AnyWarming() || m.Generation() != before.Generation() {
+		t.Fatalf("maintenance of c1 without a spare: slots %v (gen %d, was %d), warming %v; want c1 to keep slot %d",
+			slotIDs(m), m.Generation(), before.Generation(), m.AnyWarming(), slot)
 	}
-	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
-		t.Errorf("replacements %v", got)
+	if got := w.loop.Status().ReplacementsBlocked; got != 1 {
+		t.Errorf("replacements_blocked %d, want 1", got)
+	}
+	if got := w.metrics.replacements; len(got) != 0 {
+		t.Errorf("replacements %v, want none", got)
+	}
+	if left := w.loop.ceiling.Remaining(w.clk.Now()); left != w.loop.opts.MaxReplacementsPerMinute {
+		t.Errorf("budget left %d, want all %d: a held-back move takes none", left, w.loop.opts.MaxReplacementsPerMinute)
+	}
+	w.wantFlushes(t, map[string]int{})
+
+	// A spare comes: the move is carried out warm.
+	w.clk.Advance(time.Second)
+	w.loop.onAnswer(membership(true))
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.Slot(slot).ID != "c3" || m2.Warming(slot) == nil || m2.Warming(slot).NodeID != "c1" {
+		t.Fatalf("once a spare came: slots %v, warming %+v; want c3 warmed from c1", slotIDs(m2), m2.Warming(slot))
+	}
+	if got := w.loop.Status().ReplacementsBlocked; got != 0 {
+		t.Errorf("replacements_blocked %d after the move, want 0", got)
+	}
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
+		t.Errorf("moves %v", got)
 	}
 }
