@@ -179,7 +179,7 @@ func Decide(in Input) Plan {
 	var vacated, moves []Eviction
 	replaceSlot := -1
 	if in.Replace != "" {
-		ev, refused := replaceMove(in, idx)
+		ev, refused := replaceMove(in, idx, warm)
 		switch {
 		case refused != "":
 			plan.Refused = refused
@@ -205,6 +205,12 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: "maintenance",
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
+			if v.Reachable && warm.keep[i] {
+				// It still answers and is itself being warmed: it keeps
+				// the slot until the warming ends (then it moves warm).
+				plan.Blocked++
+				continue
+			}
 			if v.Reachable && in.WarmFor > 0 {
 				ev.Move, ev.Warm = true, true
 				ev.Why += "; it still answers, so its slot moves warm"
@@ -293,7 +299,7 @@ func Decide(in Input) Plan {
 
 // replaceMove checks an operator's replace of in.Replace and returns its
 // move, or why it cannot be done.
-func replaceMove(in Input, idx *assignIndex) (Eviction, string) {
+func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) {
 	slot := -1
 	if in.Prev != nil {
 		slot = in.Prev.SlotOf(in.Replace)
@@ -305,6 +311,11 @@ func replaceMove(in Input, idx *assignIndex) (Eviction, string) {
 		return Eviction{}, "membership is frozen by an operator (mcrib unfreeze lifts it)"
 	case in.Frozen:
 		return Eviction{}, "membership is frozen automatically (see auto_freeze_reason in the status)"
+	case warm.keep[slot]:
+		// Its new holder is being filled from the old one: moving it now
+		// would cost the slot what it has gathered.
+		ws := in.Prev.Warming(slot)
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, ws.Until.UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)

@@ -228,3 +228,79 @@ func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 		t.Errorf("moves %v", got)
 	}
 }
+
+// A slot that warms is not moved again until its warming ends: a drain
+// step passes it over and says so in blocked, a replace of its new holder
+// is refused, and the maintenance of its new holder waits.
+func TestWarmingSlotIsNotMovedAgain(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = 2 * time.Minute
+	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
+	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
+		t.Fatalf("replace: %+v, %v", res, err)
+	}
+	until := w.clk.Now().Add(2 * time.Minute)
+
+	_, err = w.loop.Replace(context.Background(), "b3", "again", "ops")
+	want := "slot 4 is still being warmed from b2 until " + until.UTC().Format(time.RFC3339)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("replace of a warming slot's holder: %v, want ErrRefused with %q", err, want)
+	}
+
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(4).ID != "b3" || m.Warming(4) == nil || m.Slot(1).ID == "b1" {
+		t.Fatalf("drain step over a warming slot: slots %v, warming 4 %+v; want slot 1 moved and slot 4 kept", slotIDs(m), m.Warming(4))
+	}
+	if e := w.entry("az-b"); e.Blocked != "slot 4 is still warming; it moves when the warming ends" {
+		t.Fatalf("blocked %q", e.Blocked)
+	}
+
+	// The warming ends: the next step moves slot 4.
+	w.clk.Advance(2 * time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots after the warming ended, want 0 (slots %v)", got, slotIDs(m))
+	}
+	if e := w.entry("az-b"); e.Blocked != "" {
+		t.Fatalf("blocked %q after the step", e.Blocked)
+	}
+}
+
+func TestMaintenanceOfAWarmingHolderWaits(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = time.Minute
+	if _, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	var mem cachenodes.Membership
+	for _, id := range w.listed {
+		inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
+		if id == "b3" {
+			inst.Present, inst.Maintenance = false, true
+		}
+		mem.Instances = append(mem.Instances, inst)
+	}
+	w.loop.onAnswer(mem)
+	w.probe()
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(4).ID != "b3" || m.Warming(4) == nil {
+		t.Fatalf("maintenance of a warming holder: slots %v, warming %+v; want b3 kept warming", slotIDs(m), m.Warming(4))
+	}
+	if got := w.loop.Status().ReplacementsBlocked; got != 1 {
+		t.Errorf("replacements_blocked %d, want 1", got)
+	}
+	w.clk.Advance(time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.Slot(4).ID == "b3" || m2.Warming(4) == nil || m2.Warming(4).NodeID != "b3" {
+		t.Fatalf("after the warming ended: slots %v, warming %+v; want b3 moved warm", slotIDs(m2), m2.Warming(4))
+	}
+}
