@@ -15,9 +15,10 @@ import (
 
 // Drains of CONTRACT.md section 7. The drain document lives in KV; any
 // replica changes it for an operator (Drain, Undrain), with check-and-set;
-// the leader carries the steps out and records their pace (LastStepAt)
-// and the end of a return in the same write as the moves it made, so a new
-// leader keeps the pace. A drain step moves the zone's highest-numbered
+// the leader carries the steps out and records their pace (LastStepAt),
+// what stops them (blocked) and the end of a return in the same write as
+// the moves it made (or alone, with check-and-set, when nothing moved), so
+// a new leader keeps the pace and every replica answers the same blocked. A drain step moves the zone's highest-numbered
 // slots; a return step takes the highest-numbered slot of the undrained
 // zone holding the most.
 
@@ -135,21 +136,13 @@ func (s *stepTimer) c() <-chan time.Time {
 	return s.t.C()
 }
 
-// noteStepsLocked keeps what stopped each zone's step. l.mu must be held.
-func (l *Loop) noteStepsLocked(plan Plan) {
-	for zone, o := range plan.Steps {
-		if l.stepBlocked == nil {
-			l.stepBlocked = make(map[string]string)
-		}
-		l.stepBlocked[zone] = o.Blocked
-	}
-}
-
 // nextDrainLocked returns the drain document to store with next, or nil
 // when it does not change: the zones whose step moved a slot get
-// LastStepAt now, and a returning zone that holds its baseline again loses
-// its entry. l.mu must be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, done []Placement, now time.Time) *DrainDoc {
+// LastStepAt now, each zone's blocked is what stopped its step in this pass
+// (steps; cleared when the step went through or the zone is at its
+// target), so every replica answers it, and a returning zone that holds
+// its baseline again loses its entry. l.mu must be held.
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *DrainDoc {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
@@ -175,6 +168,16 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, done []Placement, now t
 			changed = true
 			l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone, "slots", held[zone])
 			continue
+		}
+		blocked := c.Blocked
+		if o, ok := steps[zone]; ok {
+			blocked = o.Blocked
+		}
+		if held[zone] == c.Target() {
+			blocked = ""
+		}
+		if blocked != c.Blocked {
+			c.Blocked, changed = blocked, true
 		}
 		out.Zones[zone] = &c
 	}
@@ -245,6 +248,7 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 		}
 		e.Percent, e.StepPercent, e.StepInterval = req.Percent, req.StepPercent, req.StepInterval.String()
 		e.Reason, e.By, e.At, e.Returning = req.Reason, by, l.clock.Now().UTC(), false
+		e.Blocked = "" // the leader's next step says anew what stops it
 		doc.Zones[zone] = e
 		return nil
 	})
@@ -259,7 +263,7 @@ func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
 			return fmt.Errorf("%w: zone %q is not drained", ErrNotDrained, zone)
 		}
 		c := *old
-		c.Returning = true
+		c.Returning, c.Blocked = true, ""
 		doc.Zones[zone] = &c
 		return nil
 	})
@@ -338,8 +342,8 @@ func (l *Loop) drainsLocked() DrainDoc {
 			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
 		case l.drainCorrupt:
 			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
-		case c.State != DrainDrained:
-			c.Blocked = l.stepBlocked[zone]
+		case c.State == DrainDrained:
+			c.Blocked = ""
 		}
 		out.Zones[zone] = &c
 	}

@@ -244,6 +244,68 @@ func TestDrainBlockedWithoutASpare(t *testing.T) {
 	}
 }
 
+// The leader stores blocked in the drain document (only when it changes),
+// so a follower answers it too; it is cleared when the step goes through.
+func TestDrainBlockedStoredForFollowers(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
+	w2 := w.sibling()
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	const want = "no spare outside the drained zones"
+	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].Blocked != want {
+		t.Fatalf("stored drain document %+v, want blocked %q", d, want)
+	}
+	w.store.mu.Lock()
+	writes := w.store.drainWrites
+	w.store.mu.Unlock()
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.store.mu.Lock()
+	again := w.store.drainWrites
+	w.store.mu.Unlock()
+	if again != writes {
+		t.Errorf("the same blocked was written again (%d drain writes, was %d)", again, writes)
+	}
+	w2.pass(OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != want || e.State != DrainDraining {
+		t.Fatalf("the follower's entry %+v, want blocked %q", e, want)
+	}
+
+	// A spare comes in zone a: the step goes through, blocked is cleared.
+	w.answer("a1", "b1", "c1", "b2", "a2")
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 0 {
+		t.Fatalf("the step did not go through once a spare came")
+	}
+	w2.pass(OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != "" || e.State != DrainDrained {
+		t.Fatalf("the follower's entry after the step %+v", e)
+	}
+	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked != "" {
+		t.Fatalf("blocked still stored after the step: %+v", d.Zones["az-b"])
+	}
+}
+
+// An undrain clears the stored blocked at once (the leader's next pass
+// says anew what stops the return).
+func TestUndrainClearsStoredBlocked(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked == "" {
+		t.Fatalf("no blocked stored: %+v", d.Zones["az-b"])
+	}
+	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+		t.Fatal(err)
+	}
+	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"] == nil || d.Zones["az-b"].Blocked != "" {
+		t.Fatalf("blocked after an undrain: %+v", d)
+	}
+}
+
 func TestDrainRequestErrors(t *testing.T) {
 	w := threeZones(t)
 	ctx := context.Background()

@@ -135,12 +135,13 @@ func parseStoredDrain(b []byte) (*DrainDoc, error) {
 }
 
 // storedDrain is the drain document as stored: the entries without the
-// fields filled in when answered.
+// fields filled in when answered (blocked, which the leader alone knows,
+// is stored).
 func storedDrain(d DrainDoc) DrainDoc {
 	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))}
 	for zone, e := range d.Zones {
 		c := *e
-		c.Slots, c.TargetSlots, c.State, c.Blocked = 0, 0, "", ""
+		c.Slots, c.TargetSlots, c.State = 0, 0, ""
 		out.Zones[zone] = &c
 	}
 	return out

@@ -68,10 +68,9 @@ type Loop struct {
 
 	// drains is the last drain document read that parsed (nil: none);
 	// drainCorrupt is set while the stored one does not parse (drains then
-	// make no progress). stepBlocked is what stopped each zone's last step.
+	// make no progress).
 	drains       *DrainDoc
 	drainCorrupt bool
-	stepBlocked  map[string]string
 	// zoneAlert names the zones more than half of whose holders are
 	// unreachable (zones.go).
 	zoneAlert string

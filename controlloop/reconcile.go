@@ -158,7 +158,6 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 	}
 	plan := Decide(in)
 	l.blocked = plan.Blocked
-	l.noteStepsLocked(plan)
 	if l.replaceReq != nil && plan.Refused != "" {
 		l.replaceOut.refused = plan.Refused
 	}
@@ -201,7 +200,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	replaced := carriedOutReplacements(d.plan, done)
 	l.mu.Lock()
-	drain := l.nextDrainLocked(next, done, now)
+	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
 	l.mu.Unlock()
 	ds, keepsDrains := asDrainStore(l.store)
 	switch {
