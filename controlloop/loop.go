@@ -74,6 +74,9 @@ type Loop struct {
 	// zoneAlert names the zones more than half of whose holders are
 	// unreachable (zones.go).
 	zoneAlert string
+	// alertZones holds each alerting zone's sentence, by zone: a zone
+	// entering it gets an event of its own.
+	alertZones map[string]string
 
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex

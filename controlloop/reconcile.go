@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -285,11 +287,17 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	if l.tr.fault != "" {
 		tripped, reason = true, l.tr.fault
 	}
-	alert := l.zoneAlertLocked(m)
-	if l.zoneAlert == "" && alert != "" {
-		l.opts.Logger.Warn("zone alert", "alert", alert)
-		l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alert})
+	alerts := l.zoneAlertLocked(m)
+	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
+		// One event for each zone that newly alerts, naming it and its
+		// lever; a zone already alerting is not named again.
+		if _, was := l.alertZones[zone]; !was {
+			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
+			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
+		}
 	}
+	l.alertZones = alerts
+	alert := joinAlerts(alerts)
 	l.zoneAlert = alert
 	if !tripped {
 		reason = ""

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -59,12 +60,12 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 }
 
 // zoneAlertLocked names the zones of m more than half of whose slot
-// holders are unreachable, with the command that would drain each; ""
-// when none. The zone "" cannot be drained and is not named. l.mu must be
-// held.
-func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) string {
+// holders are unreachable, each with the command that would drain it:
+// one sentence by zone (nil when none). The zone "" cannot be drained and
+// is not named. l.mu must be held.
+func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 	if m == nil {
-		return ""
+		return nil
 	}
 	holders, down := map[string]int{}, map[string]int{}
 	for i := range m.NumSlots() {
@@ -77,12 +78,25 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) string {
 			down[n.AZ]++
 		}
 	}
-	var parts []string
+	var out map[string]string
 	for zone, n := range holders {
 		if 2*down[zone] > n {
-			parts = append(parts, fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone))
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone)
 		}
 	}
-	slices.Sort(parts)
+	return out
+}
+
+// joinAlerts is the zone alert of the status: the zones' sentences in
+// zone order, joined ("" when none).
+func joinAlerts(alerts map[string]string) string {
+	zones := slices.Sorted(maps.Keys(alerts))
+	parts := make([]string, len(zones))
+	for i, zone := range zones {
+		parts[i] = alerts[zone]
+	}
 	return strings.Join(parts, "; ")
 }
