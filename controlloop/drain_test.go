@@ -225,13 +225,34 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	if !slices.Equal(names, []string{"az-a", "az-b", "az-c"}) {
 		t.Errorf("zones %v", names)
 	}
-	// The hit rate of a zone is its holders' hits over their gets.
-	w.prober.setCounters(cacheNode("a1").Addr, 90, 10)
-	w.probe()
-	for _, z := range w.loop.Status().Zones {
-		if z.Zone == "az-a" && (z.HitRate == nil || *z.HitRate != 0.9) {
-			t.Errorf("zone az-a hit rate %v, want 0.9", z.HitRate)
+	// The hit rate of a zone is its holders' hits over their gets between
+	// two stats readings, not over their lifetime.
+	zoneRate := func(zone string) *float64 {
+		for _, z := range w.loop.Status().Zones {
+			if z.Zone == zone {
+				return z.HitRate
+			}
 		}
+		t.Fatalf("no zone %s", zone)
+		return nil
+	}
+	w.prober.setCounters(cacheNode("a1").Addr, 1000, 0)
+	w.probe()
+	w.loop.HitCounters(context.Background())
+	if r := zoneRate("az-a"); r != nil {
+		t.Errorf("zone az-a hit rate %v after one reading, want unknown", *r)
+	}
+	w.prober.setCounters(cacheNode("a1").Addr, 1090, 10)
+	w.clk.Advance(5 * time.Second)
+	w.probe()
+	w.loop.HitCounters(context.Background())
+	if r := zoneRate("az-a"); r == nil {
+		t.Errorf("zone az-a hit rate unknown, want 0.9")
+	} else if *r != 0.9 {
+		t.Errorf("zone az-a hit rate %v, want 0.9 (90 hits of 100 gets since the last reading)", *r)
+	}
+	if r := zoneRate("az-b"); r != nil {
+		t.Errorf("zone az-b, holding no slot, hit rate %v, want unknown", *r)
 	}
 }
 

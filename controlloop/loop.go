@@ -14,6 +14,7 @@ import (
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -77,6 +78,9 @@ type Loop struct {
 	// alertZones holds each alerting zone's sentence, by zone: a zone
 	// entering it gets an event of its own.
 	alertZones map[string]string
+	// zoneMeters measure each zone's hit rate from the stats readings
+	// (HitCounters), as the pool's is measured.
+	zoneMeters map[string]*ratelimit.HitRateMeter
 
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex
