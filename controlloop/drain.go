@@ -30,13 +30,25 @@ var errNoDrainStore = errors.New("controlloop: this store keeps no drain documen
 const drainAttempts = 5
 
 // takeDrainLocked adopts the drain document of st; a corrupt one keeps the
-// last that parsed (its zones stay drained) and stops the steps. l.mu must
-// be held.
+// last that parsed (its zones stay drained), records why it does not parse
+// and stops the steps (and nothing else). l.mu must be held.
 func (l *Loop) takeDrainLocked(st Snapshot) {
 	l.drainCorrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
 	if !l.drainCorrupt {
-		l.drains = st.Drain
+		l.drains, l.drainGood, l.drainErr = st.Drain, true, ""
+		return
 	}
+	l.drainErr = "it is not a drain document"
+	if st.DrainErr != nil {
+		l.drainErr = st.DrainErr.Error()
+	}
+}
+
+// drainCorruptMessage says, in one sentence, that the stored drain
+// document does not parse (why: reason) and how to fix it.
+func (l *Loop) drainCorruptMessage(reason string) string {
+	return fmt.Sprintf("the drain document in Consul KV does not parse: %s; fix it with mcrib drain/undrain or consul kv delete %s",
+		reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
 }
 
 // drainedLocked returns the drained zones. l.mu must be held.
@@ -285,10 +297,28 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		}
 		doc := DrainDoc{Zones: map[string]*DrainEntry{}}
 		if st.Drain != nil {
-			// A corrupt document is replaced by the operator's change.
 			doc.Zones = maps.Clone(st.Drain.Zones)
 		}
 		l.mu.Lock()
+		if slices.Contains(st.Corrupt, kvlayout.Drain) {
+			// A corrupt document is replaced by the operator's change,
+			// made to the last one that parsed (the one GET /v1/drain
+			// answers), so no zone drained there is dropped unseen. A
+			// process that read none cannot know which zones the corrupt
+			// one drains: it refuses.
+			if !l.drainGood {
+				reason := "it is not a drain document"
+				if st.DrainErr != nil {
+					reason = st.DrainErr.Error()
+				}
+				l.mu.Unlock()
+				return DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
+					ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
+			}
+			if l.drains != nil {
+				doc.Zones = maps.Clone(l.drains.Zones)
+			}
+		}
 		err = change(&doc)
 		l.mu.Unlock()
 		if err != nil {
@@ -300,7 +330,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		}
 		if ok {
 			l.mu.Lock()
-			l.drains, l.drainCorrupt = &doc, false
+			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil
@@ -320,6 +350,9 @@ func (l *Loop) Drains() DrainDoc {
 
 func (l *Loop) drainsLocked() DrainDoc {
 	out := DrainDoc{Zones: map[string]*DrainEntry{}}
+	if l.drainCorrupt {
+		out.Corrupt = l.drainCorruptMessage(l.drainErr)
+	}
 	if l.drains == nil {
 		return out
 	}

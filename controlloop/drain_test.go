@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -409,6 +410,77 @@ func TestCorruptDrainDocument(t *testing.T) {
 	w.pass(OutcomeOK)
 	if w.zoneHeld("az-b") != 0 || slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
 		t.Fatalf("after a new drain: zone b holds %d, corrupt %v", w.zoneHeld("az-b"), w.loop.Status().CorruptDocuments)
+	}
+}
+
+// corruptDrain stores raw as the drain document, as a hand edit would.
+func (w *world) corruptDrain(raw string) {
+	w.store.mu.Lock()
+	defer w.store.mu.Unlock()
+	w.store.index++
+	w.store.drainRaw, w.store.drainIndex = []byte(raw), w.store.index
+}
+
+// A stored entry with a step_interval that does not parse or is out of
+// range is corrupt too; GET answers the last good document with why, and
+// an operator's change is made to that document, dropping no zone.
+func TestCorruptDrainDocumentKeepsTheLastGoodOne(t *testing.T) {
+	w := threeZones(t)
+	w.drain("az-a", 50, 100, time.Hour)
+	w.pass(OutcomeOK)
+	for _, raw := range []string{
+		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "soon", "baseline_slots": 2}}}`,
+		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "2h", "baseline_slots": 2}}}`,
+		`{"zones": {"az-a": {"percent": 0, "step_percent": 100, "step_interval": "1h", "baseline_slots": 2}}}`,
+	} {
+		w.corruptDrain(raw)
+		w.pass(OutcomeOK)
+		doc := w.loop.Drains()
+		if !strings.HasPrefix(doc.Corrupt, "the drain document in Consul KV does not parse: ") || !strings.Contains(doc.Corrupt, "consul kv delete mcrib/"+assignPool+"/drain") {
+			t.Fatalf("%s: corrupt %q", raw, doc.Corrupt)
+		}
+		if e := doc.Zones["az-a"]; e == nil || e.Percent != 50 || e.StepInterval != "1h0m0s" {
+			t.Fatalf("%s: the last good document was not kept: %+v", raw, e)
+		}
+		if !slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
+			t.Fatalf("%s: not reported corrupt", raw)
+		}
+	}
+	// A drain of another zone keeps az-a's entry.
+	doc := w.drain("az-b", 100, 100, time.Second)
+	if doc.Corrupt != "" || doc.Zones["az-a"] == nil || doc.Zones["az-b"] == nil {
+		t.Fatalf("after a drain over a corrupt document: %+v", doc)
+	}
+	if d := w.store.storedDrainDoc(t); d.Zones["az-a"] == nil || d.Zones["az-a"].Percent != 50 || d.Zones["az-b"] == nil {
+		t.Fatalf("stored after a drain over a corrupt document: %+v", d)
+	}
+	if b, _ := json.Marshal(w.store.storedDrainDoc(t)); strings.Contains(string(b), "corrupt") {
+		t.Fatalf("the corrupt note was stored: %s", b)
+	}
+}
+
+// A process that never read a good drain document refuses a change over a
+// corrupt one: it cannot know which zones that one drains.
+func TestChangeOverACorruptDrainDocumentNeverReadRefused(t *testing.T) {
+	w := threeZones(t)
+	const raw = `{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "soon", "baseline_slots": 2}}}`
+	w.corruptDrain(raw)
+	w2 := w.sibling() // its first read finds the document corrupt
+	if doc := w2.loop.Drains(); doc.Corrupt == "" || len(doc.Zones) != 0 {
+		t.Fatalf("the new process's drains %+v", doc)
+	}
+	_, err := w2.loop.Drain(context.Background(), "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}, "ops")
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "consul kv delete mcrib/"+assignPool+"/drain") {
+		t.Fatalf("a drain over a corrupt document never read good: %v, want ErrRefused naming the key", err)
+	}
+	if _, err := w2.loop.Undrain(context.Background(), "az-a"); !errors.Is(err, ErrRefused) {
+		t.Fatalf("an undrain over a corrupt document never read good: %v", err)
+	}
+	w.store.mu.Lock()
+	got := string(w.store.drainRaw)
+	w.store.mu.Unlock()
+	if got != raw {
+		t.Fatalf("the corrupt document was overwritten: %s", got)
 	}
 }
 

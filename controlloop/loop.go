@@ -69,9 +69,12 @@ type Loop struct {
 
 	// drains is the last drain document read that parsed (nil: none);
 	// drainCorrupt is set while the stored one does not parse (drains then
-	// make no progress).
+	// make no progress), drainErr why; drainGood is set once a read found
+	// a drain document that parsed (or none).
 	drains       *DrainDoc
 	drainCorrupt bool
+	drainGood    bool
+	drainErr     string
 	// zoneAlert names the zones more than half of whose holders are
 	// unreachable (zones.go).
 	zoneAlert string

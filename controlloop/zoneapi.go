@@ -121,6 +121,10 @@ func (e DrainEntry) StepSize() int {
 // DrainDoc is the drain document of section 7: {"zones": {...}}.
 type DrainDoc struct {
 	Zones map[string]*DrainEntry `json:"zones"`
+	// Corrupt, in an answer only, says that the stored document does not
+	// parse (Zones are then the last that parsed) and how to fix it; ""
+	// when it parses. It is never stored.
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // ReplaceResult is the answer of POST /v1/nodes/{id}/replace.
