@@ -259,6 +259,9 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 			e = &c
 		}
 		e.Percent, e.StepPercent, e.StepInterval = req.Percent, req.StepPercent, req.StepInterval.String()
+		if req.StepIntervalText != "" {
+			e.StepInterval = req.StepIntervalText // the form the operator gave ("1m", not "1m0s")
+		}
 		e.Reason, e.By, e.At, e.Returning = req.Reason, by, l.clock.Now().UTC(), false
 		e.Blocked = "" // the leader's next step says anew what stops it
 		doc.Zones[zone] = e

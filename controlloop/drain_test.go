@@ -348,11 +348,16 @@ func TestDrainRequestErrors(t *testing.T) {
 	}
 	// A PUT on a drained zone replaces its settings and keeps its baseline.
 	w.pass(OutcomeOK)
-	doc, err := w.loop.Drain(ctx, "az-a", DrainRequest{Reason: "again", Percent: 50, StepPercent: 20, StepInterval: time.Minute}, "ops2")
+	again, err := ParseDrainRequest([]byte(`{"reason": "again", "percent": 50, "step_percent": 20, "step_interval": "1m"}`))
+	if err != nil || again.StepInterval != time.Minute || again.StepIntervalText != "1m" {
+		t.Fatalf("parsing a drain request: %+v, %v", again, err)
+	}
+	doc, err := w.loop.Drain(ctx, "az-a", again, "ops2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := doc.Zones["az-a"]; e.BaselineSlots != 2 || e.Percent != 50 || e.Reason != "again" || e.By != "ops2" || e.StepInterval != "1m0s" || e.LastStepAt == nil {
+	// The step interval echoes the form the operator gave.
+	if e := doc.Zones["az-a"]; e.BaselineSlots != 2 || e.Percent != 50 || e.Reason != "again" || e.By != "ops2" || e.StepInterval != "1m" || e.LastStepAt == nil {
 		t.Errorf("entry after a second PUT %+v", e)
 	}
 	if len(w.loop.Drains().Zones) != 2 {

@@ -69,6 +69,9 @@ type DrainRequest struct {
 	Percent      int
 	StepPercent  int
 	StepInterval time.Duration
+	// StepIntervalText is StepInterval as the operator wrote it ("1m"),
+	// stored and answered as given; "" stands for StepInterval.String().
+	StepIntervalText string
 }
 
 // DrainEntry is one zone's entry of the drain document, as stored in KV
@@ -194,7 +197,7 @@ func ParseDrainRequest(body []byte) (DrainRequest, error) {
 		if d < MinDrainStepInterval || d > MaxDrainStepInterval {
 			return DrainRequest{}, fmt.Errorf("%w: \"step_interval\" must be from 1s to 1h, not %s", ErrBadRequest, d)
 		}
-		req.StepInterval = d
+		req.StepInterval, req.StepIntervalText = d, *raw.StepInterval
 	}
 	return req, nil
 }

@@ -133,6 +133,7 @@ func TestDrainAPIBadInputChangesNothing(t *testing.T) {
 		{"unknown field", "PUT", "/v1/drain/b", `{"reason":"r","zone":"c"}`, 400, "JSON"},
 		{"no zone", "PUT", "/v1/drain/", `{"reason":"r"}`, 404, "zone"},
 		{"weird zone", "PUT", "/v1/drain/b$c", `{"reason":"r"}`, 400, "zone"},
+		{"non-ASCII zone", "PUT", "/v1/drain/z%C3%BCrich", `{"reason":"r"}`, 400, "ASCII"},
 		{"slash zone", "DELETE", "/v1/drain/b/c", ``, 400, "zone"},
 		{"long zone", "PUT", "/v1/drain/" + strings.Repeat("z", 129), `{"reason":"r"}`, 400, "zone"},
 		{"replace no reason", "POST", "/v1/nodes/mc-1/replace", `{}`, 400, "reason"},
@@ -169,7 +170,7 @@ func TestDrainAPI(t *testing.T) {
 	if rr.Code != 200 {
 		t.Fatalf("PUT: %d %s", rr.Code, rr.Body)
 	}
-	want := controlloop.DrainRequest{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second}
+	want := controlloop.DrainRequest{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second, StepIntervalText: "3s"}
 	if z.req != want {
 		t.Errorf("the loop got %+v, want %+v", z.req, want)
 	}
