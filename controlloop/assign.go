@@ -145,7 +145,8 @@ type Plan struct {
 	// FirstFill is true when the pool is new: placements need no flush.
 	FirstFill bool
 	// Blocked counts evictions that were due but held back by the freeze
-	// or the ceiling.
+	// or the ceiling, and the maintenance of nodes that still answer held
+	// back until a spare can be warmed from them.
 	Blocked int
 	// EndWarming lists the slots whose warming ends in this pass (until
 	// passed, or the warm source stopped answering).
@@ -178,7 +179,7 @@ func Decide(in Input) Plan {
 	var vacated, moves []Eviction
 	replaceSlot := -1
 	if in.Replace != "" {
-		ev, refused := replaceMove(in, idx)
+		ev, refused := replaceMove(in, idx, warm)
 		switch {
 		case refused != "":
 			plan.Refused = refused
@@ -204,6 +205,12 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: "maintenance",
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
+			if v.Reachable && warm.keep[i] {
+				// It still answers and is itself being warmed: it keeps
+				// the slot until the warming ends (then it moves warm).
+				plan.Blocked++
+				continue
+			}
 			if v.Reachable && in.WarmFor > 0 {
 				ev.Move, ev.Warm = true, true
 				ev.Why += "; it still answers, so its slot moves warm"
@@ -214,16 +221,22 @@ func Decide(in Input) Plan {
 		default:
 			continue
 		}
-		if in.Frozen || budget <= 0 {
+		if in.Frozen {
+			plan.Blocked++
+			continue
+		}
+		if ev.Move {
+			// A warm move takes the budget only when a spare takes the
+			// slot (below); until then the holder keeps it.
+			moves = append(moves, ev)
+			continue
+		}
+		if budget <= 0 {
 			plan.Blocked++
 			continue
 		}
 		budget--
-		if ev.Move {
-			moves = append(moves, ev)
-		} else {
-			vacated = append(vacated, ev)
-		}
+		vacated = append(vacated, ev)
 	}
 	plan.Evictions = vacated
 	stepping := len(in.Steps) > 0 && !in.OperatorFrozen
@@ -263,19 +276,20 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if z.move(&plan, ev) {
+		if ev.Reason == ReasonReplace {
+			if !z.move(&plan, ev) {
+				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
+			}
 			continue
 		}
-		switch ev.Reason {
-		case ReasonReplace:
-			plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
-		case "maintenance":
-			// No spare to warm: the node still leaves its slot, as it was
-			// taken out on purpose (the slot stays vacant until a spare
-			// comes, invariant 4).
-			ev.Move, ev.Warm = false, false
-			plan.Evictions = append(plan.Evictions, ev)
+		// The maintenance of a node that still answers: it keeps its slot
+		// (and its contents) until a spare can be warmed from it
+		// (invariant 9), held back like a replacement beyond the ceiling.
+		if budget <= 0 || !z.move(&plan, ev) {
+			plan.Blocked++
+			continue
 		}
+		budget--
 	}
 	if stepping {
 		plan.Steps = z.steps(&plan)
@@ -285,7 +299,7 @@ func Decide(in Input) Plan {
 
 // replaceMove checks an operator's replace of in.Replace and returns its
 // move, or why it cannot be done.
-func replaceMove(in Input, idx *assignIndex) (Eviction, string) {
+func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) {
 	slot := -1
 	if in.Prev != nil {
 		slot = in.Prev.SlotOf(in.Replace)
@@ -297,6 +311,11 @@ func replaceMove(in Input, idx *assignIndex) (Eviction, string) {
 		return Eviction{}, "membership is frozen by an operator (mcrib unfreeze lifts it)"
 	case in.Frozen:
 		return Eviction{}, "membership is frozen automatically (see auto_freeze_reason in the status)"
+	case warm.keep[slot]:
+		// Its new holder is being filled from the old one: moving it now
+		// would cost the slot what it has gathered.
+		ws := in.Prev.Warming(slot)
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, ws.Until.UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)

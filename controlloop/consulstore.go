@@ -74,7 +74,7 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			st.DrainIndex = p.ModifyIndex
 			d, err := parseStoredDrain(p.Value)
 			if err != nil {
-				st.Corrupt = append(st.Corrupt, kvlayout.Drain)
+				st.Corrupt, st.DrainErr = append(st.Corrupt, kvlayout.Drain), err
 				continue
 			}
 			st.Drain = d

@@ -15,9 +15,10 @@ import (
 
 // Drains of CONTRACT.md section 7. The drain document lives in KV; any
 // replica changes it for an operator (Drain, Undrain), with check-and-set;
-// the leader carries the steps out and records their pace (LastStepAt)
-// and the end of a return in the same write as the moves it made, so a new
-// leader keeps the pace. A drain step moves the zone's highest-numbered
+// the leader carries the steps out and records their pace (LastStepAt),
+// what stops them (blocked) and the end of a return in the same write as
+// the moves it made (or alone, with check-and-set, when nothing moved), so
+// a new leader keeps the pace and every replica answers the same blocked. A drain step moves the zone's highest-numbered
 // slots; a return step takes the highest-numbered slot of the undrained
 // zone holding the most.
 
@@ -29,13 +30,25 @@ var errNoDrainStore = errors.New("controlloop: this store keeps no drain documen
 const drainAttempts = 5
 
 // takeDrainLocked adopts the drain document of st; a corrupt one keeps the
-// last that parsed (its zones stay drained) and stops the steps. l.mu must
-// be held.
+// last that parsed (its zones stay drained), records why it does not parse
+// and stops the steps (and nothing else). l.mu must be held.
 func (l *Loop) takeDrainLocked(st Snapshot) {
 	l.drainCorrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
 	if !l.drainCorrupt {
-		l.drains = st.Drain
+		l.drains, l.drainGood, l.drainErr = st.Drain, true, ""
+		return
 	}
+	l.drainErr = "it is not a drain document"
+	if st.DrainErr != nil {
+		l.drainErr = st.DrainErr.Error()
+	}
+}
+
+// drainCorruptMessage says, in one sentence, that the stored drain
+// document does not parse (why: reason) and how to fix it.
+func (l *Loop) drainCorruptMessage(reason string) string {
+	return fmt.Sprintf("the drain document in Consul KV does not parse: %s; fix it with mcrib drain/undrain or consul kv delete %s",
+		reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
 }
 
 // drainedLocked returns the drained zones. l.mu must be held.
@@ -143,21 +156,13 @@ func (s *stepTimer) c() <-chan time.Time {
 	return s.t.C()
 }
 
-// noteStepsLocked keeps what stopped each zone's step. l.mu must be held.
-func (l *Loop) noteStepsLocked(plan Plan) {
-	for zone, o := range plan.Steps {
-		if l.stepBlocked == nil {
-			l.stepBlocked = make(map[string]string)
-		}
-		l.stepBlocked[zone] = o.Blocked
-	}
-}
-
 // nextDrainLocked returns the drain document to store with next, or nil
 // when it does not change: the zones whose step moved a slot get
-// LastStepAt now, and a returning zone that holds its baseline again loses
-// its entry. l.mu must be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, done []Placement, now time.Time) *DrainDoc {
+// LastStepAt now, each zone's blocked is what stopped its step in this pass
+// (steps; cleared when the step went through or the zone is at its
+// target), so every replica answers it, and a returning zone that holds
+// its baseline again loses its entry. l.mu must be held.
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *DrainDoc {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
@@ -183,6 +188,16 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, done []Placement, now t
 			changed = true
 			l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone, "slots", held[zone])
 			continue
+		}
+		blocked := c.Blocked
+		if o, ok := steps[zone]; ok {
+			blocked = o.Blocked
+		}
+		if held[zone] == c.Target() {
+			blocked = ""
+		}
+		if blocked != c.Blocked {
+			c.Blocked, changed = blocked, true
 		}
 		out.Zones[zone] = &c
 	}
@@ -252,7 +267,11 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 			e = &c
 		}
 		e.Percent, e.StepPercent, e.StepInterval = req.Percent, req.StepPercent, req.StepInterval.String()
+		if req.StepIntervalText != "" {
+			e.StepInterval = req.StepIntervalText // the form the operator gave ("1m", not "1m0s")
+		}
 		e.Reason, e.By, e.At, e.Returning = req.Reason, by, l.clock.Now().UTC(), false
+		e.Blocked = "" // the leader's next step says anew what stops it
 		doc.Zones[zone] = e
 		return nil
 	})
@@ -267,7 +286,7 @@ func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
 			return fmt.Errorf("%w: zone %q is not drained", ErrNotDrained, zone)
 		}
 		c := *old
-		c.Returning = true
+		c.Returning, c.Blocked = true, ""
 		doc.Zones[zone] = &c
 		return nil
 	})
@@ -289,10 +308,28 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		}
 		doc := DrainDoc{Zones: map[string]*DrainEntry{}}
 		if st.Drain != nil {
-			// A corrupt document is replaced by the operator's change.
 			doc.Zones = maps.Clone(st.Drain.Zones)
 		}
 		l.mu.Lock()
+		if slices.Contains(st.Corrupt, kvlayout.Drain) {
+			// A corrupt document is replaced by the operator's change,
+			// made to the last one that parsed (the one GET /v1/drain
+			// answers), so no zone drained there is dropped unseen. A
+			// process that read none cannot know which zones the corrupt
+			// one drains: it refuses.
+			if !l.drainGood {
+				reason := "it is not a drain document"
+				if st.DrainErr != nil {
+					reason = st.DrainErr.Error()
+				}
+				l.mu.Unlock()
+				return DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
+					ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
+			}
+			if l.drains != nil {
+				doc.Zones = maps.Clone(l.drains.Zones)
+			}
+		}
 		err = change(&doc)
 		l.mu.Unlock()
 		if err != nil {
@@ -304,7 +341,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		}
 		if ok {
 			l.mu.Lock()
-			l.drains, l.drainCorrupt = &doc, false
+			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil
@@ -324,6 +361,9 @@ func (l *Loop) Drains() DrainDoc {
 
 func (l *Loop) drainsLocked() DrainDoc {
 	out := DrainDoc{Zones: map[string]*DrainEntry{}}
+	if l.drainCorrupt {
+		out.Corrupt = l.drainCorruptMessage(l.drainErr)
+	}
 	if l.drains == nil {
 		return out
 	}
@@ -346,8 +386,8 @@ func (l *Loop) drainsLocked() DrainDoc {
 			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
 		case l.drainCorrupt:
 			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
-		case c.State != DrainDrained:
-			c.Blocked = l.stepBlocked[zone]
+		case c.State == DrainDrained:
+			c.Blocked = ""
 		}
 		out.Zones[zone] = &c
 	}

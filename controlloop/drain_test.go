@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -225,13 +226,34 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	if !slices.Equal(names, []string{"az-a", "az-b", "az-c"}) {
 		t.Errorf("zones %v", names)
 	}
-	// The hit rate of a zone is its holders' hits over their gets.
-	w.prober.setCounters(cacheNode("a1").Addr, 90, 10)
-	w.probe()
-	for _, z := range w.loop.Status().Zones {
-		if z.Zone == "az-a" && (z.HitRate == nil || *z.HitRate != 0.9) {
-			t.Errorf("zone az-a hit rate %v, want 0.9", z.HitRate)
+	// The hit rate of a zone is its holders' hits over their gets between
+	// two stats readings, not over their lifetime.
+	zoneRate := func(zone string) *float64 {
+		for _, z := range w.loop.Status().Zones {
+			if z.Zone == zone {
+				return z.HitRate
+			}
 		}
+		t.Fatalf("no zone %s", zone)
+		return nil
+	}
+	w.prober.setCounters(cacheNode("a1").Addr, 1000, 0)
+	w.probe()
+	w.loop.HitCounters(context.Background())
+	if r := zoneRate("az-a"); r != nil {
+		t.Errorf("zone az-a hit rate %v after one reading, want unknown", *r)
+	}
+	w.prober.setCounters(cacheNode("a1").Addr, 1090, 10)
+	w.clk.Advance(5 * time.Second)
+	w.probe()
+	w.loop.HitCounters(context.Background())
+	if r := zoneRate("az-a"); r == nil {
+		t.Errorf("zone az-a hit rate unknown, want 0.9")
+	} else if *r != 0.9 {
+		t.Errorf("zone az-a hit rate %v, want 0.9 (90 hits of 100 gets since the last reading)", *r)
+	}
+	if r := zoneRate("az-b"); r != nil {
+		t.Errorf("zone az-b, holding no slot, hit rate %v, want unknown", *r)
 	}
 }
 
@@ -241,6 +263,68 @@ func TestDrainBlockedWithoutASpare(t *testing.T) {
 	w.pass(OutcomeOK)
 	if e := w.entry("az-b"); e.Slots != 1 || e.Blocked != "no spare outside the drained zones" {
 		t.Fatalf("entry %+v", e)
+	}
+}
+
+// The leader stores blocked in the drain document (only when it changes),
+// so a follower answers it too; it is cleared when the step goes through.
+func TestDrainBlockedStoredForFollowers(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
+	w2 := w.sibling()
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	const want = "no spare outside the drained zones"
+	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].Blocked != want {
+		t.Fatalf("stored drain document %+v, want blocked %q", d, want)
+	}
+	w.store.mu.Lock()
+	writes := w.store.drainWrites
+	w.store.mu.Unlock()
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.store.mu.Lock()
+	again := w.store.drainWrites
+	w.store.mu.Unlock()
+	if again != writes {
+		t.Errorf("the same blocked was written again (%d drain writes, was %d)", again, writes)
+	}
+	w2.pass(OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != want || e.State != DrainDraining {
+		t.Fatalf("the follower's entry %+v, want blocked %q", e, want)
+	}
+
+	// A spare comes in zone a: the step goes through, blocked is cleared.
+	w.answer("a1", "b1", "c1", "b2", "a2")
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if w.zoneHeld("az-b") != 0 {
+		t.Fatalf("the step did not go through once a spare came")
+	}
+	w2.pass(OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != "" || e.State != DrainDrained {
+		t.Fatalf("the follower's entry after the step %+v", e)
+	}
+	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked != "" {
+		t.Fatalf("blocked still stored after the step: %+v", d.Zones["az-b"])
+	}
+}
+
+// An undrain clears the stored blocked at once (the leader's next pass
+// says anew what stops the return).
+func TestUndrainClearsStoredBlocked(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked == "" {
+		t.Fatalf("no blocked stored: %+v", d.Zones["az-b"])
+	}
+	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+		t.Fatal(err)
+	}
+	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"] == nil || d.Zones["az-b"].Blocked != "" {
+		t.Fatalf("blocked after an undrain: %+v", d)
 	}
 }
 
@@ -264,11 +348,16 @@ func TestDrainRequestErrors(t *testing.T) {
 	}
 	// A PUT on a drained zone replaces its settings and keeps its baseline.
 	w.pass(OutcomeOK)
-	doc, err := w.loop.Drain(ctx, "az-a", DrainRequest{Reason: "again", Percent: 50, StepPercent: 20, StepInterval: time.Minute}, "ops2")
+	again, err := ParseDrainRequest([]byte(`{"reason": "again", "percent": 50, "step_percent": 20, "step_interval": "1m"}`))
+	if err != nil || again.StepInterval != time.Minute || again.StepIntervalText != "1m" {
+		t.Fatalf("parsing a drain request: %+v, %v", again, err)
+	}
+	doc, err := w.loop.Drain(ctx, "az-a", again, "ops2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := doc.Zones["az-a"]; e.BaselineSlots != 2 || e.Percent != 50 || e.Reason != "again" || e.By != "ops2" || e.StepInterval != "1m0s" || e.LastStepAt == nil {
+	// The step interval echoes the form the operator gave.
+	if e := doc.Zones["az-a"]; e.BaselineSlots != 2 || e.Percent != 50 || e.Reason != "again" || e.By != "ops2" || e.StepInterval != "1m" || e.LastStepAt == nil {
 		t.Errorf("entry after a second PUT %+v", e)
 	}
 	if len(w.loop.Drains().Zones) != 2 {
@@ -326,6 +415,77 @@ func TestCorruptDrainDocument(t *testing.T) {
 	w.pass(OutcomeOK)
 	if w.zoneHeld("az-b") != 0 || slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
 		t.Fatalf("after a new drain: zone b holds %d, corrupt %v", w.zoneHeld("az-b"), w.loop.Status().CorruptDocuments)
+	}
+}
+
+// corruptDrain stores raw as the drain document, as a hand edit would.
+func (w *world) corruptDrain(raw string) {
+	w.store.mu.Lock()
+	defer w.store.mu.Unlock()
+	w.store.index++
+	w.store.drainRaw, w.store.drainIndex = []byte(raw), w.store.index
+}
+
+// A stored entry with a step_interval that does not parse or is out of
+// range is corrupt too; GET answers the last good document with why, and
+// an operator's change is made to that document, dropping no zone.
+func TestCorruptDrainDocumentKeepsTheLastGoodOne(t *testing.T) {
+	w := threeZones(t)
+	w.drain("az-a", 50, 100, time.Hour)
+	w.pass(OutcomeOK)
+	for _, raw := range []string{
+		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "soon", "baseline_slots": 2}}}`,
+		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "2h", "baseline_slots": 2}}}`,
+		`{"zones": {"az-a": {"percent": 0, "step_percent": 100, "step_interval": "1h", "baseline_slots": 2}}}`,
+	} {
+		w.corruptDrain(raw)
+		w.pass(OutcomeOK)
+		doc := w.loop.Drains()
+		if !strings.HasPrefix(doc.Corrupt, "the drain document in Consul KV does not parse: ") || !strings.Contains(doc.Corrupt, "consul kv delete mcrib/"+assignPool+"/drain") {
+			t.Fatalf("%s: corrupt %q", raw, doc.Corrupt)
+		}
+		if e := doc.Zones["az-a"]; e == nil || e.Percent != 50 || e.StepInterval != "1h0m0s" {
+			t.Fatalf("%s: the last good document was not kept: %+v", raw, e)
+		}
+		if !slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
+			t.Fatalf("%s: not reported corrupt", raw)
+		}
+	}
+	// A drain of another zone keeps az-a's entry.
+	doc := w.drain("az-b", 100, 100, time.Second)
+	if doc.Corrupt != "" || doc.Zones["az-a"] == nil || doc.Zones["az-b"] == nil {
+		t.Fatalf("after a drain over a corrupt document: %+v", doc)
+	}
+	if d := w.store.storedDrainDoc(t); d.Zones["az-a"] == nil || d.Zones["az-a"].Percent != 50 || d.Zones["az-b"] == nil {
+		t.Fatalf("stored after a drain over a corrupt document: %+v", d)
+	}
+	if b, _ := json.Marshal(w.store.storedDrainDoc(t)); strings.Contains(string(b), "corrupt") {
+		t.Fatalf("the corrupt note was stored: %s", b)
+	}
+}
+
+// A process that never read a good drain document refuses a change over a
+// corrupt one: it cannot know which zones that one drains.
+func TestChangeOverACorruptDrainDocumentNeverReadRefused(t *testing.T) {
+	w := threeZones(t)
+	const raw = `{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "soon", "baseline_slots": 2}}}`
+	w.corruptDrain(raw)
+	w2 := w.sibling() // its first read finds the document corrupt
+	if doc := w2.loop.Drains(); doc.Corrupt == "" || len(doc.Zones) != 0 {
+		t.Fatalf("the new process's drains %+v", doc)
+	}
+	_, err := w2.loop.Drain(context.Background(), "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}, "ops")
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "consul kv delete mcrib/"+assignPool+"/drain") {
+		t.Fatalf("a drain over a corrupt document never read good: %v, want ErrRefused naming the key", err)
+	}
+	if _, err := w2.loop.Undrain(context.Background(), "az-a"); !errors.Is(err, ErrRefused) {
+		t.Fatalf("an undrain over a corrupt document never read good: %v", err)
+	}
+	w.store.mu.Lock()
+	got := string(w.store.drainRaw)
+	w.store.mu.Unlock()
+	if got != raw {
+		t.Fatalf("the corrupt document was overwritten: %s", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,9 +100,41 @@ func TestEventsOfAnObserverFault(t *testing.T) {
 	}
 	// The end of the fault and the lifting of the freeze come in one pass.
 	// Zones az-a, az-b and az-c lose their one holder each: the zone
-	// alert names them once.
-	want := []string{eventlog.KindObserverFault, KindZoneAlert, eventlog.KindAutoFreeze, eventlog.KindAutoFreezeLifted, eventlog.KindObserverFaultOver}
+	// alert names each once.
+	want := []string{eventlog.KindObserverFault, KindZoneAlert, KindZoneAlert, KindZoneAlert, eventlog.KindAutoFreeze, eventlog.KindAutoFreezeLifted, eventlog.KindObserverFaultOver}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("pool-wide events %q, want %q", kinds, want)
+	}
+}
+
+// Each zone that newly alerts gets an event of its own, naming it and the
+// command that would drain it, even while another zone alerts already.
+func TestZoneAlertEventPerZone(t *testing.T) {
+	w := threeZones(t)
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
+	alerts := func() []string {
+		var out []string
+		for _, e := range log.Since(0) {
+			if e.Kind == KindZoneAlert {
+				out = append(out, e.Reason)
+			}
+		}
+		return out
+	}
+	w.away("b1", "b2")
+	w.pass(OutcomeOK)
+	if got := alerts(); len(got) != 1 || !strings.Contains(got[0], "zone az-b") || !strings.Contains(got[0], "mcrib drain az-b") {
+		t.Fatalf("zone alerts after zone b failed: %q", got)
+	}
+	w.pass(OutcomeOK)
+	w.away("c1", "c2")
+	w.pass(OutcomeOK)
+	got := alerts()
+	if len(got) != 2 || !strings.Contains(got[1], "zone az-c") || !strings.Contains(got[1], "mcrib drain az-c") || strings.Contains(got[1], "az-b") {
+		t.Fatalf("zone alerts after zone c failed too: %q, want a second one naming az-c alone", got)
+	}
+	if st := w.loop.Status(); !strings.Contains(st.ZoneAlert, "mcrib drain az-b") || !strings.Contains(st.ZoneAlert, "mcrib drain az-c") {
+		t.Errorf("status zone alert %q, want both zones", st.ZoneAlert)
 	}
 }

@@ -169,7 +169,7 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 		st.DrainIndex = s.drainIndex
 		d, err := parseStoredDrain(s.drainRaw)
 		if err != nil {
-			st.Corrupt = append(st.Corrupt, "drain")
+			st.Corrupt, st.DrainErr = append(st.Corrupt, "drain"), err
 		} else {
 			st.Drain = d
 		}

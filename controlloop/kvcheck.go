@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -111,8 +112,8 @@ func parseStoredFreeze(b []byte) (*FreezeDoc, error) {
 }
 
 // parseStoredDrain reads a stored drain document: {"zones": {...}} whose
-// entries have a percent and a step of 1..100 and a baseline of at least
-// 0. Anything else is corrupt.
+// entries have a percent and a step of 1..100, a step_interval from 1s to
+// 1h and a baseline of at least 0. Anything else is corrupt.
 func parseStoredDrain(b []byte) (*DrainDoc, error) {
 	var d DrainDoc
 	if err := json.Unmarshal(b, &d); err != nil {
@@ -130,17 +131,21 @@ func parseStoredDrain(b []byte) (*DrainDoc, error) {
 		case e.Percent < 1 || e.Percent > 100 || e.StepPercent < 1 || e.StepPercent > 100 || e.BaselineSlots < 0:
 			return nil, fmt.Errorf("the drain entry of zone %q has a percent, step or baseline out of range", zone)
 		}
+		if d, err := time.ParseDuration(e.StepInterval); err != nil || d < MinDrainStepInterval || d > MaxDrainStepInterval {
+			return nil, fmt.Errorf("the drain entry of zone %q has step_interval %q, not a duration from 1s to 1h", zone, e.StepInterval)
+		}
 	}
 	return &d, nil
 }
 
 // storedDrain is the drain document as stored: the entries without the
-// fields filled in when answered.
+// fields filled in when answered (blocked, which the leader alone knows,
+// is stored).
 func storedDrain(d DrainDoc) DrainDoc {
-	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))}
+	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))} // never Corrupt
 	for zone, e := range d.Zones {
 		c := *e
-		c.Slots, c.TargetSlots, c.State, c.Blocked = 0, 0, "", ""
+		c.Slots, c.TargetSlots, c.State = 0, 0, ""
 		out.Zones[zone] = &c
 	}
 	return out

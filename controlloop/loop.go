@@ -14,6 +14,7 @@ import (
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -68,13 +69,21 @@ type Loop struct {
 
 	// drains is the last drain document read that parsed (nil: none);
 	// drainCorrupt is set while the stored one does not parse (drains then
-	// make no progress). stepBlocked is what stopped each zone's last step.
+	// make no progress), drainErr why; drainGood is set once a read found
+	// a drain document that parsed (or none).
 	drains       *DrainDoc
 	drainCorrupt bool
-	stepBlocked  map[string]string
+	drainGood    bool
+	drainErr     string
 	// zoneAlert names the zones more than half of whose holders are
 	// unreachable (zones.go).
 	zoneAlert string
+	// alertZones holds each alerting zone's sentence, by zone: a zone
+	// entering it gets an event of its own.
+	alertZones map[string]string
+	// zoneMeters measure each zone's hit rate from the stats readings
+	// (HitCounters), as the pool's is measured.
+	zoneMeters map[string]*ratelimit.HitRateMeter
 
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex

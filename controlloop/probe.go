@@ -188,8 +188,12 @@ func (l *Loop) probeRound(ctx context.Context) {
 // could not read (unreachable, or not probed yet). It has the shape of
 // ratelimit.StatsFunc, so the boot limiter measures the hit rate from the
 // loop's own probes instead of a second round of reads; the counters are
-// at most one probe interval old. It does no I/O.
+// at most one probe interval old. It does no I/O. Each call is one stats
+// reading: it also feeds the per-zone hit-rate meters (zones.go) with the
+// counters of each zone's slot holders, so a zone's hit rate is as current
+// as the pool's.
 func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int) {
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.current == nil {
@@ -197,16 +201,26 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 	}
 	out := make(map[string]ratelimit.Counters, l.current.NumSlots())
 	unreadable := 0
+	zones := map[string]*zoneReading{}
 	for _, n := range l.current.Slots() {
 		if n.IsZero() {
 			continue
 		}
+		z := zones[n.AZ]
+		if z == nil {
+			z = &zoneReading{nodes: map[string]ratelimit.Counters{}}
+			zones[n.AZ] = z
+		}
 		s, ok := l.tr.nodes[n.ID]
 		if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
 			unreadable++
+			z.unreadable++
 			continue
 		}
-		out[n.ID] = ratelimit.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}
+		c := ratelimit.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}
+		out[n.ID] = c
+		z.nodes[n.ID] = c
 	}
+	l.observeZonesLocked(now, zones)
 	return out, unreadable
 }

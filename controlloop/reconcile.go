@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -158,7 +160,6 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 	}
 	plan := Decide(in)
 	l.blocked = plan.Blocked
-	l.noteStepsLocked(plan)
 	if l.replaceReq != nil && plan.Refused != "" {
 		l.replaceOut.refused = plan.Refused
 	}
@@ -201,7 +202,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	replaced := carriedOutReplacements(d.plan, done)
 	l.mu.Lock()
-	drain := l.nextDrainLocked(next, done, now)
+	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
 	l.mu.Unlock()
 	ds, keepsDrains := asDrainStore(l.store)
 	switch {
@@ -286,11 +287,17 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	if l.tr.fault != "" {
 		tripped, reason = true, l.tr.fault
 	}
-	alert := l.zoneAlertLocked(m)
-	if l.zoneAlert == "" && alert != "" {
-		l.opts.Logger.Warn("zone alert", "alert", alert)
-		l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alert})
+	alerts := l.zoneAlertLocked(m)
+	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
+		// One event for each zone that newly alerts, naming it and its
+		// lever; a zone already alerting is not named again.
+		if _, was := l.alertZones[zone]; !was {
+			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
+			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
+		}
 	}
+	l.alertZones = alerts
+	alert := joinAlerts(alerts)
 	l.zoneAlert = alert
 	if !tripped {
 		reason = ""

@@ -107,3 +107,83 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 		t.Fatalf("not ready: %v", err)
 	}
 }
+
+// TestRunStepsAtTheDrainInterval runs the loop on a fake clock with a probe
+// interval of 2s and a drain whose steps are 3s apart: the step timer wakes
+// Run for the second step at 3s, not at the 4s tick.
+func TestRunStepsAtTheDrainInterval(t *testing.T) {
+	leakcheck.Check(t)
+	clk := clock.NewFake(assignNow)
+	store := &fakeStore{}
+	store.putLocked(slotMapOf(t, 3, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, []string{"a3", "c3"}))
+	lead := &fakeLeader{store: store}
+	lead.win("s1")
+	disc := &fakeDiscovery{answers: make(chan cachenodes.Membership), taken: make(chan struct{})}
+	metrics := &fakeMetrics{}
+	loop, err := New(Options{
+		Pool: assignPool, KVPrefix: "mcrib", NumSlots: 6,
+		Hold: time.Minute, ProbeInterval: 2 * time.Second, MaxAbsentFraction: 0.5, MaxReplacementsPerMinute: 10,
+		Store: store, Discovery: disc, Leadership: lead, Prober: &fakeProber{}, Clock: clk, Metrics: metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	start := clk.Now()
+	var m cachenodes.Membership
+	for _, id := range []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "c3"} {
+		m.Instances = append(m.Instances, cachenodes.Instance{Node: cacheNode(id), Present: true})
+	}
+	disc.answers <- m
+	<-disc.taken
+	held := func() int {
+		sm, _ := store.stored()
+		return zoneSlots(sm)["az-b"]
+	}
+	passes := func() int {
+		metrics.mu.Lock()
+		defer metrics.mu.Unlock()
+		return len(metrics.passes)
+	}
+
+	// The first step comes at once (at 0s): one slot of two.
+	if _, err := loop.Drain(ctx, "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 3 * time.Second}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, &store.mu, &store.changed, "the first step", func() bool { return zoneSlots(store.slotMap)["az-b"] == 1 })
+	// Run is idle on its ticker and the probe loop's timer: no step is due
+	// before the next tick.
+	waitCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	for clk.Waiters() != 2 {
+		if waitCtx.Err() != nil {
+			t.Fatalf("%d clock waiters after the first step, want 2 (Run's ticker, the probe loop's timer)", clk.Waiters())
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// The tick at 2s: a pass, no step yet; Run arms the step timer for 3s.
+	n := passes()
+	clk.Advance(2 * time.Second)
+	waitUntil(t, &metrics.mu, &metrics.changed, "the pass of the 2s tick", func() bool { return len(metrics.passes) > n })
+	if !clk.BlockUntil(waitCtx, 3) {
+		t.Fatal("Run armed no timer for the step due at 3s")
+	}
+	if got := held(); got != 1 {
+		t.Fatalf("zone b holds %d slots at 2s, want 1 (the second step is due at 3s)", got)
+	}
+
+	// At 3s the timer fires: the second step, a tick before 4s.
+	clk.Advance(time.Second)
+	waitUntil(t, &store.mu, &store.changed, "the second step at 3s", func() bool { return zoneSlots(store.slotMap)["az-b"] == 0 })
+	d := store.storedDrainDoc(t)
+	if e := d.Zones["az-b"]; e == nil || e.LastStepAt == nil || !e.LastStepAt.Equal(start.Add(3*time.Second)) {
+		t.Fatalf("the second step's time %+v, want %v", e, start.Add(3*time.Second))
+	}
+}

@@ -260,24 +260,25 @@ func (z *zoneIndex) slotsOf(k int) []int {
 }
 
 // movable returns the highest-numbered slot of zone k that the plan does
-// not change yet, preferring one that does not warm (allowWarming false:
-// only one that does not warm); -1 when none.
-func (z *zoneIndex) movable(k int, allowWarming bool) int {
+// not change yet and that does not warm (a warming slot moves only when its
+// warming ends); -1 when none. warming is the highest-numbered such slot
+// passed over because it warms (-1 when none).
+func (z *zoneIndex) movable(k int) (slot, warming int) {
 	slots := z.slotsOf(k)
-	fallback := -1
+	warming = -1
 	for n := len(slots) - 1; n >= 0; n-- {
 		i := slots[n]
 		if z.touched[i] {
 			continue
 		}
 		if !z.warming[i] {
-			return i
+			return i, warming
 		}
-		if allowWarming && fallback < 0 {
-			fallback = i
+		if warming < 0 {
+			warming = i
 		}
 	}
-	return fallback
+	return -1, warming
 }
 
 // steps carries out the drain and return steps of z.in.Steps, zone by
@@ -299,9 +300,12 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 		var o StepOutcome
 		size := max(st.Size, 1)
 		for o.Moved < size && z.held[k] > st.Target {
-			i := z.movable(k, true)
+			i, warming := z.movable(k)
 			if i < 0 {
-				break // every slot of the zone moves in this pass already
+				if warming >= 0 {
+					o.Blocked = fmt.Sprintf("slot %d is still warming; it moves when the warming ends", warming)
+				}
+				break // otherwise every slot of the zone moves in this pass already
 			}
 			ev := z.stepMove(i, ReasonDrain, fmt.Sprintf("a drain step moves slot %d off zone %q", i, zone))
 			if !z.move(plan, ev) {
@@ -353,7 +357,7 @@ func (z *zoneIndex) richest(k int) int {
 	}
 	slices.SortStableFunc(srcs, func(a, b int) int { return z.held[b] - z.held[a] })
 	for _, o := range srcs {
-		if i := z.movable(o, false); i >= 0 {
+		if i, _ := z.movable(o); i >= 0 {
 			return i
 		}
 	}

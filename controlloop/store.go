@@ -44,6 +44,9 @@ type Snapshot struct {
 	// DrainIndex is the store's version of the drain document as read; 0
 	// when there is none.
 	DrainIndex uint64
+	// DrainErr says why the drain document does not parse (nil unless
+	// Corrupt names "drain").
+	DrainErr error
 }
 
 // Vote is what one replica publishes of the nodes it probes: the nodes it

@@ -170,19 +170,118 @@ func TestReplaceErrors(t *testing.T) {
 	}
 }
 
-// With no spare to warm, a node in maintenance still leaves its slot (it
-// was taken out on purpose), as before warm moves: the slot stays vacant.
-func TestMaintenanceWithoutSpareVacates(t *testing.T) {
+// With no spare to warm, a node in maintenance that still answers keeps
+// its slot and its contents (invariant 9): the move is held back, counted
+// in replacements_blocked, and takes no budget; it is carried out warm once
+// a spare comes.
+func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = time.Minute
 	before, _ := w.store.stored()
+	slot := before.SlotOf("c1")
+	membership := func(withSpares bool) cachenodes.Membership {
+		var mem cachenodes.Membership
+		for _, id := range w.listed {
+			if before.SlotOf(id) < 0 && !withSpares {
+				continue // every spare leaves discovery
+			}
+			inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
+			if id == "c1" {
+				inst.Present, inst.Maintenance = false, true
+			}
+			mem.Instances = append(mem.Instances, inst)
+		}
+		return mem
+	}
+	w.loop.onAnswer(membership(false))
+	w.probe()
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(slot).ID != "c1" || m.AnyWarming() || m.Generation() != before.Generation() {
+		t.Fatalf("maintenance of c1 without a spare: slots %v (gen %d, was %d), warming %v; want c1 to keep slot %d",
+			slotIDs(m), m.Generation(), before.Generation(), m.AnyWarming(), slot)
+	}
+	if got := w.loop.Status().ReplacementsBlocked; got != 1 {
+		t.Errorf("replacements_blocked %d, want 1", got)
+	}
+	if got := w.metrics.replacements; len(got) != 0 {
+		t.Errorf("replacements %v, want none", got)
+	}
+	if left := w.loop.ceiling.Remaining(w.clk.Now()); left != w.loop.opts.MaxReplacementsPerMinute {
+		t.Errorf("budget left %d, want all %d: a held-back move takes none", left, w.loop.opts.MaxReplacementsPerMinute)
+	}
+	w.wantFlushes(t, map[string]int{})
+
+	// A spare comes: the move is carried out warm.
+	w.clk.Advance(time.Second)
+	w.loop.onAnswer(membership(true))
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.Slot(slot).ID != "c3" || m2.Warming(slot) == nil || m2.Warming(slot).NodeID != "c1" {
+		t.Fatalf("once a spare came: slots %v, warming %+v; want c3 warmed from c1", slotIDs(m2), m2.Warming(slot))
+	}
+	if got := w.loop.Status().ReplacementsBlocked; got != 0 {
+		t.Errorf("replacements_blocked %d after the move, want 0", got)
+	}
+	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
+		t.Errorf("moves %v", got)
+	}
+}
+
+// A slot that warms is not moved again until its warming ends: a drain
+// step passes it over and says so in blocked, a replace of its new holder
+// is refused, and the maintenance of its new holder waits.
+func TestWarmingSlotIsNotMovedAgain(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = 2 * time.Minute
+	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
+	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
+		t.Fatalf("replace: %+v, %v", res, err)
+	}
+	until := w.clk.Now().Add(2 * time.Minute)
+
+	_, err = w.loop.Replace(context.Background(), "b3", "again", "ops")
+	want := "slot 4 is still being warmed from b2 until " + until.UTC().Format(time.RFC3339)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("replace of a warming slot's holder: %v, want ErrRefused with %q", err, want)
+	}
+
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	m, _ := w.store.stored()
+	if m.Slot(4).ID != "b3" || m.Warming(4) == nil || m.Slot(1).ID == "b1" {
+		t.Fatalf("drain step over a warming slot: slots %v, warming 4 %+v; want slot 1 moved and slot 4 kept", slotIDs(m), m.Warming(4))
+	}
+	if e := w.entry("az-b"); e.Blocked != "slot 4 is still warming; it moves when the warming ends" {
+		t.Fatalf("blocked %q", e.Blocked)
+	}
+
+	// The warming ends: the next step moves slot 4.
+	w.clk.Advance(2 * time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots after the warming ended, want 0 (slots %v)", got, slotIDs(m))
+	}
+	if e := w.entry("az-b"); e.Blocked != "" {
+		t.Fatalf("blocked %q after the step", e.Blocked)
+	}
+}
+
+func TestMaintenanceOfAWarmingHolderWaits(t *testing.T) {
+	w := threeZones(t)
+	w.loop.opts.WarmFor = time.Minute
+	if _, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops"); err != nil {
+		t.Fatal(err)
+	}
 	var mem cachenodes.Membership
 	for _, id := range w.listed {
-		if before.SlotOf(id) < 0 {
-			continue // every spare leaves discovery
-		}
 		inst := cachenodes.Instance{Node: cacheNode(id), Present: true}
-		if id == "c1" {
+		if id == "b3" {
 			inst.Present, inst.Maintenance = false, true
 		}
 		mem.Instances = append(mem.Instances, inst)
@@ -191,11 +290,17 @@ func TestMaintenanceWithoutSpareVacates(t *testing.T) {
 	w.probe()
 	w.pass(OutcomeOK)
 	m, _ := w.store.stored()
-	slot := before.SlotOf("c1")
-	if !m.Slot(slot).IsZero() || m.AnyWarming() {
-		t.Fatalf("maintenance of c1 without a spare: slots %v, warming %v; want slot %d vacant", slotIDs(m), m.AnyWarming(), slot)
+	if m.Slot(4).ID != "b3" || m.Warming(4) == nil {
+		t.Fatalf("maintenance of a warming holder: slots %v, warming %+v; want b3 kept warming", slotIDs(m), m.Warming(4))
 	}
-	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
-		t.Errorf("replacements %v", got)
+	if got := w.loop.Status().ReplacementsBlocked; got != 1 {
+		t.Errorf("replacements_blocked %d, want 1", got)
+	}
+	w.clk.Advance(time.Minute)
+	w.probe()
+	w.pass(OutcomeOK)
+	m2, _ := w.store.stored()
+	if m2.Slot(4).ID == "b3" || m2.Warming(4) == nil || m2.Warming(4).NodeID != "b3" {
+		t.Fatalf("after the warming ended: slots %v, warming %+v; want b3 moved warm", slotIDs(m2), m2.Warming(4))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,9 @@ type DrainRequest struct {
 	Percent      int
 	StepPercent  int
 	StepInterval time.Duration
+	// StepIntervalText is StepInterval as the operator wrote it ("1m"),
+	// stored and answered as given; "" stands for StepInterval.String().
+	StepIntervalText string
 }
 
 // DrainEntry is one zone's entry of the drain document, as stored in KV
@@ -120,6 +124,10 @@ func (e DrainEntry) StepSize() int {
 // DrainDoc is the drain document of section 7: {"zones": {...}}.
 type DrainDoc struct {
 	Zones map[string]*DrainEntry `json:"zones"`
+	// Corrupt, in an answer only, says that the stored document does not
+	// parse (Zones are then the last that parsed) and how to fix it; ""
+	// when it parses. It is never stored.
+	Corrupt string `json:"corrupt,omitempty"`
 }
 
 // ReplaceResult is the answer of POST /v1/nodes/{id}/replace.
@@ -144,8 +152,8 @@ type ZoneStatus struct {
 // ParseDrainRequest reads the body of PUT /v1/drain/{zone}: a JSON object
 // with a required reason (≤ 512 characters) and optional percent (1..100,
 // default 100), step_percent (1..100, default 10) and step_interval (1s..1h,
-// default 30s). A value given outside its range is refused, never read as
-// the default. Its errors wrap ErrBadRequest and are one readable sentence.
+// default 30s). A value given outside its range, or given as null, is
+// refused, never read as the default. Its errors wrap ErrBadRequest and are one readable sentence.
 func ParseDrainRequest(body []byte) (DrainRequest, error) {
 	var raw struct {
 		Reason       *string `json:"reason"`
@@ -154,6 +162,14 @@ func ParseDrainRequest(body []byte) (DrainRequest, error) {
 		StepInterval *string `json:"step_interval"`
 	}
 	if err := decodeOne(body, &raw, `{"reason": "…", "percent": 100, "step_percent": 10, "step_interval": "30s"}`); err != nil {
+		return DrainRequest{}, err
+	}
+	if err := refuseNulls(body, map[string]string{
+		"reason":        "a non-empty string",
+		"percent":       "an integer from 1 to 100",
+		"step_percent":  "an integer from 1 to 100",
+		"step_interval": "a duration from 1s to 1h",
+	}); err != nil {
 		return DrainRequest{}, err
 	}
 	reason, err := checkReason(raw.Reason, "a drain")
@@ -181,7 +197,7 @@ func ParseDrainRequest(body []byte) (DrainRequest, error) {
 		if d < MinDrainStepInterval || d > MaxDrainStepInterval {
 			return DrainRequest{}, fmt.Errorf("%w: \"step_interval\" must be from 1s to 1h, not %s", ErrBadRequest, d)
 		}
-		req.StepInterval = d
+		req.StepInterval, req.StepIntervalText = d, *raw.StepInterval
 	}
 	return req, nil
 }
@@ -196,6 +212,33 @@ func ParseReplaceRequest(body []byte) (reason string, err error) {
 		return "", err
 	}
 	return checkReason(raw.Reason, "a replace")
+}
+
+// refuseNulls refuses a field of the JSON object body given as null (a
+// null would otherwise read as absent, that is as the default); want names
+// each field checked with what it must be. body was decoded already.
+func refuseNulls(body []byte, want map[string]string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return fmt.Errorf("%w: the body must be a JSON object (%s)", ErrBadRequest, jsonProblem(err))
+	}
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if string(bytes.TrimSpace(fields[name])) != "null" {
+			continue
+		}
+		for field, what := range want {
+			// encoding/json matches a key to a field regardless of case.
+			if strings.EqualFold(name, field) {
+				return fmt.Errorf("%w: %q must be %s, not null", ErrBadRequest, field, what)
+			}
+		}
+	}
+	return nil
 }
 
 // decodeOne decodes exactly one JSON object without unknown fields into v.

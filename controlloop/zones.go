@@ -3,21 +3,52 @@ package controlloop
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // KindZoneAlert is the event kind of a zone more than half of whose slot
 // holders became unreachable (CONTRACT.md section 7).
 const KindZoneAlert = "zone alert"
 
+// zoneReading is one stats reading of a zone's slot holders.
+type zoneReading struct {
+	nodes      map[string]ratelimit.Counters
+	unreadable int
+}
+
+// observeZonesLocked folds one stats reading into each zone's hit-rate
+// meter (the pool's smoothing, restarts counted as such); a zone that
+// holds no slot loses its meter, so its hit rate is unknown again. l.mu
+// must be held.
+func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) {
+	for zone := range l.zoneMeters {
+		if zones[zone] == nil {
+			delete(l.zoneMeters, zone)
+		}
+	}
+	for zone, r := range zones {
+		m := l.zoneMeters[zone]
+		if m == nil {
+			if l.zoneMeters == nil {
+				l.zoneMeters = map[string]*ratelimit.HitRateMeter{}
+			}
+			m = &ratelimit.HitRateMeter{}
+			l.zoneMeters[zone] = m
+		}
+		m.Observe(now, r.nodes, r.unreadable)
+	}
+}
+
 // zonesLocked returns the status document's zones: one per zone known, by
 // name, from the nodes' status. l.mu must be held.
 func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 	byZone := map[string]*ZoneStatus{}
-	hits, misses := map[string]uint64{}, map[string]uint64{}
 	for _, n := range nodes {
 		z := byZone[n.AZ]
 		if z == nil {
@@ -27,10 +58,6 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 		z.Nodes++
 		if n.Slot != nil {
 			z.Slots++
-			if s := l.tr.nodes[n.ID]; s != nil && s.haveStats {
-				hits[n.AZ] += s.stats.GetHits
-				misses[n.AZ] += s.stats.GetMisses
-			}
 		}
 		if !n.Reachable {
 			z.Unreachable++
@@ -48,9 +75,10 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 		byZone[zone].Drain = e
 	}
 	for zone, z := range byZone {
-		if total := hits[zone] + misses[zone]; total > 0 {
-			r := float64(hits[zone]) / float64(total)
-			z.HitRate = &r
+		if m := l.zoneMeters[zone]; m != nil && z.Slots > 0 {
+			if r, ok := m.HitRate(); ok {
+				z.HitRate = &r
+			}
 		}
 		out = append(out, *z)
 	}
@@ -59,12 +87,12 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 }
 
 // zoneAlertLocked names the zones of m more than half of whose slot
-// holders are unreachable, with the command that would drain each; ""
-// when none. The zone "" cannot be drained and is not named. l.mu must be
-// held.
-func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) string {
+// holders are unreachable, each with the command that would drain it:
+// one sentence by zone (nil when none). The zone "" cannot be drained and
+// is not named. l.mu must be held.
+func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 	if m == nil {
-		return ""
+		return nil
 	}
 	holders, down := map[string]int{}, map[string]int{}
 	for i := range m.NumSlots() {
@@ -77,12 +105,25 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) string {
 			down[n.AZ]++
 		}
 	}
-	var parts []string
+	var out map[string]string
 	for zone, n := range holders {
 		if 2*down[zone] > n {
-			parts = append(parts, fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone))
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone)
 		}
 	}
-	slices.Sort(parts)
+	return out
+}
+
+// joinAlerts is the zone alert of the status: the zones' sentences in
+// zone order, joined ("" when none).
+func joinAlerts(alerts map[string]string) string {
+	zones := slices.Sorted(maps.Keys(alerts))
+	parts := make([]string, len(zones))
+	for i, zone := range zones {
+		parts[i] = alerts[zone]
+	}
 	return strings.Join(parts, "; ")
 }

@@ -230,10 +230,12 @@ func mapLag(t *testing.T, m *mcrib, c *mcclient.Client, what string, done func(*
 }
 
 // TestClientFollowsReplacementAndVacancy follows the map over mcrib's
-// blocking GET /v1/slotmap: a node put into maintenance with no spare
-// leaves its slot vacant, and the client misses its keys although the old
-// node still holds them; a new node is then placed in the slot; the
-// client has each map within a second of mcrib serving it.
+// blocking GET /v1/slotmap: a node put into maintenance that stops
+// answering (its memcached is paused) with no spare leaves its slot vacant
+// (one that still answers would keep it, invariant 9), and the client
+// misses its keys although the old node, resumed, still holds them; a new
+// node is then placed in the slot; the client has each map within a second
+// of mcrib serving it.
 func TestClientFollowsReplacementAndVacancy(t *testing.T) {
 	const slots = 4
 	p := newPool(t, slots) // no spare
@@ -279,11 +281,24 @@ func TestClientFollowsReplacementAndVacancy(t *testing.T) {
 	if err := p.consul.Client.Agent().EnableServiceMaintenance(old.ID, "retiring"); err != nil {
 		t.Fatal(err)
 	}
+	// With no spare, a holder in maintenance that answers keeps its slot;
+	// one that does not answer leaves it cold.
+	p.nodes[old.ID].Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			p.nodes[old.ID].Resume(t)
+		}
+	}()
 	lag := mapLag(t, m, c, "slot 2 vacant", func(sm *cachenodes.SlotMap) bool { return sm.Slot(2).IsZero() })
 	t.Logf("the client had the vacancy %v after mcrib served it", lag)
 	if lag > time.Second {
 		t.Fatalf("the client followed the vacancy after %v, want within 1s", lag)
 	}
+	// The old node answers again, with its contents: the misses below are
+	// the vacancy's, not the node's.
+	p.nodes[old.ID].Resume(t)
+	resumed = true
 	for _, k := range ks {
 		if _, err := c.Get(k); err != memcache.ErrCacheMiss {
 			t.Fatalf("get of %s in a vacant slot: %v, want a miss", k, err)

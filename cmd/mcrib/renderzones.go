@@ -65,7 +65,9 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry) {
 
 // printReplace writes the outcome of a replace.
 func printReplace(w io.Writer, r controlloop.ReplaceResult) {
-	how := "cold: " + orDash(r.From) + " did not answer, the slot starts empty"
+	// The answer says only warm or not: a cold move is either an old
+	// holder that did not answer or warm moves turned off.
+	how := "cold (" + orDash(r.From) + " did not answer, or --warm-for is 0s): the slot starts empty"
 	if r.Warm {
 		how = "warm: " + orDash(r.From) + " stays the slot's warm source until --warm-for passes"
 	}

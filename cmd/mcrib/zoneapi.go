@@ -91,8 +91,10 @@ func zoneOf(r *http.Request) (string, error) {
 		return "", errorf(http.StatusBadRequest, "a zone name is at most %d characters long", maxZoneName)
 	}
 	for _, c := range zone {
-		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("-_.:", c) {
-			return "", errorf(http.StatusBadRequest, "zone %q has a character other than letters, digits, '-', '_', '.' and ':'", zone)
+		// [A-Za-z0-9._:-] only: a zone named otherwise in Consul cannot be
+		// drained through the API (README).
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_.:", c)) {
+			return "", errorf(http.StatusBadRequest, "zone %q has a character other than the ASCII letters and digits, '-', '_', '.' and ':'", zone)
 		}
 	}
 	return zone, nil

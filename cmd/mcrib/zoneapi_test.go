@@ -122,12 +122,18 @@ func TestDrainAPIBadInputChangesNothing(t *testing.T) {
 		{"interval 2h", "PUT", "/v1/drain/b", `{"reason":"r","step_interval":"2h"}`, 400, "step_interval"},
 		{"interval word", "PUT", "/v1/drain/b", `{"reason":"r","step_interval":"soon"}`, 400, "step_interval"},
 		{"no reason", "PUT", "/v1/drain/b", `{"percent":50}`, 400, "reason"},
+		{"percent null", "PUT", "/v1/drain/b", `{"reason":"x","percent":null}`, 400, `"percent" must be an integer from 1 to 100, not null`},
+		{"step null", "PUT", "/v1/drain/b", `{"reason":"x","step_percent":null}`, 400, `"step_percent" must be an integer from 1 to 100, not null`},
+		{"interval null", "PUT", "/v1/drain/b", `{"reason":"x","step_interval":null}`, 400, `"step_interval" must be a duration from 1s to 1h, not null`},
+		{"reason null", "PUT", "/v1/drain/b", `{"reason":null,"percent":50}`, 400, `"reason" must be a non-empty string, not null`},
+		{"null in another case", "PUT", "/v1/drain/b", `{"reason":"x","Percent":null}`, 400, `"percent"`},
 		{"blank reason", "PUT", "/v1/drain/b", `{"reason":"  "}`, 400, "reason"},
 		{"long reason", "PUT", "/v1/drain/b", `{"reason":"` + long + `"}`, 400, "512"},
 		{"not json", "PUT", "/v1/drain/b", `percent=5`, 400, "JSON"},
 		{"unknown field", "PUT", "/v1/drain/b", `{"reason":"r","zone":"c"}`, 400, "JSON"},
 		{"no zone", "PUT", "/v1/drain/", `{"reason":"r"}`, 404, "zone"},
 		{"weird zone", "PUT", "/v1/drain/b$c", `{"reason":"r"}`, 400, "zone"},
+		{"non-ASCII zone", "PUT", "/v1/drain/z%C3%BCrich", `{"reason":"r"}`, 400, "ASCII"},
 		{"slash zone", "DELETE", "/v1/drain/b/c", ``, 400, "zone"},
 		{"long zone", "PUT", "/v1/drain/" + strings.Repeat("z", 129), `{"reason":"r"}`, 400, "zone"},
 		{"replace no reason", "POST", "/v1/nodes/mc-1/replace", `{}`, 400, "reason"},
@@ -164,7 +170,7 @@ func TestDrainAPI(t *testing.T) {
 	if rr.Code != 200 {
 		t.Fatalf("PUT: %d %s", rr.Code, rr.Body)
 	}
-	want := controlloop.DrainRequest{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second}
+	want := controlloop.DrainRequest{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second, StepIntervalText: "3s"}
 	if z.req != want {
 		t.Errorf("the loop got %+v, want %+v", z.req, want)
 	}

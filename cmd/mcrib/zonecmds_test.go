@@ -117,7 +117,7 @@ func TestZoneCommands(t *testing.T) {
 			wantStdout: "slot 3: from mc-1 to mc-9 (warm: mc-1 stays the slot's warm source until --warm-for passes)\n",
 			wantReq:    []seenRequest{{method: "POST", path: "/v1/nodes/mc-1/replace", auth: auth, body: `{"reason":"retire"}`}}},
 		{name: "replace cold", args: []string{"replace", "mc-1", "--reason", "retire"}, body: `{"slot":0,"from":"mc-1","to":"mc-2","warm":false}`,
-			wantStdout: "slot 0: from mc-1 to mc-2 (cold: mc-1 did not answer, the slot starts empty)\n",
+			wantStdout: "slot 0: from mc-1 to mc-2 (cold (mc-1 did not answer, or --warm-for is 0s): the slot starts empty)\n",
 			wantReq:    []seenRequest{{method: "POST", path: "/v1/nodes/mc-1/replace", auth: auth, body: `{"reason":"retire"}`}}},
 		{name: "replace refused", args: []string{"replace", "mc-1", "--reason", "r"}, code: 409, body: `{"error":"membership is frozen"}`,
 			wantCode: 1, wantStderr: "membership is frozen",
