@@ -319,9 +319,9 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 		fmt.Fprintf(&b, "- %s: zone %s (first fill %s), baseline %d; %s (steps %.1f–%.1f s apart, %.2f s on average); %.0f warm and %.0f cold moves\n",
 			r.cfg.name, r.zone, r.fill, r.baselineSlots, r.stepsSeen(), lo.Seconds(), hi.Seconds(), mean.Seconds(), r.warmMoves, r.coldMoves)
 	}
-	fmt.Fprintf(&b, "\nmcrib runs a pass every `--probe-interval` (1 s) and on each change it sees; a step is due at the first pass at least "+
-		"step_interval after the previous step, so steps of a %s interval come %s to %s apart and ten of them take 9 gaps plus the first step's pass. "+
-		"With `--warm-for %s` the last moves still warm when the window ends.\n", c.interval, c.interval, c.interval+time.Second, warm.cfg.warmFor)
+	fmt.Fprintf(&b, "\nThe first step runs at once and each next one when its step_interval (%s) has passed since the previous: mcrib wakes its loop "+
+		"for a step that falls due between two passes, so ten steps take nine intervals plus the passes' own time. "+
+		"With `--warm-for %s` the last moves still warm when the window ends.\n", c.interval, warm.cfg.warmFor)
 	fmt.Fprintf(&b, "\n## Targets (issue 14)\n\n")
 	fmt.Fprintf(&b, "- the drain finishes within 10 steps' time plus one interval (%v): %s\n", 11*c.interval,
 		met(!strings.Contains(strings.Join(missed, "\n"), "drain took")))
