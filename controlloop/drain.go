@@ -266,10 +266,8 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 			c := *old
 			e = &c
 		}
-		e.Percent, e.StepPercent, e.StepInterval = req.Percent, req.StepPercent, req.StepInterval.String()
-		if req.StepIntervalText != "" {
-			e.StepInterval = req.StepIntervalText // the form the operator gave ("1m", not "1m0s")
-		}
+		e.Percent, e.StepPercent = req.Percent, req.StepPercent
+		e.StepInterval = req.IntervalText() // the form the operator gave ("1m", not "1m0s")
 		e.Reason, e.By, e.At, e.Returning = req.Reason, by, l.clock.Now().UTC(), false
 		e.Blocked = "" // the leader's next step says anew what stops it
 		doc.Zones[zone] = e

@@ -255,6 +255,20 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	if r := zoneRate("az-b"); r != nil {
 		t.Errorf("zone az-b, holding no slot, hit rate %v, want unknown", *r)
 	}
+	// None of the zone's holders answers: its hit rate is unknown, not
+	// the last one measured (a gray failure must not look healthy).
+	held, _ := w.store.stored()
+	for _, n := range held.Slots() {
+		if n.AZ == "az-a" {
+			w.prober.setDown(n.Addr, true)
+		}
+	}
+	w.clk.Advance(5 * time.Second)
+	w.probe()
+	w.loop.HitCounters(context.Background())
+	if r := zoneRate("az-a"); r != nil {
+		t.Errorf("zone az-a hit rate %v while none of its holders answers, want unknown", *r)
+	}
 }
 
 func TestDrainBlockedWithoutASpare(t *testing.T) {
@@ -508,4 +522,18 @@ func (w *world) sibling() *world {
 	w2.probe()
 	w2.pass(OutcomeFollower)
 	return w2
+}
+
+// Once the zone is drained, the zone alert says so instead of asking for
+// the drain again.
+func TestZoneAlertOfADrainingZone(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "b2", "b3", "b4", "c1"}, "a2", "a3", "c2", "c3")
+	w.away("b1", "b2", "b3", "b4")
+	w.pass(OutcomeOK)
+	w.drain("az-b", 100, 25, time.Hour)
+	w.pass(OutcomeOK)
+	st := w.loop.Status()
+	if w.zoneHeld("az-b") != 3 || !strings.Contains(st.ZoneAlert, "slot holders unreachable; it is being drained already (mcrib drain az-b") || strings.Contains(st.ZoneAlert, "to move its slots off it") {
+		t.Fatalf("zone b holds %d; zone alert %q", w.zoneHeld("az-b"), st.ZoneAlert)
+	}
 }

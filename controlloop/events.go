@@ -106,9 +106,21 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 				Reason: fmt.Sprintf("node %s warms slot %d's new holder %s for %s", p.From.ID, p.Slot, p.Node.ID, l.opts.WarmFor)})
 		}
 	}
+	now := l.clock.Now()
 	for _, i := range plan.EndWarming {
 		slot := i
-		l.emitIn(ctx, eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends: its time passed or its warm source stopped answering", i)})
+		e := eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
+		if plan.index != nil && plan.index.prev != nil {
+			if w := plan.index.prev.Warming(i); w != nil {
+				e.Node = w.NodeID
+				why := "its warm source stopped answering"
+				if !now.Before(w.Until) {
+					why = "--warm-for passed"
+				}
+				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)
+			}
+		}
+		l.emitIn(ctx, e)
 	}
 }
 

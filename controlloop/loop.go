@@ -84,6 +84,10 @@ type Loop struct {
 	// zoneMeters measure each zone's hit rate from the stats readings
 	// (HitCounters), as the pool's is measured.
 	zoneMeters map[string]*ratelimit.HitRateMeter
+	// zoneUnread names the zones none of whose slot holders could be read
+	// at the last stats reading: their hit rate is unknown, not the last
+	// one measured.
+	zoneUnread map[string]bool
 
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex

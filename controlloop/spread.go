@@ -341,7 +341,7 @@ func (z *zoneIndex) stepMove(i int, reason, why string) Eviction {
 	holder := z.idx.prevSlot(i)
 	return Eviction{Slot: i, Node: holder, Reason: reason, Move: true,
 		Warm: known && v.Reachable && z.in.WarmFor > 0,
-		Why:  fmt.Sprintf("%s (node %s)", why, holder.ID)}
+		Why:  fmt.Sprintf("%s (from node %s, zone %q)", why, holder.ID, holder.AZ)}
 }
 
 // richest returns the slot a return step to zone k takes: the highest

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 
@@ -63,6 +64,8 @@ func TestWarmDrainStep(t *testing.T) {
 func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = 2 * time.Minute
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
 	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
 		t.Fatalf("replace: %+v, %v", res, err)
@@ -79,6 +82,15 @@ func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 	}
 	if n := w.node("b2"); n.State != StateDown {
 		t.Fatalf("node b2 %+v", n)
+	}
+	var ends []string
+	for _, e := range log.Since(0) {
+		if e.Kind == KindWarmEnd {
+			ends = append(ends, e.Node+": "+e.Reason)
+		}
+	}
+	if len(ends) != 1 || ends[0] != "b2: node b2 no longer warms slot 4 (its warm source stopped answering)" {
+		t.Errorf("warm end events %q, want one naming b2 and why", ends)
 	}
 	if got := w.metrics.replacements; !slices.Equal(got, []string{ReasonReplace}) {
 		t.Errorf("replacements %v", got)

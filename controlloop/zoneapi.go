@@ -74,6 +74,15 @@ type DrainRequest struct {
 	StepIntervalText string
 }
 
+// IntervalText returns the step interval as the operator wrote it ("1m"),
+// or in Go's form when it was not given.
+func (r DrainRequest) IntervalText() string {
+	if r.StepIntervalText != "" {
+		return r.StepIntervalText
+	}
+	return r.StepInterval.String()
+}
+
 // DrainEntry is one zone's entry of the drain document, as stored in KV
 // and answered by GET /v1/drain. Slots, TargetSlots, State and Blocked are
 // filled in when answered; LastStepAt and Returning are the loop's
@@ -195,7 +204,7 @@ func ParseDrainRequest(body []byte) (DrainRequest, error) {
 			return DrainRequest{}, fmt.Errorf("%w: \"step_interval\" must be a duration like \"30s\", not %q", ErrBadRequest, *raw.StepInterval)
 		}
 		if d < MinDrainStepInterval || d > MaxDrainStepInterval {
-			return DrainRequest{}, fmt.Errorf("%w: \"step_interval\" must be from 1s to 1h, not %s", ErrBadRequest, d)
+			return DrainRequest{}, fmt.Errorf("%w: \"step_interval\" must be from 1s to 1h, not %s", ErrBadRequest, *raw.StepInterval)
 		}
 		req.StepInterval, req.StepIntervalText = d, *raw.StepInterval
 	}

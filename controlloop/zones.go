@@ -32,7 +32,14 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 			delete(l.zoneMeters, zone)
 		}
 	}
+	l.zoneUnread = nil
 	for zone, r := range zones {
+		if len(r.nodes) == 0 && r.unreadable > 0 {
+			if l.zoneUnread == nil {
+				l.zoneUnread = map[string]bool{}
+			}
+			l.zoneUnread[zone] = true
+		}
 		m := l.zoneMeters[zone]
 		if m == nil {
 			if l.zoneMeters == nil {
@@ -75,7 +82,7 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 		byZone[zone].Drain = e
 	}
 	for zone, z := range byZone {
-		if m := l.zoneMeters[zone]; m != nil && z.Slots > 0 {
+		if m := l.zoneMeters[zone]; m != nil && z.Slots > 0 && !l.zoneUnread[zone] {
 			if r, ok := m.HitRate(); ok {
 				z.HitRate = &r
 			}
@@ -110,6 +117,10 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 		if 2*down[zone] > n {
 			if out == nil {
 				out = map[string]string{}
+			}
+			if l.drains != nil && l.drains.Zones[zone] != nil {
+				out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; it is being drained already (mcrib drain %s; mcrib zones shows its progress)", zone, down[zone], n, zone)
+				continue
 			}
 			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone)
 		}

@@ -58,6 +58,10 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry) {
 		fmt.Fprintf(w, "zone %s: not drained (it holds its slots again)\n", zone)
 		return
 	}
+	if e.Returning && e.Slots >= e.BaselineSlots {
+		fmt.Fprintf(w, "zone %s: back at its baseline of %d slots; its drain entry goes at the next pass\n", zone, e.BaselineSlots)
+		return
+	}
 	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e))
 	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orDash(e.StepInterval))
 	fmt.Fprintf(w, "  reason: %s (by %s at %s)\n", orDash(e.Reason), orDash(e.By), timeOr(e.At, "-"))

@@ -171,9 +171,9 @@ func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
 	if err := zoneError(err, zone, "the drain"); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("drain zone %s: %d%% of its slots, %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.StepInterval, req.Reason)
+	what := fmt.Sprintf("drain zone %s: %d%% of its slots, %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.IntervalText(), req.Reason)
 	a.logger.Info("operator change", "who", by, "what", "drain", "zone", zone, "why", req.Reason,
-		"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.StepInterval.String())
+		"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.IntervalText())
 	a.ops.operator(by, what)
 	writeJSON(w, http.StatusOK, doc)
 	return nil
