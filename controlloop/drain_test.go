@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 
@@ -44,6 +45,8 @@ func (w *world) entry(zone string) *DrainEntry {
 func TestDrainPacedAndReturned(t *testing.T) {
 	leakcheck.Check(t)
 	w := threeZones(t)
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	doc := w.drain("az-b", 100, 50, 3*time.Second)
 	e := doc.Zones["az-b"]
 	if e == nil || e.BaselineSlots != 2 || e.TargetSlots != 0 || e.State != DrainDraining || e.By != "ops" || e.StepInterval != "3s" {
@@ -125,6 +128,15 @@ func TestDrainPacedAndReturned(t *testing.T) {
 		t.Fatalf("still drained after the return: %+v", w.loop.Drains())
 	}
 	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1, "b1": 1, "b2": 1})
+	var over []string
+	for _, e := range log.Since(0) {
+		if e.Kind == KindDrainOver {
+			over = append(over, e.Reason)
+		}
+	}
+	if len(over) != 1 || !strings.Contains(over[0], "zone az-b holds its baseline again") {
+		t.Errorf("drain over events %q, want one for az-b", over)
+	}
 }
 
 func TestDrainStepIsCapped(t *testing.T) {

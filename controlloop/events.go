@@ -59,6 +59,9 @@ const (
 	KindReplace    = "replace"
 	KindWarmStart  = "warm start"
 	KindWarmEnd    = "warm end"
+	// KindDrainOver: a returning zone holds its baseline again and its
+	// drain entry is removed.
+	KindDrainOver = "drain over"
 )
 
 // emitChange hands the replacements, moves, placements and warmings of a

@@ -240,7 +240,15 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.mu.Lock()
 	l.current = next
+	var over []string // zones whose return ended with this write
 	if drain != nil {
+		if l.drains != nil {
+			for zone := range l.drains.Zones {
+				if drain.Zones[zone] == nil {
+					over = append(over, zone)
+				}
+			}
+		}
 		l.drains = drain
 	}
 	for range replaced {
@@ -250,6 +258,10 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	l.lastReconcile, l.passErr = now, nil
 	l.noteReplaceLocked(d.plan, done)
 	l.mu.Unlock()
+	slices.Sort(over)
+	for _, zone := range over {
+		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)})
+	}
 	for _, ev := range replaced {
 		l.opts.Metrics.Replacement(ev.Reason)
 	}
