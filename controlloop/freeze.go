@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -58,11 +59,31 @@ func jsonProblem(err error) string {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
 	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type)
+		return fmt.Sprintf("field %q must be %s", typ.Field, jsonTypeName(typ.Type.Kind()))
 	case errors.Is(err, io.EOF):
 		return "the body is empty"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the JSON ends too soon"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonTypeName names the JSON value a Go kind is read from.
+func jsonTypeName(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "of another type"
 }
