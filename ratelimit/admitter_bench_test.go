@@ -131,3 +131,30 @@ func benchClient(b *testing.B, limit float64, burst int) *Client {
 	}
 	return c
 }
+
+// BenchmarkSlowStartQuiet measures what the boot-surge slow start adds in
+// front of the Admitter (Service.Admit's path) when it caps nothing: in
+// manual mode, or with no surge on and a second's requests under its
+// threshold. It then costs atomics only, no mutex; during a surge it takes
+// its mutex, as any admission under a cap does.
+func BenchmarkSlowStartQuiet(b *testing.B) {
+	for _, g := range []int{1, 8} {
+		b.Run(fmt.Sprintf("admitter/goroutines=%d", g), func(b *testing.B) {
+			a := NewAdmitter(1000, 100)
+			runAllow(b, g, func(int64) { a.Admit(time.Now()) })
+		})
+		b.Run(fmt.Sprintf("slowstart+admitter/goroutines=%d", g), func(b *testing.B) {
+			a := NewAdmitter(1000, 100)
+			s := NewSlowStart(ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: 5 * time.Second})
+			s.SetLimit(1000, true)
+			runAllow(b, g, func(int64) {
+				now := time.Now()
+				if ok, _ := s.Allow(now); ok {
+					if ok, _ := a.Admit(now); ok {
+						s.Admitted()
+					}
+				}
+			})
+		})
+	}
+}

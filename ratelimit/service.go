@@ -218,7 +218,7 @@ func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
 		return false, retryAfter
 	}
 	if ok, retryAfter = s.adm.Admit(now); ok {
-		s.slow.Admitted(now)
+		s.slow.Admitted()
 	}
 	return ok, retryAfter
 }

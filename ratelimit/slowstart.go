@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,17 +65,22 @@ const (
 type SlowStart struct {
 	cfg ControllerConfig
 
+	// The fast path of Allow and Admitted, without the mutex: while no
+	// surge is on and a second's requests stay at or under trigger, a boot
+	// costs three atomic operations.
+	winStart atomic.Int64 // start of the current one-second window of requests (Unix ns; 0: none yet)
+	asked    atomic.Int64 // requests in that window
+	admitted atomic.Int64 // admissions since readAt
+	onFlag   atomic.Bool  // on, readable without the mutex
+	trigger  atomic.Int64 // requests in a second above which Allow takes the mutex
+
 	mu     sync.Mutex
 	limit  float64 // the limit in force (the controller's or the operator's)
 	manual bool
 
-	winStart time.Time // start of the current one-second window of requests
-	asked    float64   // requests in that window
-
-	readAt   time.Time // the last reading; zero before the first
-	admitted float64   // admissions since readAt
-	rate     float64   // admissions per second between the last two readings
-	known    bool      // rate was measured: two readings since NewSlowStart or Reset
+	readAt time.Time // the last reading; zero before the first
+	rate   float64   // admissions per second between the last two readings
+	known  bool      // rate was measured: two readings since NewSlowStart or Reset
 
 	on       bool
 	released bool      // a reading released a surge: none begins before the next reading
@@ -87,7 +93,35 @@ type SlowStart struct {
 // NewSlowStart returns the slow start of a pool configured by cfg, with
 // no surge and no limit (SetLimit gives it one).
 func NewSlowStart(cfg ControllerConfig) *SlowStart {
-	return &SlowStart{cfg: cfg}
+	s := &SlowStart{cfg: cfg}
+	s.trigger.Store(math.MaxInt64)
+	return s
+}
+
+// rearmLocked publishes on and the surge threshold for the fast path of
+// Allow, after any change of the state they derive from. It requires s.mu.
+func (s *SlowStart) rearmLocked() {
+	s.onFlag.Store(s.on)
+	t := int64(math.MaxInt64)
+	if !s.manual && s.limit > 0 && !s.released && s.known && 2*s.start() < s.limit {
+		t = int64(math.Floor(max(s.start(), SurgeFactor*s.rate)))
+	}
+	s.trigger.Store(t)
+}
+
+// count counts one request at now in the current one-second window and
+// returns the window's count. A late caller (a time before the window's
+// start, as concurrent callers read the clock) counts in the current
+// window; a request racing the start of a new window may go uncounted.
+func (s *SlowStart) count(now time.Time) int64 {
+	t := now.UnixNano()
+	if w := s.winStart.Load(); w == 0 || t-w >= int64(time.Second) {
+		if s.winStart.CompareAndSwap(w, t) {
+			s.asked.Store(1)
+			return 1
+		}
+	}
+	return s.asked.Add(1)
 }
 
 // SetLimit tells the slow start the limit in force and whether it is an
@@ -96,6 +130,7 @@ func (s *SlowStart) SetLimit(limit float64, manual bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limit, s.manual = limit, manual
+	defer s.rearmLocked()
 	if manual {
 		s.on = false
 	}
@@ -123,15 +158,16 @@ func (s *SlowStart) allowance(now time.Time) float64 {
 // for its next token (whole seconds, at least 1s). Call Admitted when the
 // boot is then admitted.
 func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
+	asked := s.count(now)
+	if !s.onFlag.Load() && asked <= s.trigger.Load() {
+		return true, 0 // no surge: the fast path
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.rearmLocked()
 	if now.Before(s.last) {
 		now = s.last // a late caller: never run the bucket backwards
 	}
-	if s.winStart.IsZero() || now.Sub(s.winStart) >= time.Second || now.Before(s.winStart) {
-		s.winStart, s.asked = now, 0
-	}
-	s.asked++
 	if s.manual || !(s.limit > 0) {
 		return true, 0
 	}
@@ -140,7 +176,7 @@ func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
 			return true, 0
 		}
 		level := s.start()
-		if s.asked <= max(level, SurgeFactor*s.rate) || 2*level >= s.limit {
+		if float64(asked) <= max(level, SurgeFactor*s.rate) || 2*level >= s.limit {
 			return true, 0
 		}
 		s.on, s.since, s.from, s.tokens, s.last = true, now, level, 1, now
@@ -166,16 +202,14 @@ func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
 func (s *SlowStart) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.readAt, s.admitted, s.rate, s.known = time.Time{}, 0, 0, false
+	s.readAt, s.rate, s.known = time.Time{}, 0, false
+	s.admitted.Store(0)
 	s.on, s.released = false, false
+	s.rearmLocked()
 }
 
-// Admitted counts one boot admitted at now.
-func (s *SlowStart) Admitted(time.Time) {
-	s.mu.Lock()
-	s.admitted++
-	s.mu.Unlock()
-}
+// Admitted counts one boot admitted.
+func (s *SlowStart) Admitted() { s.admitted.Add(1) }
 
 // Reading is called at every stats reading, at now; usable says whether
 // it gave a hit rate. It takes the admitted rate since the previous reading
@@ -186,10 +220,12 @@ func (s *SlowStart) Admitted(time.Time) {
 func (s *SlowStart) Reading(now time.Time, usable bool) (level float64, judge bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.rearmLocked()
+	admitted := float64(s.admitted.Swap(0))
 	if !s.readAt.IsZero() && now.After(s.readAt) {
-		s.rate, s.known = s.admitted/now.Sub(s.readAt).Seconds(), true
+		s.rate, s.known = admitted/now.Sub(s.readAt).Seconds(), true
 	}
-	s.readAt, s.admitted = now, 0
+	s.readAt = now
 	s.released = false
 	if !s.on {
 		return 0, false

@@ -17,8 +17,8 @@ func quietSlowStart(admitted int) *SlowStart {
 	s := NewSlowStart(testConfig)
 	s.SetLimit(testConfig.Ceiling, false)
 	s.Reading(t0, true)
-	for i := range admitted {
-		s.Admitted(t0.Add(time.Duration(i) * time.Millisecond))
+	for range admitted {
+		s.Admitted()
 	}
 	s.Reading(at(1), true)
 	return s
@@ -33,7 +33,7 @@ func flood(s *SlowStart, start time.Time, n int, end time.Duration, windows ...t
 	for d := time.Duration(0); d < end; d += step {
 		now := start.Add(d)
 		if ok, _ := s.Allow(now); ok {
-			s.Admitted(now)
+			s.Admitted()
 			w := 0
 			for i, from := range windows {
 				if d >= from {

@@ -56,12 +56,13 @@ func (b *bootLimiter) observe(ctx context.Context, now time.Time) {
 	}
 	nodes, unreadable := b.loop.HitCounters(ctx)
 	h, ok := b.meter.Observe(now, nodes, unreadable)
-	level, judge := b.slow.Reading(now, ok)
+	raw, have := b.meter.Interval()
+	level, judge := b.slow.Reading(now, ok && have) // as Service.tick does
 	if !ok {
 		return
 	}
 	var d ratelimit.Decision
-	if raw, have := b.meter.Interval(); judge && have {
+	if judge {
 		d, _ = b.ctrl.ObserveSurge(now, h, raw, level)
 	} else {
 		d = b.ctrl.Observe(now, h)
@@ -90,7 +91,7 @@ func (b *bootLimiter) admit(now time.Time, waiting int) int {
 		if b.adm.Allow(t) {
 			n++
 			if b.slow != nil {
-				b.slow.Admitted(t)
+				b.slow.Admitted()
 			}
 		} else {
 			b.refused++
