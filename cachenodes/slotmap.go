@@ -25,6 +25,9 @@ type SlotMap struct {
 	spares     []Node
 	// warming[i] is slot i's warm source; nil when no slot warms.
 	warming []*Warming
+	// sourceOf maps each warm source's ID to the slot it warms; nil when
+	// no slot warms.
+	sourceOf map[string]int
 	// slotOf maps each slot holder's ID to its slot; built once by
 	// NewSlotMap (it is the duplicate check's set), read-only after.
 	slotOf map[string]int
@@ -88,7 +91,7 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		}
 		addrs[n.Addr] = i
 	}
-	warming, err := checkWarming(spec, seen)
+	warming, sources, err := checkWarming(spec, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +109,7 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		if at, dup := seen[n.ID]; dup {
 			return nil, fmt.Errorf("%w: spare %q also appears in slot %d", ErrInvalidSlotMap, n.ID, at)
 		}
-		if w := warmingOf(warming, n.ID); w >= 0 {
+		if w, ok := sources[n.ID]; ok {
 			return nil, fmt.Errorf("%w: spare %q is also the warm source of slot %d", ErrInvalidSlotMap, n.ID, w)
 		}
 		if (sorted && k > 0 && spec.Spares[k-1].ID == n.ID) || spareSet[n.ID] {
@@ -123,6 +126,7 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		slots:      append([]Node(nil), spec.Slots...),
 		spares:     append([]Node(nil), spec.Spares...),
 		warming:    warming,
+		sourceOf:   sources,
 		slotOf:     seen,
 	}, nil
 }
@@ -131,12 +135,12 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 // returns the copy the map keeps (nil when no slot warms): a warm source
 // belongs to a held slot, is not a slot holder itself, has an address and
 // an until, and warms one slot only.
-func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, error) {
+func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string]int, error) {
 	if spec.Warming == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(spec.Warming) != len(spec.Slots) {
-		return nil, fmt.Errorf("%w: %d warming entries for %d slots", ErrInvalidSlotMap, len(spec.Warming), len(spec.Slots))
+		return nil, nil, fmt.Errorf("%w: %d warming entries for %d slots", ErrInvalidSlotMap, len(spec.Warming), len(spec.Slots))
 	}
 	var out []*Warming
 	sources := make(map[string]int)
@@ -146,17 +150,17 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, error) {
 		}
 		switch {
 		case spec.Slots[i].IsZero():
-			return nil, fmt.Errorf("%w: vacant slot %d has a warm source", ErrInvalidSlotMap, i)
+			return nil, nil, fmt.Errorf("%w: vacant slot %d has a warm source", ErrInvalidSlotMap, i)
 		case w.NodeID == "" || w.Addr == "":
-			return nil, fmt.Errorf("%w: the warm source of slot %d has no node ID or address", ErrInvalidSlotMap, i)
+			return nil, nil, fmt.Errorf("%w: the warm source of slot %d has no node ID or address", ErrInvalidSlotMap, i)
 		case w.Until.IsZero():
-			return nil, fmt.Errorf("%w: the warming of slot %d has no until", ErrInvalidSlotMap, i)
+			return nil, nil, fmt.Errorf("%w: the warming of slot %d has no until", ErrInvalidSlotMap, i)
 		}
 		if at, held := seen[w.NodeID]; held {
-			return nil, fmt.Errorf("%w: warm source %q of slot %d also holds slot %d", ErrInvalidSlotMap, w.NodeID, i, at)
+			return nil, nil, fmt.Errorf("%w: warm source %q of slot %d also holds slot %d", ErrInvalidSlotMap, w.NodeID, i, at)
 		}
 		if at, dup := sources[w.NodeID]; dup {
-			return nil, fmt.Errorf("%w: node %q is the warm source of slot %d and of slot %d", ErrInvalidSlotMap, w.NodeID, at, i)
+			return nil, nil, fmt.Errorf("%w: node %q is the warm source of slot %d and of slot %d", ErrInvalidSlotMap, w.NodeID, at, i)
 		}
 		sources[w.NodeID] = i
 		if out == nil {
@@ -166,17 +170,10 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, error) {
 		c.Until = c.Until.UTC()
 		out[i] = &c
 	}
-	return out, nil
-}
-
-// warmingOf returns the slot that node id is the warm source of, or -1.
-func warmingOf(warming []*Warming, id string) int {
-	for i, w := range warming {
-		if w != nil && w.NodeID == id {
-			return i
-		}
+	if out == nil {
+		return nil, nil, nil
 	}
-	return -1
+	return out, sources, nil
 }
 
 // Spec returns a copy of the map's description, for building the next map.
@@ -219,7 +216,13 @@ func (m *SlotMap) Warming(i int) *Warming {
 func (m *SlotMap) AnyWarming() bool { return m.warming != nil }
 
 // WarmingOf returns the slot that node id is the warm source of, or -1.
-func (m *SlotMap) WarmingOf(id string) int { return warmingOf(m.warming, id) }
+// It takes constant time.
+func (m *SlotMap) WarmingOf(id string) int {
+	if i, ok := m.sourceOf[id]; ok {
+		return i
+	}
+	return -1
+}
 
 // Pool returns the pool name.
 func (m *SlotMap) Pool() string { return m.pool }

@@ -186,7 +186,6 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 		}
 		if c.Returning && held[zone] >= c.BaselineSlots {
 			changed = true
-			l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone, "slots", held[zone])
 			continue
 		}
 		blocked := c.Blocked

@@ -260,6 +260,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	l.mu.Unlock()
 	slices.Sort(over)
 	for _, zone := range over {
+		l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone)
 		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)})
 	}
 	for _, ev := range replaced {
