@@ -84,17 +84,24 @@ func value(k uint64) []byte { return fmt.Appendf(nil, "%-100d", k) }
 // is stationary from the start: every key cached except a writeFrac of
 // them, chosen at random, as if their last operation were a write.
 func (g *loadGen) prefill(ctx context.Context) error {
+	return prefillKeys(ctx, g.keys, g.writeFrac, 0x9f11, keyName, g.client.Set)
+}
+
+// prefillKeys sets each of keys (named by name) but a writeFrac of them,
+// chosen at random from seed, through set, with 8 writers; it returns the
+// first error.
+func prefillKeys(ctx context.Context, keys uint64, writeFrac float64, seed uint64, name func(uint64) string, set func(*memcache.Item) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range uint64(8) {
 		wg.Go(func() {
-			r := rand.New(rand.NewPCG(w, 0x9f11))
-			for k := w; k < g.keys && ctx.Err() == nil; k += 8 {
-				if r.Float64() < g.writeFrac {
+			r := rand.New(rand.NewPCG(w, seed))
+			for k := w; k < keys && ctx.Err() == nil; k += 8 {
+				if r.Float64() < writeFrac {
 					continue
 				}
-				if err := g.client.Set(&memcache.Item{Key: keyName(k), Value: value(k)}); err != nil {
-					errs <- fmt.Errorf("prefill %s: %w", keyName(k), err)
+				if err := set(&memcache.Item{Key: name(k), Value: value(k)}); err != nil {
+					errs <- fmt.Errorf("prefill %s: %w", name(k), err)
 					return
 				}
 			}

@@ -52,25 +52,7 @@ func zoneKey(k uint64) string { return fmt.Sprintf("zd-%08d", k) }
 // prefill sets every key but a writeFrac of them (at random), the state the
 // load converges to, so that the hit rate is steady from the start.
 func (l *zoneLoad) prefill(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range uint64(8) {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(w, 0x20e5))
-			for k := w; k < l.keys && ctx.Err() == nil; k += 8 {
-				if r.Float64() < l.writeFrac {
-					continue
-				}
-				if err := l.c.Set(&memcache.Item{Key: zoneKey(k), Value: value(k)}); err != nil {
-					errs <- fmt.Errorf("prefill %s: %w", zoneKey(k), err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return prefillKeys(ctx, l.keys, l.writeFrac, 0x20e5, zoneKey, l.c.Set)
 }
 
 // run generates load until ctx ends, and counts each second.
