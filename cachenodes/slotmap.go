@@ -286,7 +286,7 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 		return false
 	}
 	for i := range m.slots {
-		if m.slots[i] != o.slots[i] || !sameWarming(m.Warming(i), o.Warming(i)) {
+		if m.slots[i] != o.slots[i] || !m.Warming(i).Equal(o.Warming(i)) {
 			return false
 		}
 	}
@@ -298,11 +298,13 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 	return true
 }
 
-func sameWarming(a, b *Warming) bool {
-	if a == nil || b == nil {
-		return a == b
+// Equal reports whether w and o name the same warm source with the same
+// until; two nils are equal (neither slot warms).
+func (w *Warming) Equal(o *Warming) bool {
+	if w == nil || o == nil {
+		return w == o
 	}
-	return a.NodeID == b.NodeID && a.Addr == b.Addr && a.Until.Equal(b.Until)
+	return w.NodeID == o.NodeID && w.Addr == o.Addr && w.Until.Equal(o.Until)
 }
 
 // slotMapDoc is the JSON document of CONTRACT.md section 4.

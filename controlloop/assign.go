@@ -527,18 +527,11 @@ func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
 		if spec.Warming != nil {
 			w = spec.Warming[i]
 		}
-		if !sameWarm(m.Warming(i), w) {
+		if !m.Warming(i).Equal(w) {
 			return false
 		}
 	}
 	return true
-}
-
-func sameWarm(a, b *cachenodes.Warming) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.NodeID == b.NodeID && a.Addr == b.Addr && a.Until.Equal(b.Until)
 }
 
 // nextWarming returns the warmings of the next map (nil when no slot

@@ -37,12 +37,6 @@ func (p *mcribPolicy) followWarming(m *cachenodes.SlotMap) {
 
 func (p *mcribPolicy) warming() []warmSource { return p.warm }
 
-// warmingPolicy is a membershipPolicy whose map can name warm sources.
-type warmingPolicy interface {
-	// warming returns each slot's warm source.
-	warming() []warmSource
-}
-
 // warmGet is the read of a key its slot's new holder missed, as mcrib's
 // Go client (mcclient) does it while the slot warms: before until by the
 // client's clock, and while the old holder answers, the key is read from

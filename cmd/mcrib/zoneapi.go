@@ -164,10 +164,9 @@ func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	by := a.caller(r)
+	// Any replica stores a drain (check-and-set in KV); the leader carries
+	// it out, so nothing is forwarded.
 	doc, err := z.Drain(r.Context(), zone, req, by)
-	if errors.Is(err, controlloop.ErrNotLeader) {
-		return a.forwardToLeader(w, r, "the drain", body)
-	}
 	if err := zoneError(err, zone, "the drain"); err != nil {
 		return err
 	}
@@ -184,8 +183,7 @@ func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
+	if _, err := readBody(r); err != nil { // unused, but size-limited as every body
 		return err
 	}
 	z, err := a.zonesReady()
@@ -193,9 +191,6 @@ func (a *apiServer) deleteDrain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	doc, err := z.Undrain(r.Context(), zone)
-	if errors.Is(err, controlloop.ErrNotLeader) {
-		return a.forwardToLeader(w, r, "the undrain", body)
-	}
 	if err := zoneError(err, zone, "the undrain"); err != nil {
 		return err
 	}

@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// A zone call (drain, undrain, replace) that reaches a follower whose loop
-// answers controlloop.ErrNotLeader is forwarded to the leader, as boots
-// are (bootapi.go).
+// A replace that reaches a follower, whose loop answers
+// controlloop.ErrNotLeader, is forwarded to the leader, as boots are
+// (bootapi.go). Drains and undrains need no forwarding: any replica stores
+// them in KV.
 
 // forwardedForHeader carries, on a call one replica forwards to the
 // leader, who made the call; the leader believes it only from a live
