@@ -25,6 +25,12 @@ const (
 	// minute, written with the slot map, so that a new leader honours
 	// --max-replacements-per-minute across a takeover.
 	Replacements = "replacements"
+	// Flushes holds the flushes the pool owes (invariant 2): one entry per
+	// node that must be flushed before it serves again, written by the
+	// leader in the same transaction as the slot map.
+	Flushes = "flushes"
+	// Resize holds the resize document while a resize has an entry.
+	Resize = "resize"
 )
 
 // Pool names the keys of one pool. The zero value names keys under "/";
@@ -73,6 +79,12 @@ func (p Pool) VoteReplica(name string) (string, bool) {
 	r, ok := strings.CutPrefix(name, Unreachable+"/")
 	return r, ok && r != ""
 }
+
+// Flushes returns <prefix>/<pool>/flushes.
+func (p Pool) Flushes() string { return p.Key(Flushes) }
+
+// Resize returns <prefix>/<pool>/resize.
+func (p Pool) Resize() string { return p.Key(Resize) }
 
 // Replacements returns <prefix>/<pool>/replacements.
 func (p Pool) Replacements() string { return p.Key(Replacements) }
