@@ -36,7 +36,7 @@ func newBenchPair(tb testing.TB, shareConns bool) benchPair {
 	plain.Timeout = 2 * time.Second
 	opts := Options{Timeout: 2 * time.Second}
 	if shareConns {
-		opts.dial = func(string) (backend, error) { return plain, nil }
+		opts.Dial = func(string) (Conn, error) { return plain, nil }
 	}
 	c, err := New(opts)
 	if err != nil {

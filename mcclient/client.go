@@ -73,8 +73,10 @@ type Options struct {
 	// Go client and mcrouter's WarmUpRoute fill alike.
 	WarmTTL time.Duration
 
-	// dial makes a node's backend; nil means gomemcache. Tests set it.
-	dial func(addr string) (backend, error)
+	// Dial makes the connection of one node address; nil means a
+	// gomemcache client with Timeout and MaxIdleConns. Tests and
+	// simulators set it to reach nodes of their own.
+	Dial func(addr string) (Conn, error)
 }
 
 // shared is what every node of a client needs.
@@ -118,9 +120,9 @@ func New(opts Options) (*Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.dial == nil {
+	if opts.Dial == nil {
 		o := opts
-		opts.dial = func(addr string) (backend, error) { return dialBackend(addr, o) }
+		opts.Dial = func(addr string) (Conn, error) { return dialBackend(addr, o) }
 	}
 	c := &Client{opts: opts, nodes: map[string]*node{}}
 	m, err := newMetrics(opts.Meter, c.queueLengths)
@@ -228,7 +230,7 @@ func (c *Client) Delete(key string) error {
 	if n == nil {
 		return memcache.ErrCacheMiss
 	}
-	warmHad := w != nil && warmWrite(w, func(be backend) error { return be.Delete(key) })
+	warmHad := w != nil && warmWrite(w, func(be Conn) error { return be.Delete(key) })
 	if !n.ready() {
 		n.enqueue(key)
 		return ErrQueued
@@ -249,14 +251,14 @@ func (c *Client) Delete(key string) error {
 // hold an older value) and the error wraps ErrQueued. While the slot
 // warms, the item is set on the slot's old holder first, then on the node.
 func (c *Client) Set(item *memcache.Item) error {
-	return c.write(item, true, (backend).Set)
+	return c.write(item, true, (Conn).Set)
 }
 
 // Replace is memcached's replace on the node of the item's slot; like Set,
 // an invalidating write, sent to a warming slot's old holder too. It is
 // stored when either had the key.
 func (c *Client) Replace(item *memcache.Item) error {
-	return c.write(item, true, (backend).Replace)
+	return c.write(item, true, (Conn).Replace)
 }
 
 // Add is memcached's add on the node of the item's slot (memcache.
@@ -265,13 +267,13 @@ func (c *Client) Replace(item *memcache.Item) error {
 // the node answers reads first, and the old holder's own copy, if any, is
 // kept in step by the sets and deletes it gets.
 func (c *Client) Add(item *memcache.Item) error {
-	return c.write(item, false, (backend).Add)
+	return c.write(item, false, (Conn).Add)
 }
 
 // write runs op on the node of item's slot, queuing a delete of the key
 // when invalidating and the node is unreachable. An invalidating write
 // runs on the slot's warm source first, while the client uses it.
-func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, *memcache.Item) error) error {
+func (c *Client) write(item *memcache.Item, invalidating bool, op func(Conn, *memcache.Item) error) error {
 	n, w, err := c.pick(item.Key)
 	if err != nil {
 		return err
@@ -279,7 +281,7 @@ func (c *Client) write(item *memcache.Item, invalidating bool, op func(backend, 
 	if n == nil {
 		return ErrVacantSlot
 	}
-	warmStored := invalidating && w != nil && warmWrite(w, func(be backend) error { return op(be, item) })
+	warmStored := invalidating && w != nil && warmWrite(w, func(be Conn) error { return op(be, item) })
 	if !n.ready() {
 		if invalidating {
 			n.enqueue(item.Key)

@@ -161,7 +161,7 @@ func newTestClient(t *testing.T, opts Options) *testClient {
 	tc := &testClient{fleet: &fakeFleet{}, clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), reader: sdkmetric.NewManualReader()}
 	opts.Clock = tc.clock
 	opts.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tc.reader)).Meter("test")
-	opts.dial = func(addr string) (backend, error) { return tc.fleet.node(addr), nil }
+	opts.Dial = func(addr string) (Conn, error) { return tc.fleet.node(addr), nil }
 	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

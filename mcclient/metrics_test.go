@@ -24,7 +24,7 @@ func TestPrometheusNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := newTestClient(t, Options{MaxQueue: 1})
-	c, err := New(Options{MaxQueue: 1, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter)).Meter("mcclient"), dial: tc.opts.dial, Clock: tc.clock})
+	c, err := New(Options{MaxQueue: 1, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter)).Meter("mcclient"), Dial: tc.opts.Dial, Clock: tc.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

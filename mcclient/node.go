@@ -11,9 +11,10 @@ import (
 	"github.com/mcrib/mcrib/internal/backoff"
 )
 
-// backend is what the client needs of one node's memcache connection;
-// *memcache.Client has it. Tests pass fakes.
-type backend interface {
+// Conn is what the client needs of one node's memcache connection;
+// *memcache.Client has it. Options.Dial makes one per node address; tests
+// and simulators pass their own.
+type Conn interface {
 	Get(key string) (*memcache.Item, error)
 	GetMulti(keys []string) (map[string]*memcache.Item, error)
 	Set(item *memcache.Item) error
@@ -42,7 +43,7 @@ func (a *staticAddr) String() string  { return a.str }
 // changes as long as its ID and address stay the same.
 type node struct {
 	id, addr string
-	be       backend
+	be       Conn
 	q        *replayQueue
 	sh       *shared
 
@@ -54,7 +55,7 @@ type node struct {
 }
 
 // dialBackend returns the gomemcache client of one node address.
-func dialBackend(addr string, o Options) (backend, error) {
+func dialBackend(addr string, o Options) (Conn, error) {
 	tcp, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
 		return nil, err

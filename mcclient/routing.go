@@ -54,7 +54,7 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		if n != nil && n.addr == nd.Addr {
 			return n, nil
 		}
-		be, err := c.opts.dial(nd.Addr)
+		be, err := c.opts.Dial(nd.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("mcclient: node %q of slot %d at %q: %w", nd.ID, i, nd.Addr, err)
 		}

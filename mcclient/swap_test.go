@@ -63,7 +63,7 @@ func getPauses(c *Client, maps [2]*cachenodes.SlotMap, d time.Duration, swap boo
 func TestGetsDoNotWaitForASwap(t *testing.T) {
 	hold, held := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	c, err := New(Options{dial: func(addr string) (backend, error) {
+	c, err := New(Options{Dial: func(addr string) (Conn, error) {
 		if addr == "127.0.0.1:2" {
 			once.Do(func() { close(held); <-hold })
 		}
@@ -103,7 +103,7 @@ func TestGetsDoNotWaitForASwap(t *testing.T) {
 // beside the same run without swaps: the difference is what swaps cost
 // Gets.
 func BenchmarkGetDuringSwaps(b *testing.B) {
-	c, err := New(Options{dial: func(string) (backend, error) { return &instantNode{}, nil }})
+	c, err := New(Options{Dial: func(string) (Conn, error) { return &instantNode{}, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

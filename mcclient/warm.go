@@ -122,7 +122,7 @@ func (c *Client) warmExpiry() int32 {
 // "not stored" of a replace) leaves w in use; any other failure, or a
 // queue of deletes w cannot replay first, turns w off: the client stops
 // reading a holder that may have missed a write.
-func warmWrite(w *warmSource, op func(backend) error) bool {
+func warmWrite(w *warmSource, op func(Conn) error) bool {
 	if !w.n.ready() {
 		w.off.Store(true)
 		return false
