@@ -62,3 +62,45 @@ func TestRunFollowsAndReplaysInTheBackground(t *testing.T) {
 		t.Fatalf("%d still queued after the replay", n)
 	}
 }
+
+// TestWaitForSlotMap: the wait ends with the first map (set by Run from
+// the source, or by SetSlotMap), or with its context, then wrapping
+// ErrNoSlotMap and the context's cause.
+func TestWaitForSlotMap(t *testing.T) {
+	leakcheck.Check(t)
+	tc := newTestClient(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if err := tc.WaitForSlotMap(ctx); !errors.Is(err, ErrNoSlotMap) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForSlotMap without a map: %v, want ErrNoSlotMap and the deadline", err)
+	}
+	waited := make(chan error)
+	go func() { waited <- tc.WaitForSlotMap(context.Background()) }()
+	if err := tc.SetSlotMap(slotMap(t, 1, []string{"a"})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("WaitForSlotMap after SetSlotMap: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitForSlotMap did not return after SetSlotMap")
+	}
+	if err := tc.WaitForSlotMap(ctx); err != nil {
+		t.Fatalf("WaitForSlotMap with a map, past the deadline: %v, want nil", err)
+	}
+
+	// Through Run and a source.
+	src := &fakeSource{m: slotMap(t, 1, []string{"a"}), delivered: make(chan struct{})}
+	rc := newTestClient(t, Options{Source: src})
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rc.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := rc.WaitForSlotMap(wctx); err != nil || !rc.SlotMap().Equal(src.m) {
+		t.Fatalf("WaitForSlotMap with Run: %v", err)
+	}
+}
