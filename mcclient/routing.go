@@ -21,9 +21,9 @@ type routing struct {
 // under way finish on the table they started with, and none waits for the
 // swap. A node keeps its connections while its ID and address stay the
 // same, and its replay queue while its ID does (a queue follows its node
-// to a new address). A node that leaves every slot keeps its queue,
-// unreplayed; when it is placed again (mcrib flushed it first) or leaves
-// the map, its queue is dropped. A slot's warm source (the map's warming
+// to a new address). A node that leaves every slot keeps its queue (Run
+// and Replay still replay it); when it is placed again (mcrib flushed it
+// first) or leaves the map, its queue is dropped. A slot's warm source (the map's warming
 // object) is kept as a node too, with its connections and queue, and
 // remembers across maps, for as long as the same node warms the same slot,
 // that a write to it failed; when a later map ends the warming early while
@@ -37,12 +37,22 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 	if m == nil {
 		return errors.New("mcclient: setting a nil slot map")
 	}
+	retired, err := c.setSlotMap(m)
+	for _, be := range retired { // outside the lock: a Conn may call the client
+		be.Close()
+	}
+	return err
+}
+
+// setSlotMap is SetSlotMap under the client's lock; it returns the
+// connections that the new table no longer uses, for the caller to close.
+func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []Conn, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.route.Load()
 	if c.order && old != nil {
 		if err := cachenodes.CheckGeneration(old.m, m); err != nil {
-			return fmt.Errorf("mcclient: setting the slot map: %w", err)
+			return nil, fmt.Errorf("mcclient: setting the slot map: %w", err)
 		}
 	}
 	held := map[string]bool{} // IDs with a slot in the old map
@@ -79,11 +89,11 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		fresh[nd.ID] = n
 		return n, nil
 	}
-	fail := func(err error) error {
+	fail := func(err error) ([]Conn, error) {
 		for _, f := range fresh {
-			f.be.Close()
+			retired = append(retired, f.be)
 		}
-		return err
+		return retired, err
 	}
 	for i := range m.NumSlots() {
 		nd := m.Slot(i)
@@ -132,12 +142,12 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		}
 		switch {
 		case fresh[id] != nil: // a new address: fresh[id] has the queue
-			n.be.Close()
+			retired = append(retired, n.be)
 			delete(c.nodes, id)
 		case !placed && !warming[id] && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
-			n.be.Close()
+			retired = append(retired, n.be)
 			delete(c.nodes, id)
 		}
 	}
@@ -148,7 +158,7 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 	if old == nil {
 		close(c.first)
 	}
-	return nil
+	return retired, nil
 }
 
 // stillWritten returns the warm source that slot i had in old, remembered
