@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,16 +219,18 @@ func (c *Client) replayAll(wg *sync.WaitGroup) {
 	}
 }
 
-// queued returns the known nodes with deletes queued.
+// queued returns the known nodes with deletes queued, by ID (so that a
+// simulation's Replay calls the nodes in the same order every time).
 func (c *Client) queued() []*node {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []*node
 	for _, n := range c.nodes {
 		if n.q.Len() > 0 {
 			out = append(out, n)
 		}
 	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.id, b.id) })
 	return out
 }
 
@@ -436,14 +440,15 @@ func (c *Client) queueLengths(f func(id string, n int)) {
 // Close closes every node's idle connections; queued deletes are lost.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	conns := make([]Conn, 0, len(c.nodes))
+	nodes := make([]*node, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		conns = append(conns, n.be)
+		nodes = append(nodes, n)
 	}
 	c.mu.Unlock()
+	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.id, b.id) })
 	var errs []error
-	for _, be := range conns {
-		errs = append(errs, be.Close())
+	for _, n := range nodes { // outside the lock: a Conn may call the client
+		errs = append(errs, n.be.Close())
 	}
 	c.sh.metrics.reg.Unregister()
 	return errors.Join(errs...)

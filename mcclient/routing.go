@@ -3,6 +3,8 @@ package mcclient
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -38,15 +40,19 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		return errors.New("mcclient: setting a nil slot map")
 	}
 	retired, err := c.setSlotMap(m)
-	for _, be := range retired { // outside the lock: a Conn may call the client
-		be.Close()
+	// Outside the lock (a Conn may call the client), in the order of the
+	// nodes' IDs (a simulation replays the same calls every time).
+	slices.SortFunc(retired, func(a, b *node) int { return strings.Compare(a.id, b.id) })
+	for _, n := range retired {
+		n.be.Close()
 	}
 	return err
 }
 
-// setSlotMap is SetSlotMap under the client's lock; it returns the
-// connections that the new table no longer uses, for the caller to close.
-func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []Conn, err error) {
+// setSlotMap is SetSlotMap under the client's lock; it returns the nodes
+// whose connections the new table no longer uses, for the caller to
+// close.
+func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.route.Load()
@@ -89,9 +95,9 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []Conn, err error) {
 		fresh[nd.ID] = n
 		return n, nil
 	}
-	fail := func(err error) ([]Conn, error) {
+	fail := func(err error) ([]*node, error) {
 		for _, f := range fresh {
-			retired = append(retired, f.be)
+			retired = append(retired, f)
 		}
 		return retired, err
 	}
@@ -142,12 +148,12 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []Conn, err error) {
 		}
 		switch {
 		case fresh[id] != nil: // a new address: fresh[id] has the queue
-			retired = append(retired, n.be)
+			retired = append(retired, n)
 			delete(c.nodes, id)
 		case !placed && !warming[id] && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
-			retired = append(retired, n.be)
+			retired = append(retired, n)
 			delete(c.nodes, id)
 		}
 	}
