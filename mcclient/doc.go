@@ -102,6 +102,7 @@
 // # Hot path
 //
 // The routing table is immutable and swapped with one atomic pointer store
-// when the map changes: a Get takes no lock, allocates nothing beyond what
+// when the map changes: a Get takes no lock (a warm fill looks at the old
+// holder's queue under its lock, briefly), allocates nothing beyond what
 // gomemcache allocates, and is never held up by a map change.
 package mcclient
