@@ -13,12 +13,32 @@ import (
 
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // ErrSlotMapNotStored is wrapped by the error SlotMapFollower.Run reports
 // when the followed key does not exist: the pool has no map yet, or its
 // map was deleted.
 var ErrSlotMapNotStored = errors.New("cachenodes: no slot map is stored")
+
+// ErrOlderGeneration is wrapped by the error reported for a slot map whose
+// generation is lower than that of a map already taken. By the generation
+// order a client following the slot map never takes such a map: it may
+// route a slot back to a node that nobody invalidates any more (a replica
+// cut off from Consul serves its last map, or Consul's KV was restored
+// from an older snapshot). A map of the same generation is taken: warming
+// and spares change without a new generation.
+var ErrOlderGeneration = errors.New("cachenodes: the slot map's generation is lower than one already taken")
+
+// CheckGeneration returns nil when a client that routes by current (nil:
+// no map yet) may take next by the generation order, else an error
+// wrapping ErrOlderGeneration.
+func CheckGeneration(current, next *SlotMap) error {
+	if current == nil || next.Generation() >= current.Generation() {
+		return nil
+	}
+	return fmt.Errorf("%w: generation %d after %d", ErrOlderGeneration, next.Generation(), current.Generation())
+}
 
 // SlotMapFollowerOptions configures a SlotMapFollower. Client and Key are
 // required; the zero value of every other field selects its default.
@@ -40,6 +60,10 @@ type SlotMapFollowerOptions struct {
 	Clock clock.Clock
 	// Logger receives a warning for every failed query; nil discards.
 	Logger *slog.Logger
+	// Reverted turns fixes off, for the simulation's self-test;
+	// production leaves it zero. With revert.GenerationOrder the follower
+	// delivers a map of a lower generation too.
+	Reverted revert.Set
 }
 
 // SlotMapFollower follows the slot map document in Consul KV with blocking
@@ -53,6 +77,7 @@ type SlotMapFollowerOptions struct {
 // is safe for concurrent use; Run must not be called twice at a time.
 type SlotMapFollower struct {
 	key     string
+	order   bool // the generation order holds (not reverted)
 	get     consulwatch.Query[*api.KVPair]
 	watch   consulwatch.Options[*api.KVPair]
 	current atomic.Pointer[SlotMap]
@@ -71,7 +96,8 @@ func NewSlotMapFollower(opts SlotMapFollowerOptions) (*SlotMapFollower, error) {
 	}
 	kv := opts.Client.KV()
 	return &SlotMapFollower{
-		key: opts.Key,
+		key:   opts.Key,
+		order: !opts.Reverted.Reverted(revert.GenerationOrder),
 		get: func(_ context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
 			pair, meta, err := kv.Get(opts.Key, q)
 			if err != nil {
@@ -105,9 +131,11 @@ func (f *SlotMapFollower) Current() *SlotMap { return f.current.Load() }
 // Run follows the key until ctx ends, retrying failed queries forever. It
 // calls onChange with every valid map that differs from the current one
 // (by SlotMap.Equal: a new updated_at alone does not count), once Current
-// returns it. onError receives every failed query, every stored value that
-// is not a valid slot map (the error wraps ErrInvalidSlotMap) and a
-// missing key (ErrSlotMapNotStored), each once; the current map stays.
+// returns it. It never delivers a map whose generation is lower than the
+// current one's (the generation order). onError receives every failed
+// query, every stored value that is not a valid slot map (the error wraps
+// ErrInvalidSlotMap), a missing key (ErrSlotMapNotStored) and a map of a
+// lower generation (ErrOlderGeneration), each once; the current map stays.
 // Both callbacks run on Run's goroutine; either may be nil.
 func (f *SlotMapFollower) Run(ctx context.Context, onChange func(*SlotMap), onError func(error)) {
 	report := func(err error) {
@@ -125,8 +153,15 @@ func (f *SlotMapFollower) Run(ctx context.Context, onChange func(*SlotMap), onEr
 			report(fmt.Errorf("reading %s: %w; keeping the last map", f.key, err))
 			return nil
 		}
-		if m.Equal(f.current.Load()) {
+		cur := f.current.Load()
+		if m.Equal(cur) {
 			return nil
+		}
+		if f.order {
+			if err := CheckGeneration(cur, m); err != nil {
+				report(fmt.Errorf("reading %s: %w; keeping the last map", f.key, err))
+				return nil
+			}
 		}
 		f.current.Store(m)
 		if onChange != nil {

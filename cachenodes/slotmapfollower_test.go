@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
@@ -156,6 +158,110 @@ func TestSlotMapFollowerKeepsTheLastGoodMap(t *testing.T) {
 	}
 	if !strings.Contains(errs[1].Error(), "mcrib/default/slotmap") {
 		t.Errorf("error %q does not name the key", errs[1])
+	}
+}
+
+// scriptedFollower returns a follower whose queries answer values in
+// turn, each at the next index, then wait for the end of the test.
+func scriptedFollower(t *testing.T, opts SlotMapFollowerOptions, values ...[]byte) *SlotMapFollower {
+	t.Helper()
+	opts.Client, opts.Key, opts.MinInterval = &api.Client{}, "mcrib/default/slotmap", time.Second
+	clk := clock.NewFake(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC))
+	opts.Clock = clk
+	f, err := NewSlotMapFollower(opts)
+	if err != nil {
+		t.Fatalf("NewSlotMapFollower: %v", err)
+	}
+	var i int
+	f.get = func(ctx context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
+		if i == len(values) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		v := values[i]
+		i++
+		clk.Advance(2 * time.Second) // the next query may start at once
+		return &api.KVPair{Key: opts.Key, Value: v}, &api.QueryMeta{LastIndex: uint64(10 + i)}, nil
+	}
+	return f
+}
+
+// warmingJSON returns the document of slotMapJSON(gen, second) in which
+// slot 1 warms from mc9.
+func warmingJSON(t *testing.T, gen uint64, second Node, updated time.Time) []byte {
+	t.Helper()
+	spec := SlotMapSpec{Pool: "default", Generation: gen, UpdatedAt: updated, Slots: []Node{mc1, second},
+		Warming: []*Warming{nil, {NodeID: mc9.ID, Addr: mc9.Addr, Until: updated.Add(time.Minute)}}}
+	b, err := json.Marshal(mustSlotMap(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSlotMapFollowerNeverGoesBack is the generation order: a stored map
+// of generation 7 after 8 (Consul's KV restored from an older snapshot,
+// say) is reported, wrapping ErrOlderGeneration, and not delivered; the
+// same generation with a warming added is delivered (warming moves no
+// generation), and so is the next generation. With the fix reverted the
+// follower delivers 7 after 8, as it did.
+func TestSlotMapFollowerNeverGoesBack(t *testing.T) {
+	leakcheck.Check(t)
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	values := [][]byte{
+		slotMapJSON(t, 8, mc2, t0),
+		slotMapJSON(t, 7, mc3, t0),
+		warmingJSON(t, 8, mc2, t0),
+		slotMapJSON(t, 9, mc3, t0),
+	}
+	for _, tc := range []struct {
+		name     string
+		reverted revert.Set
+		want     []uint64
+		errs     int
+	}{
+		{"in place", 0, []uint64{8, 8, 9}, 1},
+		{"reverted", revert.Of(revert.GenerationOrder), []uint64{8, 7, 8, 9}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := scriptedFollower(t, SlotMapFollowerOptions{Reverted: tc.reverted}, values...)
+			r := startFollower(t, f)
+			testenv.Eventually(t, 5*time.Second, "every answer to be handled", func() bool {
+				changes, errs := r.snapshot()
+				return len(changes)+len(errs) == len(values)
+			})
+			changes, errs := r.snapshot()
+			if got := generations(changes); !slices.Equal(got, tc.want) {
+				t.Errorf("delivered generations %v, want %v", got, tc.want)
+			}
+			if len(errs) != tc.errs {
+				t.Fatalf("reported %v, want %d errors", errs, tc.errs)
+			}
+			if tc.errs > 0 && (!errors.Is(errs[0], ErrOlderGeneration) || !strings.Contains(errs[0].Error(), "generation 7 after 8")) {
+				t.Errorf("reported %q, want ErrOlderGeneration naming generation 7 after 8", errs[0])
+			}
+			if tc.errs > 0 && !changes[1].AnyWarming() {
+				t.Errorf("the second map delivered does not warm: the same generation with a warming added was not taken")
+			}
+			if m := f.Current(); m == nil || m.Generation() != 9 {
+				t.Errorf("Current() = %v, want generation 9", m)
+			}
+		})
+	}
+}
+
+func TestCheckGeneration(t *testing.T) {
+	m7 := mustSlotMap(t, SlotMapSpec{Generation: 7, Slots: []Node{mc1}})
+	m8 := mustSlotMap(t, SlotMapSpec{Generation: 8, Slots: []Node{mc1}})
+	for _, tc := range []struct {
+		cur, next *SlotMap
+		older     bool
+	}{
+		{nil, m7, false}, {m7, m8, false}, {m8, m8, false}, {m8, m7, true},
+	} {
+		if err := CheckGeneration(tc.cur, tc.next); errors.Is(err, ErrOlderGeneration) != tc.older || (err != nil) != tc.older {
+			t.Errorf("CheckGeneration(%v, %d) = %v, want older %v", tc.cur, tc.next.Generation(), err, tc.older)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Defaults of the zero fields of Options.
@@ -77,6 +80,13 @@ type Options struct {
 	// gomemcache client with Timeout and MaxIdleConns. Tests and
 	// simulators set it to reach nodes of their own.
 	Dial func(addr string) (Conn, error)
+
+	// Reverted turns fixes off, for the simulation's self-test;
+	// production leaves it zero. revert.WarmWriteDurable brings back the
+	// warm writes that answered success without the old holder;
+	// revert.GenerationOrder lets SetSlotMap take a map of a lower
+	// generation.
+	Reverted revert.Set
 }
 
 // shared is what every node of a client needs.
@@ -86,11 +96,18 @@ type shared struct {
 }
 
 // Client routes keys by the slot map over gomemcache and replays failed
-// deletes. Build one with New; it is safe for concurrent use.
+// deletes. Build one with New; it is safe for concurrent use. No operation
+// needs a goroutine of its own (a replay runs in the caller's), and no
+// lock is held while a node is called.
 type Client struct {
 	opts  Options
 	sh    *shared
 	route atomic.Pointer[routing]
+	// durable and order are the fixes revert.WarmWriteDurable and
+	// revert.GenerationOrder, in place.
+	durable, order bool
+	// first is closed when the client takes its first map.
+	first chan struct{}
 
 	mu    sync.Mutex       // serializes SetSlotMap and guards nodes
 	nodes map[string]*node // every node with a slot, or parked with a queue, by ID
@@ -124,7 +141,9 @@ func New(opts Options) (*Client, error) {
 		o := opts
 		opts.Dial = func(addr string) (Conn, error) { return dialBackend(addr, o) }
 	}
-	c := &Client{opts: opts, nodes: map[string]*node{}}
+	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}),
+		durable: !opts.Reverted.Reverted(revert.WarmWriteDurable),
+		order:   !opts.Reverted.Reverted(revert.GenerationOrder)}
 	m, err := newMetrics(opts.Meter, c.queueLengths)
 	if err != nil {
 		return nil, err
@@ -161,31 +180,58 @@ func (c *Client) Run(ctx context.Context) {
 	}
 }
 
-// replayAll starts a replay of every slot holder with a queue (a replay
-// already under way, or still backing off, returns at once).
-func (c *Client) replayAll(wg *sync.WaitGroup) {
-	r := c.route.Load()
-	if r == nil {
-		return
+// WaitForSlotMap returns nil once the client has a slot map (Run took one
+// from Options.Source, or SetSlotMap set one); until then every operation
+// fails with ErrNoSlotMap. When ctx ends first the error wraps
+// ErrNoSlotMap and ctx's cause. Run must be running (or SetSlotMap be
+// called) for the wait to end.
+func (c *Client) WaitForSlotMap(ctx context.Context) error {
+	select {
+	case <-c.first:
+		return nil
+	default:
 	}
-	for _, n := range r.holders {
-		if n.q.Len() > 0 {
-			wg.Go(func() { n.replay() })
-		}
+	select {
+	case <-c.first:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mcclient: waiting for the first slot map: %w (%w)", ErrNoSlotMap, context.Cause(ctx))
 	}
 }
 
-// pick returns the node of key's slot and the slot's warm source while
-// the client uses it (see activeWarm): ErrNoSlotMap without a map, a nil
-// node and no error for a vacant slot. It takes no lock and does not
-// allocate.
-func (c *Client) pick(key string) (*node, *warmSource, error) {
-	r := c.route.Load()
-	if r == nil {
-		return nil, nil, ErrNoSlotMap
+// Replay sends the queued deletes of every node that has some, in the
+// caller's goroutine: slot holders, warm sources, and nodes parked
+// without a slot (a client with an older map may still read them). A
+// node still backing off, or replayed by another goroutine, is skipped.
+// Run does this in the background every ReplayInterval; a caller that
+// drives the client without Run (a simulation) calls Replay instead.
+func (c *Client) Replay() {
+	for _, n := range c.queued() {
+		n.replay()
 	}
-	i := slotOf(key, len(r.slots))
-	return r.slots[i], c.activeWarm(r, i), nil
+}
+
+// replayAll starts a replay of every node with a queue, as Replay does,
+// each on a goroutine of wg.
+func (c *Client) replayAll(wg *sync.WaitGroup) {
+	for _, n := range c.queued() {
+		wg.Go(func() { n.replay() })
+	}
+}
+
+// queued returns the known nodes with deletes queued, by ID (so that a
+// simulation's Replay calls the nodes in the same order every time).
+func (c *Client) queued() []*node {
+	c.mu.Lock()
+	var out []*node
+	for _, n := range c.nodes {
+		if n.q.Len() > 0 {
+			out = append(out, n)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.id, b.id) })
+	return out
 }
 
 // slotOf is cachenodes.KeySlot.
@@ -207,8 +253,16 @@ func (c *Client) Get(key string) (*memcache.Item, error) {
 	if n == nil || !n.ready() {
 		return nil, memcache.ErrCacheMiss
 	}
+	if r.warm == nil {
+		return n.be.Get(key)
+	}
+	w := r.warm[i]
+	mark := c.markFills(w, key)
 	it, err := n.be.Get(key)
-	if r.warm != nil && errors.Is(err, memcache.ErrCacheMiss) {
+	if err == nil && c.suspectHit(mark) {
+		it, err = nil, memcache.ErrCacheMiss // ask the old holder, below
+	}
+	if errors.Is(err, memcache.ErrCacheMiss) {
 		if w := c.activeWarm(r, i); w != nil {
 			return c.warmGet(n, w, key)
 		}
@@ -221,26 +275,36 @@ func (c *Client) Get(key string) (*memcache.Item, error) {
 // node is unreachable the delete is queued for replay and the error wraps
 // ErrQueued (and the network error, when there was one). While the slot
 // warms, the delete goes to the slot's old holder first, then to the
-// node; the key was there when either had it.
+// node; the key was there when either had it; when the old holder did not
+// take it the error wraps ErrWarmSourceMissed (see the package doc).
 func (c *Client) Delete(key string) error {
-	n, w, err := c.pick(key)
-	if err != nil {
-		return err
+	r := c.route.Load()
+	if r == nil {
+		return ErrNoSlotMap
 	}
+	i := slotOf(key, len(r.slots))
+	n := r.slots[i]
 	if n == nil {
 		return memcache.ErrCacheMiss
 	}
-	warmHad := w != nil && warmWrite(w, func(be Conn) error { return be.Delete(key) })
+	op := func(be Conn) error { return be.Delete(key) }
+	if r.warm != nil && c.durable {
+		defer c.beginWrite(r, i, key)()
+	}
+	warm := c.writeWarmSource(r, i, key, writeDelete, op)
 	if !n.ready() {
 		n.enqueue(key)
-		return ErrQueued
+		return withWarm(ErrQueued, warm.err)
 	}
-	err = n.be.Delete(key)
+	err := op(n.be)
 	if Unreachable(err) {
 		n.unreachable(key)
-		return fmt.Errorf("%w: %w", ErrQueued, err)
+		return withWarm(fmt.Errorf("%w: %w", ErrQueued, err), warm.err)
 	}
-	if warmHad && errors.Is(err, memcache.ErrCacheMiss) {
+	if warm.err != nil {
+		return warm.err
+	}
+	if warm.had && errors.Is(err, memcache.ErrCacheMiss) {
 		return nil
 	}
 	return err
@@ -249,16 +313,17 @@ func (c *Client) Delete(key string) error {
 // Set writes item to the node of its slot. It is an invalidating write:
 // when the node is unreachable a delete of the key is queued (the node may
 // hold an older value) and the error wraps ErrQueued. While the slot
-// warms, the item is set on the slot's old holder first, then on the node.
+// warms, the item is set on the slot's old holder first, then on the node;
+// when the old holder did not take it the error wraps ErrWarmSourceMissed.
 func (c *Client) Set(item *memcache.Item) error {
-	return c.write(item, true, (Conn).Set)
+	return c.write(item, writeSet, (Conn).Set)
 }
 
 // Replace is memcached's replace on the node of the item's slot; like Set,
 // an invalidating write, sent to a warming slot's old holder too. It is
 // stored when either had the key.
 func (c *Client) Replace(item *memcache.Item) error {
-	return c.write(item, true, (Conn).Replace)
+	return c.write(item, writeReplace, (Conn).Replace)
 }
 
 // Add is memcached's add on the node of the item's slot (memcache.
@@ -267,37 +332,71 @@ func (c *Client) Replace(item *memcache.Item) error {
 // the node answers reads first, and the old holder's own copy, if any, is
 // kept in step by the sets and deletes it gets.
 func (c *Client) Add(item *memcache.Item) error {
-	return c.write(item, false, (Conn).Add)
-}
-
-// write runs op on the node of item's slot, queuing a delete of the key
-// when invalidating and the node is unreachable. An invalidating write
-// runs on the slot's warm source first, while the client uses it.
-func (c *Client) write(item *memcache.Item, invalidating bool, op func(Conn, *memcache.Item) error) error {
-	n, w, err := c.pick(item.Key)
-	if err != nil {
-		return err
+	r := c.route.Load()
+	if r == nil {
+		return ErrNoSlotMap
 	}
+	n := r.slots[slotOf(item.Key, len(r.slots))]
 	if n == nil {
 		return ErrVacantSlot
 	}
-	warmStored := invalidating && w != nil && warmWrite(w, func(be Conn) error { return op(be, item) })
 	if !n.ready() {
-		if invalidating {
-			n.enqueue(item.Key)
-			return ErrQueued
-		}
 		return memcache.ErrNotStored
 	}
-	err = op(n.be, item)
-	if invalidating && Unreachable(err) {
-		n.unreachable(item.Key)
-		return fmt.Errorf("%w: %w", ErrQueued, err)
+	return n.be.Add(item)
+}
+
+// write runs op, an invalidating write of kind, on the node of item's
+// slot, queuing a delete of the key when the node is unreachable. It runs
+// on the slot's warm source first, while the client writes it.
+func (c *Client) write(item *memcache.Item, kind warmWriteKind, op func(Conn, *memcache.Item) error) error {
+	r := c.route.Load()
+	if r == nil {
+		return ErrNoSlotMap
 	}
-	if warmStored && errors.Is(err, memcache.ErrNotStored) {
+	i := slotOf(item.Key, len(r.slots))
+	n := r.slots[i]
+	if n == nil {
+		return ErrVacantSlot
+	}
+	if r.warm != nil && c.durable {
+		defer c.beginWrite(r, i, item.Key)()
+	}
+	warm := c.writeWarmSource(r, i, item.Key, kind, func(be Conn) error { return op(be, item) })
+	if !n.ready() {
+		n.enqueue(item.Key)
+		return withWarm(ErrQueued, warm.err)
+	}
+	err := op(n.be, item)
+	if Unreachable(err) {
+		n.unreachable(item.Key)
+		return withWarm(fmt.Errorf("%w: %w", ErrQueued, err), warm.err)
+	}
+	if warm.err != nil {
+		return warm.err
+	}
+	if warm.had && errors.Is(err, memcache.ErrNotStored) {
 		return nil // a replace of a key only the old holder had yet
 	}
 	return err
+}
+
+// withWarm returns err, joined with warmErr (the warm source's) when
+// there is one.
+func withWarm(err, warmErr error) error {
+	if warmErr == nil {
+		return err
+	}
+	return errors.Join(err, warmErr)
+}
+
+// beginWrite marks a write of key in slot i under way for the fills of
+// the slot's warming (see warmGuard), until the returned func runs.
+func (c *Client) beginWrite(r *routing, i int, key string) func() {
+	if w := r.warm[i]; w != nil {
+		return w.st.guard.beginWrite(key)
+	}
+	return func() {}
 }
 
 // NodeFor returns the node of key's slot, and false when the slot is
@@ -341,9 +440,14 @@ func (c *Client) queueLengths(f func(id string, n int)) {
 // Close closes every node's idle connections; queued deletes are lost.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var errs []error
+	nodes := make([]*node, 0, len(c.nodes))
 	for _, n := range c.nodes {
+		nodes = append(nodes, n)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.id, b.id) })
+	var errs []error
+	for _, n := range nodes { // outside the lock: a Conn may call the client
 		errs = append(errs, n.be.Close())
 	}
 	c.sh.metrics.reg.Unregister()

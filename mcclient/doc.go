@@ -3,7 +3,18 @@
 // from mcrib's GET /v1/slotmap?index=&wait= through HTTPFollower), routes
 // every key to the node of its slot (cachenodes.KeySlot) over
 // github.com/bradfitz/gomemcache, treats a vacant slot as a miss and never
-// sends a key to another slot's node.
+// sends a key to another slot's node. Until it has a map every operation
+// fails with ErrNoSlotMap; Client.WaitForSlotMap waits for the first.
+//
+// # Generation order
+//
+// The client never takes a map whose generation is lower than that of the
+// map it routes by: SetSlotMap refuses it with ErrOlderGeneration and
+// changes nothing, and both followers skip it (reporting the error), the
+// HTTP follower moving on to another replica. A replica cut off from
+// Consul serves its last map; routing by it would send a slot back to a
+// node that nobody invalidates any more. A map of the same generation is
+// taken: warming and spares change without a new generation.
 //
 // # Delete replay
 //
@@ -27,11 +38,14 @@
 //     is sent; the next replay waits a
 //     backoff on the injected clock. Run also replays queues in the
 //     background, so a queue drains even when nothing reads its node.
-//   - Slot moves: a node that leaves every slot keeps its queue but is not
-//     replayed to (nothing reads from it). When it is placed in a slot again
+//   - Slot moves: a node that leaves every slot keeps its queue and is
+//     still replayed to in the background (a client with an earlier map may
+//     still read it; this one does not). When it is placed in a slot again
 //     mcrib has flushed it (every placement flushes the spare), so its queue
 //     is dropped (reason="node_flushed"); so is the queue of a node that
 //     leaves the map altogether (reason="node_gone").
+//   - Client.Replay replays every queue in the caller's goroutine, for
+//     callers that drive the client without Run.
 //
 // So a node that was unreachable comes back warm and without stale keys as
 // long as no key was dropped: with this client, and only then, mcrib's
@@ -40,10 +54,11 @@
 // # Warm moves
 //
 // While a slot warms (the slot map names its previous holder in a warming
-// object, CONTRACT.md section 7) and the client's clock (Options.Clock) is
-// before the warming's until:
+// object) the client keeps the client guarantee: no client reads a value
+// that a completed delete or set replaced.
 //
-//   - Get reads the slot's new holder and, on a miss, the old one. A hit
+//   - Get reads the slot's new holder and, on a miss, the old one, until
+//     the warming's until by the client's clock (Options.Clock). A hit
 //     there is stored into the new holder with memcached's add (never
 //     over a value the new holder got meanwhile) and the expiry
 //     Options.WarmTTL (default DefaultWarmTTL, one hour: set it to the
@@ -52,16 +67,34 @@
 //     copy is deleted from the new holder and the Get misses. GetMulti does
 //     the same per key, one request per old holder.
 //   - Set, Replace and Delete go to the old holder first, then to the new
-//     one; the result is the new holder's (a Delete or Replace counts the
-//     key as there when either had it). Add goes to the new holder only:
-//     it fills a miss, and the new holder answers reads first.
-//   - The client stops using the old holder at until, or at once when a
-//     write to it fails (any error but a miss of a delete or a "not
-//     stored" of a replace), it does not answer a read, or it has queued
+//     one, until until plus ClockSkew by the client's clock (a client whose
+//     clock is behind still reads the old holder); after until, and for a
+//     warming that a later map ended early while the slot kept its holder,
+//     the old holder gets a delete of the key. The result is the new
+//     holder's (a Delete or Replace counts the key as there when either had
+//     it), and success only when the old holder acknowledged too: when it
+//     did not (it did not answer, or has deletes queued it cannot take
+//     first), the new holder still gets the write, a delete of the key is
+//     queued for the old holder and replayed when it answers, and the
+//     error wraps ErrWarmSourceMissed and ErrQueued. Add goes to the new
+//     holder only: it fills a miss, and the new holder answers reads
+//     first.
+//   - The client stops reading the old holder at until, or at once when a
+//     write to it failed, it did not answer a read, or it has queued
 //     deletes it cannot replay first. This is remembered per slot and old
-//     holder across slot maps. So a key deleted during the warming never
-//     comes back from the old holder: the delete reached it, or the client
-//     reads it no more.
+//     holder across slot maps.
+//   - Within the client a fill and a write of the same key do not trust
+//     each other: a fill does not copy over a write under way or begun
+//     since it read the old holder, and a hit on the new holder while a
+//     fill of the key is unchecked is read through the old holder instead.
+//     Between clients the check after the copy is all there is: another
+//     client's read in the instant between one client's add and its check
+//     can still see a copy of a value deleted meanwhile (memcached cannot
+//     make the add conditional on the old holder's state).
+//
+// So a key deleted during the warming never comes back from the old
+// holder: the delete reached it, or the Delete returned an error and the
+// replay will.
 //
 // gomemcache's CompareAndSwap, Touch, Increment and Decrement are not
 // offered by the client, so there is nothing more to route.
@@ -69,6 +102,7 @@
 // # Hot path
 //
 // The routing table is immutable and swapped with one atomic pointer store
-// when the map changes: a Get takes no lock, allocates nothing beyond what
+// when the map changes: a Get takes no lock (a warm fill looks at the old
+// holder's queue under its lock, briefly), allocates nothing beyond what
 // gomemcache allocates, and is never held up by a map change.
 package mcclient

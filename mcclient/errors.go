@@ -7,18 +7,40 @@ import (
 	"syscall"
 
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // ErrQueued is wrapped by the error of a Delete, Set or Replace that did
 // not reach its node because the node is unreachable (or still has
 // invalidations waiting): a delete of the key is queued and will be
-// replayed before the node serves a read again. A caller that only wants
-// the key invalidated may treat it as success.
+// replayed when the node answers, and before this client reads the node
+// again. The write did not complete: until the replay, another client
+// that reaches the node may still read the value it replaced there. A
+// caller that only wants the key invalidated in time may treat it as
+// success; one that needs the replaced value gone everywhere retries.
 var ErrQueued = errors.New("mcclient: the node is unreachable; a delete of the key is queued for replay")
 
+// ErrWarmSourceMissed is wrapped, beside ErrQueued, by the error of a
+// Delete, Set or Replace of a key in a warming slot whose old holder did
+// not take it (it did not answer, had deletes queued that it could not
+// take first, or answered an error). The new holder has the write and a
+// delete of the key is queued for the old holder, but until it reaches
+// it a client that still reads the old holder (its clock behind, or its
+// link to the old holder working) may read there the value the write
+// replaced. Retry the write until it returns nil, or treat the key as not
+// yet invalidated.
+var ErrWarmSourceMissed = errors.New("mcclient: the warming slot's old holder did not take the write")
+
 // ErrNoSlotMap is returned by every operation before the client has a slot
-// map.
+// map; Client.WaitForSlotMap waits for the first.
 var ErrNoSlotMap = errors.New("mcclient: no slot map yet")
+
+// ErrOlderGeneration is wrapped by the error of SetSlotMap for a map whose
+// generation is lower than that of the map the client routes by (the
+// generation order): nothing changes. It is
+// cachenodes.ErrOlderGeneration, which the followers report too.
+var ErrOlderGeneration = cachenodes.ErrOlderGeneration
 
 // Unreachable reports whether err, from a gomemcache operation, says that
 // the node did not answer: a failed or timed-out connection, a read or

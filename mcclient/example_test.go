@@ -1,7 +1,6 @@
 package mcclient_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -15,7 +14,8 @@ import (
 // miss, and are never sent to another node. An application follows the
 // live map instead of setting one: Options.Source is a
 // cachenodes.SlotMapFollower (Consul KV) or an mcclient.HTTPFollower
-// (mcrib's API), and Run follows it and replays queued deletes.
+// (mcrib's API), Run follows it and replays queued deletes, and
+// WaitForSlotMap waits for the first map (see Example_replicas).
 func Example() {
 	m, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{
 		Pool:       "default",
@@ -47,21 +47,4 @@ func Example() {
 	// Output:
 	// user:1 → slot 0 on mc-01
 	// user:4 → slot 1, vacant: Get misses: true
-}
-
-// Example_follow follows the map from a mcrib replica's API.
-func Example_follow() {
-	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://mcrib.internal:7070"})
-	if err != nil {
-		panic(err)
-	}
-	c, err := mcclient.New(mcclient.Options{Source: f})
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go c.Run(ctx)
-	// c.Get, c.Set, c.Delete from here on; they fail with
-	// mcclient.ErrNoSlotMap until the first map arrives.
 }

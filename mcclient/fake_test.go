@@ -40,6 +40,9 @@ type fakeNode struct {
 	// beforeAdd, when set, runs at the start of every Add, outside the
 	// lock: tests race other operations with a warm fill there.
 	beforeAdd func(key string)
+	// afterAdd, when set, runs after every Add that stored, outside the
+	// lock, before the Add returns.
+	afterAdd func(key string)
 }
 
 func (f *fakeNode) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
@@ -103,7 +106,13 @@ func (f *fakeNode) Add(it *memcache.Item) error {
 	if ok {
 		return memcache.ErrNotStored
 	}
-	return f.Set(it)
+	if err := f.Set(it); err != nil {
+		return err
+	}
+	if f.afterAdd != nil {
+		f.afterAdd(it.Key)
+	}
+	return nil
 }
 
 func (f *fakeNode) Replace(it *memcache.Item) error { return f.Set(it) }

@@ -38,6 +38,13 @@ func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 			if !n.ready() {
 				return
 			}
+			var marks []guardMark // by key of ks, while a slot warms
+			if r.warm != nil {
+				marks = make([]guardMark, len(ks))
+				for j, k := range ks {
+					marks[j] = c.markFills(r.warm[slotOf(k, len(r.slots))], k)
+				}
+			}
 			items, err := n.be.GetMulti(ks)
 			mu.Lock()
 			defer mu.Unlock()
@@ -49,8 +56,11 @@ func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 				return
 			}
 			if r.warm != nil {
-				for _, k := range ks {
+				for j, k := range ks {
 					if items[k] == nil {
+						missed = append(missed, k)
+					} else if c.suspectHit(marks[j]) {
+						delete(out, k) // read through the old holder, as Get does
 						missed = append(missed, k)
 					}
 				}
@@ -66,11 +76,13 @@ func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 
 // warmGetMulti reads keys, misses of their slots' nodes, from the slots'
 // warm sources in use, one request per source in parallel, and adds to out
-// every hit that fill lets through.
+// every hit that fill lets through. Keys with a write under way in this
+// client are not read (see warmGet).
 func (c *Client) warmGetMulti(r *routing, keys []string, out map[string]*memcache.Item) {
 	type group struct {
-		n    *node
-		keys []string
+		n     *node
+		keys  []string
+		marks map[string]guardMark
 	}
 	bySource := map[*warmSource]*group{}
 	for _, k := range keys {
@@ -78,7 +90,7 @@ func (c *Client) warmGetMulti(r *routing, keys []string, out map[string]*memcach
 		if w := c.activeWarm(r, i); w != nil {
 			g := bySource[w]
 			if g == nil {
-				g = &group{n: r.slots[i]}
+				g = &group{n: r.slots[i], marks: map[string]guardMark{}}
 				bySource[w] = g
 			}
 			g.keys = append(g.keys, k)
@@ -93,12 +105,25 @@ func (c *Client) warmGetMulti(r *routing, keys []string, out map[string]*memcach
 			if !w.n.ready() {
 				return
 			}
-			items, err := w.n.be.GetMulti(g.keys)
+			ks := g.keys
+			if c.durable {
+				ks = ks[:0:0]
+				for _, k := range g.keys {
+					if m := w.st.guard.markWrites(k); m.quiet {
+						g.marks[k] = m
+						ks = append(ks, k)
+					}
+				}
+				if len(ks) == 0 {
+					return
+				}
+			}
+			items, err := w.n.be.GetMulti(ks)
 			if Unreachable(err) {
-				w.off.Store(true)
+				w.st.off.Store(true)
 			}
 			for _, it := range items {
-				if c.fill(g.n, w, it) {
+				if c.fill(g.n, w, it, g.marks[it.Key]) {
 					mu.Lock()
 					out[it.Key] = it
 					mu.Unlock()

@@ -3,15 +3,18 @@ package mcclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // fakeSlotMapAPI serves GET /v1/slotmap like mcrib: an index per document,
@@ -20,8 +23,28 @@ type fakeSlotMapAPI struct {
 	mu      sync.Mutex
 	body    []byte
 	index   uint64
+	down    bool // answer 503
 	changed chan struct{}
 	queries []string
+}
+
+// setDown makes the replica answer 503 (or answer again), waking the
+// reads it holds.
+func (f *fakeSlotMapAPI) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+	if f.changed != nil {
+		close(f.changed)
+	}
+	f.changed = make(chan struct{})
+}
+
+// queried returns the queries the replica got.
+func (f *fakeSlotMapAPI) queried() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.queries...)
 }
 
 func (f *fakeSlotMapAPI) set(t *testing.T, m *cachenodes.SlotMap, index uint64) {
@@ -41,8 +64,12 @@ func (f *fakeSlotMapAPI) set(t *testing.T, m *cachenodes.SlotMap, index uint64) 
 func (f *fakeSlotMapAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.queries = append(f.queries, r.URL.RawQuery)
-	body, index, changed := f.body, f.index, f.changed
+	body, index, changed, down := f.body, f.index, f.changed, f.down
 	f.mu.Unlock()
+	if down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	if body == nil {
 		http.Error(w, "no slot map is known yet", http.StatusServiceUnavailable)
 		return
@@ -122,12 +149,190 @@ func TestHTTPFollower(t *testing.T) {
 	}
 }
 
+// follow runs f until the test ends and returns the maps it delivers and
+// the errors it reports (the first 100).
+func follow(t *testing.T, f *HTTPFollower) (<-chan *cachenodes.SlotMap, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	maps := make(chan *cachenodes.SlotMap, 10)
+	errs := make(chan error, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(ctx, func(m *cachenodes.SlotMap) { maps <- m }, func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return maps, errs
+}
+
+// delivered returns the next map delivered, failing after 10s.
+func delivered(t *testing.T, maps <-chan *cachenodes.SlotMap, what string) *cachenodes.SlotMap {
+	t.Helper()
+	select {
+	case m := <-maps:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing delivered", what)
+		return nil
+	}
+}
+
+// reported waits for an error wrapping want, failing after 10s.
+func reported(t *testing.T, errs <-chan error, want error) error {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-errs:
+			if errors.Is(err, want) {
+				return err
+			}
+		case <-deadline:
+			t.Fatalf("no error wrapping %v reported", want)
+			return nil
+		}
+	}
+}
+
+// TestHTTPFollowerNeverGoesBack is known break 4 at the HTTP follower:
+// its URL reached a replica that serves generation 8, then one cut off
+// from Consul that serves 7, and it delivered 7. Now it reports
+// ErrOlderGeneration and keeps 8, takes the same generation with a
+// warming added, and the next generation; with several replicas it moves
+// on from the one that serves the older map and sticks to the next. With
+// revert.GenerationOrder it delivers 7, as it did.
+func TestHTTPFollowerNeverGoesBack(t *testing.T) {
+	leakcheck.Check(t)
+	t.Run("one URL", func(t *testing.T) {
+		api := &fakeSlotMapAPI{}
+		srv := httptest.NewServer(api)
+		t.Cleanup(srv.Close) // after the follower's end (cleanups run last first)
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps, errs := follow(t, f)
+		api.set(t, slotMap(t, 8, []string{"a", "b"}), 1)
+		if m := delivered(t, maps, "generation 8"); m.Generation() != 8 {
+			t.Fatalf("delivered generation %d, want 8", m.Generation())
+		}
+		api.set(t, slotMap(t, 7, []string{"b", "a"}), 2)
+		if err := reported(t, errs, ErrOlderGeneration); !strings.Contains(err.Error(), "generation 7 after 8") {
+			t.Errorf("reported %q, want it to name generation 7 after 8", err)
+		}
+		api.set(t, warmMap(t, 8, []string{"a", "b"}, map[int]string{0: "c"}, epoch.Add(time.Minute)), 3)
+		if m := delivered(t, maps, "generation 8 with a warming"); m.Generation() != 8 || !m.AnyWarming() {
+			t.Fatalf("delivered generation %d (warming %v), want 8 with its warming", m.Generation(), m.AnyWarming())
+		}
+		api.set(t, slotMap(t, 9, []string{"b", "a"}), 4)
+		if m := delivered(t, maps, "generation 9"); m.Generation() != 9 {
+			t.Fatalf("delivered generation %d, want 9 (7 was never delivered)", m.Generation())
+		}
+	})
+	t.Run("several replicas", func(t *testing.T) {
+		stale, fresh := &fakeSlotMapAPI{}, &fakeSlotMapAPI{}
+		s1, s2 := httptest.NewServer(stale), httptest.NewServer(fresh)
+		t.Cleanup(s1.Close)
+		t.Cleanup(s2.Close)
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{s1.URL, s2.URL}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale.set(t, slotMap(t, 8, []string{"a", "b"}), 1)
+		fresh.set(t, slotMap(t, 8, []string{"a", "b"}), 1)
+		maps, errs := follow(t, f)
+		delivered(t, maps, "generation 8")
+		stale.set(t, slotMap(t, 7, []string{"b", "a"}), 2) // cut off from Consul, restarted on an old map
+		fresh.set(t, slotMap(t, 9, []string{"b", "c"}), 3)
+		reported(t, errs, ErrOlderGeneration)
+		if m := delivered(t, maps, "generation 9 from the other replica"); m.Generation() != 9 {
+			t.Fatalf("delivered generation %d, want 9", m.Generation())
+		}
+		before := len(stale.queried())
+		fresh.set(t, slotMap(t, 10, []string{"c", "b"}), 4)
+		if m := delivered(t, maps, "generation 10"); m.Generation() != 10 {
+			t.Fatalf("delivered generation %d, want 10", m.Generation())
+		}
+		if n := len(stale.queried()); n != before {
+			t.Errorf("the follower went back to the stale replica (%d more queries) while the other answered", n-before)
+		}
+	})
+	t.Run("reverted", func(t *testing.T) {
+		api := &fakeSlotMapAPI{}
+		srv := httptest.NewServer(api)
+		t.Cleanup(srv.Close) // after the follower's end (cleanups run last first)
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond,
+			Reverted: revert.Of(revert.GenerationOrder)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps, _ := follow(t, f)
+		api.set(t, slotMap(t, 8, []string{"a", "b"}), 1)
+		delivered(t, maps, "generation 8")
+		api.set(t, slotMap(t, 7, []string{"b", "a"}), 2)
+		if m := delivered(t, maps, "generation 7"); m.Generation() != 7 {
+			t.Fatalf("reverted: delivered generation %d, want 7 as it was", m.Generation())
+		}
+	})
+}
+
+// TestHTTPFollowerSeveralReplicas is issue 21's follower of several
+// replica URLs: it skips one that refuses connections, sticks to the
+// first that answers (blocking reads, none to the others), and moves on
+// when that one fails.
+func TestHTTPFollowerSeveralReplicas(t *testing.T) {
+	leakcheck.Check(t)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // connections refused
+	a, b := &fakeSlotMapAPI{}, &fakeSlotMapAPI{}
+	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
+	t.Cleanup(sa.Close)
+	t.Cleanup(sb.Close)
+	a.set(t, slotMap(t, 1, []string{"a", "b"}), 5)
+	b.set(t, slotMap(t, 1, []string{"a", "b"}), 5)
+	f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{gone.URL, sa.URL, sb.URL}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, _ := follow(t, f)
+	delivered(t, maps, "the first map, past a replica that refuses connections")
+	a.set(t, slotMap(t, 2, []string{"b", "a"}), 6)
+	if m := delivered(t, maps, "generation 2"); m.Generation() != 2 {
+		t.Fatalf("delivered generation %d, want 2", m.Generation())
+	}
+	if q := b.queried(); len(q) != 0 {
+		t.Fatalf("the third replica was read %q while the second answered", q)
+	}
+	blocking := 0
+	for _, q := range a.queried() {
+		if strings.Contains(q, "index=") {
+			blocking++
+		}
+	}
+	if blocking == 0 {
+		t.Fatalf("no blocking read among %q", a.queried())
+	}
+	// The second replica fails: the follower moves on to the third.
+	b.set(t, slotMap(t, 3, []string{"b", "c"}), 7)
+	a.setDown(true)
+	if m := delivered(t, maps, "generation 3 from the third replica"); m.Generation() != 3 {
+		t.Fatalf("delivered generation %d, want 3", m.Generation())
+	}
+}
+
 func TestNewHTTPFollowerChecksOptions(t *testing.T) {
 	for _, o := range []HTTPFollowerOptions{
 		{},
 		{URL: "mcrib:7070"},
 		{URL: "ftp://mcrib"},
 		{URL: "http://mcrib", WaitTime: -1},
+		{URLs: []string{"http://mcrib:7070", "mcrib2:7070"}},
+		{URLs: []string{}},
 	} {
 		if _, err := NewHTTPFollower(o); err == nil {
 			t.Errorf("NewHTTPFollower(%+v) accepted", o)

@@ -45,6 +45,17 @@ func (q *replayQueue) Push(key string) bool {
 	return true
 }
 
+// Has reports whether key is queued.
+func (q *replayQueue) Has(key string) bool {
+	if q.Len() == 0 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.set[key]
+	return ok
+}
+
 // Front returns the oldest key queued, without removing it.
 func (q *replayQueue) Front() (string, bool) {
 	q.mu.Lock()

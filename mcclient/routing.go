@@ -3,6 +3,8 @@ package mcclient
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
@@ -21,20 +23,44 @@ type routing struct {
 // under way finish on the table they started with, and none waits for the
 // swap. A node keeps its connections while its ID and address stay the
 // same, and its replay queue while its ID does (a queue follows its node
-// to a new address). A node that leaves every slot keeps its queue,
-// unreplayed; when it is placed again (mcrib flushed it first) or leaves
-// the map, its queue is dropped. A slot's warm source (the map's warming
+// to a new address). A node that leaves every slot keeps its queue (Run
+// and Replay still replay it); when it is placed again (mcrib flushed it
+// first) or leaves the map, its queue is dropped. A slot's warm source (the map's warming
 // object) is kept as a node too, with its connections and queue, and
 // remembers across maps, for as long as the same node warms the same slot,
-// that a write to it failed. On an error (an address that does not
-// resolve, a nil map) nothing changes.
+// that a write to it failed; when a later map ends the warming early while
+// the slot keeps its holder, the client goes on sending the slot's writes
+// to the old holder until the warming's until plus ClockSkew (a client
+// with the earlier map may still read it). On an error (an address that
+// does not resolve, a nil map, a map of a lower generation than the
+// current one: ErrOlderGeneration) nothing changes. A map of the same
+// generation is taken: warming and spares change without a new one.
 func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 	if m == nil {
 		return errors.New("mcclient: setting a nil slot map")
 	}
+	retired, err := c.setSlotMap(m)
+	// Outside the lock (a Conn may call the client), in the order of the
+	// nodes' IDs (a simulation replays the same calls every time).
+	slices.SortFunc(retired, func(a, b *node) int { return strings.Compare(a.id, b.id) })
+	for _, n := range retired {
+		n.be.Close()
+	}
+	return err
+}
+
+// setSlotMap is SetSlotMap under the client's lock; it returns the nodes
+// whose connections the new table no longer uses, for the caller to
+// close.
+func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.route.Load()
+	if c.order && old != nil {
+		if err := cachenodes.CheckGeneration(old.m, m); err != nil {
+			return nil, fmt.Errorf("mcclient: setting the slot map: %w", err)
+		}
+	}
 	held := map[string]bool{} // IDs with a slot in the old map
 	if old != nil {
 		for _, n := range old.holders {
@@ -69,11 +95,11 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		fresh[nd.ID] = n
 		return n, nil
 	}
-	fail := func(err error) error {
+	fail := func(err error) ([]*node, error) {
 		for _, f := range fresh {
-			f.be.Close()
+			retired = append(retired, f)
 		}
-		return err
+		return retired, err
 	}
 	for i := range m.NumSlots() {
 		nd := m.Slot(i)
@@ -88,21 +114,26 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		r.holders = append(r.holders, n)
 	}
 	inMap := map[string]bool{}   // spares and warm sources
-	warming := map[string]bool{} // warm sources
-	if m.AnyWarming() {
-		r.warm = make([]*warmSource, m.NumSlots())
-		for i := range m.NumSlots() {
-			w := m.Warming(i)
-			if w == nil {
-				continue
-			}
+	warming := map[string]bool{} // warm sources, and those remembered for writes
+	for i := range m.NumSlots() {
+		var ws *warmSource
+		if w := m.Warming(i); w != nil {
 			n, err := known(w.Node(), i)
 			if err != nil {
 				return fail(err)
 			}
-			inMap[w.NodeID], warming[w.NodeID] = true, true
-			r.warm[i] = newWarmSource(n, w.Until, old.warmOf(i))
+			inMap[w.NodeID] = true
+			ws = newWarmSource(n, w.Until, old.warmOf(i))
+		} else if c.durable {
+			ws = c.stillWritten(old, m, r, i, fresh)
 		}
+		if ws == nil {
+			continue
+		}
+		if r.warm == nil {
+			r.warm = make([]*warmSource, m.NumSlots())
+		}
+		r.warm[i], warming[ws.n.id] = ws, true
 	}
 
 	// Reconcile the known nodes with the new holders.
@@ -117,12 +148,12 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		}
 		switch {
 		case fresh[id] != nil: // a new address: fresh[id] has the queue
-			n.be.Close()
+			retired = append(retired, n)
 			delete(c.nodes, id)
 		case !placed && !warming[id] && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
-			n.be.Close()
+			retired = append(retired, n)
 			delete(c.nodes, id)
 		}
 	}
@@ -130,5 +161,25 @@ func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
 		c.nodes[id] = n
 	}
 	c.route.Store(r)
-	return nil
+	if old == nil {
+		close(c.first)
+	}
+	return retired, nil
+}
+
+// stillWritten returns the warm source that slot i had in old, remembered
+// for writes, when m ends that warming early but the slot keeps its
+// holder and the writes' end has not passed: a client that still routes
+// by the earlier map reads the old holder until until by its clock, so
+// this one's writes must reach it until then plus ClockSkew. None when the
+// slot's holder changed (m moved the slot), the old holder holds a slot in
+// m (mcrib flushed it to place it) or took a new address, or the slots
+// were resized.
+func (c *Client) stillWritten(old *routing, m *cachenodes.SlotMap, r *routing, i int, fresh map[string]*node) *warmSource {
+	w := old.warmOf(i)
+	if w == nil || len(old.slots) != len(r.slots) || old.slots[i] == nil || old.slots[i] != r.slots[i] ||
+		m.SlotOf(w.n.id) >= 0 || fresh[w.n.id] != nil || !c.sh.clock.Now().Before(w.writeUntil) {
+		return nil
+	}
+	return w.remembered()
 }

@@ -108,8 +108,7 @@ func BenchmarkGetDuringSwaps(b *testing.B) {
 		b.Fatal(err)
 	}
 	all := swapMaps(b, 4096)
-	spec := all[0].Spec() // the same map with one slot's node replaced
-	spec.Generation++
+	spec := all[0].Spec() // the same map with one slot's node replaced (and the same generation, see swapMaps)
 	spec.Slots[7] = all[1].Slot(7)
 	one, err := cachenodes.NewSlotMap(spec)
 	if err != nil {

@@ -1,12 +1,9 @@
 package mcclient
 
 import (
-	"errors"
 	"math"
 	"sync/atomic"
 	"time"
-
-	"github.com/bradfitz/gomemcache/memcache"
 )
 
 // DefaultWarmTTL is the expiry of a value copied from a warming slot's old
@@ -14,31 +11,62 @@ import (
 // default of `mcrib serve --warm-ttl`.
 const DefaultWarmTTL = time.Hour
 
+// ClockSkew is how far apart the clocks of a pool's clients may be (the
+// client guarantee counts with 1 s). A client reads a warming slot's old
+// holder until the warming's until by its own clock, but sends the slot's
+// writes there until until plus ClockSkew: a reader whose clock is behind
+// the writer's still reads the old holder after the writer's until.
+const ClockSkew = time.Second
+
 // maxRelativeExpiry is the longest expiry memcached reads as seconds from
 // now; a larger number is a Unix time.
 const maxRelativeExpiry = 30 * 24 * 3600
 
 // warmSource is a warming slot's previous holder, as one routing table
-// knows it: read on a miss of the new holder and written with it until
-// until by the client's clock, or until it is turned off.
+// knows it: read on a miss of the new holder until until by the client's
+// clock (unless it is turned off), and written with it until writeUntil.
 type warmSource struct {
-	n     *node
+	n *node
+	// until ends the reads of the source. It is zero for a warming that
+	// a later map ended early while the slot kept its holder: remembered
+	// for its writes only.
 	until time.Time
-	// off is set when a write to the source failed (or it did not answer):
-	// the client stops using it at once. Tables in which the same node
-	// warms the same slot share it, so a new map does not turn it back on.
-	off *atomic.Bool
+	// writeUntil ends the writes to the source: the latest until of this
+	// warming in any map the client took, plus ClockSkew. (With
+	// revert.WarmWriteDurable the writes end with the reads.)
+	writeUntil time.Time
+	// st is shared by the tables in which the same node warms the same
+	// slot, so that a new map neither turns the source on again nor
+	// loses a fill or a write under way.
+	st *warmState
+}
+
+// warmState is what the tables of one warming share.
+type warmState struct {
+	// off is set when a write to the source failed (or it did not answer
+	// a read): the client reads it no more. Writes still go to it.
+	off   atomic.Bool
+	guard warmGuard
 }
 
 // newWarmSource returns slot's warm source n until until, sharing prev's
-// off switch when prev (the slot's source in the previous table) is the
-// same node.
+// state (and keeping its later write end) when prev, the slot's source in
+// the previous table, is the same node.
 func newWarmSource(n *node, until time.Time, prev *warmSource) *warmSource {
-	off := new(atomic.Bool)
+	w := &warmSource{n: n, until: until, writeUntil: until.Add(ClockSkew), st: new(warmState)}
 	if prev != nil && prev.n.id == n.id {
-		off = prev.off
+		w.st = prev.st
+		if prev.writeUntil.After(w.writeUntil) {
+			w.writeUntil = prev.writeUntil
+		}
 	}
-	return &warmSource{n: n, until: until, off: off}
+	return w
+}
+
+// remembered returns w as a source written, not read: its warming ended
+// in a map in which the slot kept its holder.
+func (w *warmSource) remembered() *warmSource {
+	return &warmSource{n: w.n, writeUntil: w.writeUntil, st: w.st}
 }
 
 // warmOf returns slot i's warm source in r, or nil (also for a nil r).
@@ -49,61 +77,30 @@ func (r *routing) warmOf(i int) *warmSource {
 	return r.warm[i]
 }
 
-// activeWarm returns slot i's warm source when the client uses it now:
-// the slot warms, until has not passed by the client's clock and no write
-// to the source failed. Otherwise nil.
+// activeWarm returns slot i's warm source when the client reads it now:
+// the slot warms, until has not passed by the client's clock and the
+// source is not turned off. Otherwise nil.
 func (c *Client) activeWarm(r *routing, i int) *warmSource {
 	w := r.warmOf(i)
-	if w == nil || w.off.Load() || !c.sh.clock.Now().Before(w.until) {
+	if w == nil || w.st.off.Load() || !c.sh.clock.Now().Before(w.until) {
 		return nil
 	}
 	return w
 }
 
-// warmGet reads key from w after the new holder n missed it. A hit is
-// copied into n with memcached's add (never over a value n got
-// meanwhile) and the warm TTL, then w is read again: a delete that raced
-// with the copy reached w before n (see warmWrite), so a key w no longer
-// has is taken back out of n and missed. A source that does not answer is
-// turned off; every failure is a miss.
-func (c *Client) warmGet(n *node, w *warmSource, key string) (*memcache.Item, error) {
-	if !w.n.ready() {
-		return nil, memcache.ErrCacheMiss
+// writtenWarm returns slot i's warm source when the client's writes of
+// the slot go to it now: until writeUntil by the client's clock, whether
+// or not it is turned off for reads. With revert.WarmWriteDurable it is
+// activeWarm, as it was.
+func (c *Client) writtenWarm(r *routing, i int) *warmSource {
+	if !c.durable {
+		return c.activeWarm(r, i)
 	}
-	it, err := w.n.be.Get(key)
-	if err != nil {
-		if Unreachable(err) {
-			w.off.Store(true)
-		}
-		return nil, memcache.ErrCacheMiss
+	w := r.warmOf(i)
+	if w == nil || !c.sh.clock.Now().Before(w.writeUntil) {
+		return nil
 	}
-	if !c.fill(n, w, it) {
-		return nil, memcache.ErrCacheMiss
-	}
-	return it, nil
-}
-
-// fill copies it, read from w, into n (see warmGet) and reports whether
-// it may be answered: false when w no longer has the key.
-func (c *Client) fill(n *node, w *warmSource, it *memcache.Item) bool {
-	err := n.be.Add(&memcache.Item{Key: it.Key, Value: it.Value, Flags: it.Flags, Expiration: c.warmExpiry()})
-	if err != nil {
-		// Not stored: n got the key meanwhile (a set goes to both, a fill
-		// is checked by its own reader). Unreachable: the next read of n
-		// will tell.
-		return true
-	}
-	_, err = w.n.be.Get(it.Key)
-	if err == nil {
-		return true
-	}
-	if Unreachable(err) {
-		w.off.Store(true)
-	}
-	if err := n.be.Delete(it.Key); Unreachable(err) {
-		n.unreachable(it.Key)
-	}
-	return false
+	return w
 }
 
 // warmExpiry returns the expiry of a copied value: Options.WarmTTL in
@@ -115,21 +112,4 @@ func (c *Client) warmExpiry() int32 {
 		s += c.sh.clock.Now().Unix()
 	}
 	return int32(min(s, math.MaxInt32))
-}
-
-// warmWrite sends a write to w before the new holder gets it, and reports
-// whether w applied it. An error that answered (a miss of a delete, a
-// "not stored" of a replace) leaves w in use; any other failure, or a
-// queue of deletes w cannot replay first, turns w off: the client stops
-// reading a holder that may have missed a write.
-func warmWrite(w *warmSource, op func(Conn) error) bool {
-	if !w.n.ready() {
-		w.off.Store(true)
-		return false
-	}
-	err := op(w.n.be)
-	if err != nil && !errors.Is(err, memcache.ErrCacheMiss) && !errors.Is(err, memcache.ErrNotStored) {
-		w.off.Store(true)
-	}
-	return err == nil
 }

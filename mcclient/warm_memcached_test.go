@@ -2,6 +2,7 @@ package mcclient
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -110,7 +111,8 @@ func TestWarmWithMemcached(t *testing.T) {
 	if err := newPlain.Set(&memcache.Item{Key: "racing", Value: []byte("newer")}); err != nil {
 		t.Fatal(err)
 	}
-	if !c.fill(c.route.Load().slots[0], c.route.Load().warm[0], &memcache.Item{Key: "racing", Value: []byte("old racing")}) {
+	w := c.route.Load().warm[0]
+	if !c.fill(c.route.Load().slots[0], w, &memcache.Item{Key: "racing", Value: []byte("old racing")}, w.st.guard.markWrites("racing")) {
 		t.Fatal("fill of a key the old holder has refused")
 	}
 	if got, _ := newPlain.Get("racing"); got == nil || string(got.Value) != "newer" {
@@ -141,8 +143,8 @@ func TestWarmWithMemcached(t *testing.T) {
 	// SIGSTOP takes effect when the process is next scheduled: wait until
 	// every thread is stopped, or a write may still be answered.
 	testenv.Eventually(t, 5*time.Second, "memcached stopped", func() bool { return stopped(oldMC.PID()) })
-	if err := c.Set(&memcache.Item{Key: "while-paused", Value: []byte("v")}); err != nil {
-		t.Fatalf("Set with the old holder paused: %v, want the new holder's answer", err)
+	if err := c.Delete("stale"); !errors.Is(err, ErrWarmSourceMissed) || !errors.Is(err, ErrQueued) {
+		t.Fatalf("Delete with the old holder paused: %v, want ErrWarmSourceMissed and ErrQueued", err)
 	}
 	oldMC.Resume(t)
 	if _, err := c.Get("stale"); err != memcache.ErrCacheMiss {
@@ -151,4 +153,10 @@ func TestWarmWithMemcached(t *testing.T) {
 	if _, err := newPlain.Get("stale"); err != memcache.ErrCacheMiss {
 		t.Fatalf("the new holder was filled from a source turned off: %v", err)
 	}
+	// The delete queued for the old holder reaches it once it answers.
+	testenv.Eventually(t, 5*time.Second, "the queued delete replayed to the old holder", func() bool {
+		c.Replay()
+		_, err := oldPlain.Get("stale")
+		return errors.Is(err, memcache.ErrCacheMiss) && c.QueueLen("mc-old") == 0
+	})
 }

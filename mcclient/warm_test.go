@@ -72,7 +72,7 @@ func TestWarmReadThroughFillsTheNewHolderWithAdd(t *testing.T) {
 	// The copy is an add: a value the new holder got meanwhile stays.
 	n, w := wb.route.Load().slots[0], wb.route.Load().warm[0]
 	wb.b.items[k] = []byte("newer")
-	if !wb.fill(n, w, &memcache.Item{Key: k, Value: []byte("old")}) || string(wb.b.items[k]) != "newer" {
+	if !wb.fill(n, w, &memcache.Item{Key: k, Value: []byte("old")}, w.st.guard.markWrites(k)) || string(wb.b.items[k]) != "newer" {
 		t.Fatalf("a warm fill overwrote the new holder's value: %q", wb.b.items[k])
 	}
 	// Keys of a slot that does not warm are never read elsewhere.
@@ -167,18 +167,26 @@ func TestWarmDeletedKeyNeverComesBack(t *testing.T) {
 		t.Fatalf("deleted key read back after a racing fill: %v", err)
 	}
 
-	// A delete that fails on the old holder stops its use: the stale
-	// value there is never read, even once it answers again.
+	// A delete that fails on the old holder is not a success (another
+	// client may still read the old holder) and stops this client's
+	// reads of it: the stale value there is never read by this client,
+	// even once it answers again, and the delete queued for it reaches it
+	// after the backoff.
 	s := wb.slot0[2]
 	wb.a.items[s] = []byte("stale")
 	wb.a.setDown(true)
-	if err := wb.Delete(s); err != memcache.ErrCacheMiss {
-		t.Fatalf("Delete with the old holder down: %v, want the new holder's miss", err)
+	if err := wb.Delete(s); !errors.Is(err, ErrWarmSourceMissed) || !errors.Is(err, ErrQueued) {
+		t.Fatalf("Delete with the old holder down: %v, want ErrWarmSourceMissed and ErrQueued", err)
 	}
 	wb.a.setDown(false)
 	calls := wb.a.calls
 	if _, err := wb.Get(s); err != memcache.ErrCacheMiss || wb.a.calls != calls {
 		t.Fatalf("Get after a failed delete on the old holder: %v, %d calls to it; want a miss without", err, wb.a.calls-calls)
+	}
+	wb.clock.Advance(DefaultRetryMax)
+	wb.Replay()
+	if _, ok := wb.a.items[s]; ok || wb.QueueLen("a") != 0 {
+		t.Fatalf("the delete queued for the old holder did not reach it (queue %d)", wb.QueueLen("a"))
 	}
 }
 
@@ -196,17 +204,29 @@ func TestWarmStopsAtUntil(t *testing.T) {
 	if _, err := wb.Get(k); err != memcache.ErrCacheMiss {
 		t.Fatalf("Get at until: %v, want a miss", err)
 	}
+	if got, _ := wb.GetMulti(wb.slot0); len(got) != 0 {
+		t.Fatalf("GetMulti at until: %d hits, want 0", len(got))
+	}
+	if wb.a.calls != calls {
+		t.Fatalf("the old holder got %d reads at until, want none", wb.a.calls-calls)
+	}
+	// Writes reach it, as deletes, until until plus ClockSkew: a client
+	// whose clock is behind still reads it.
 	if err := wb.Set(&memcache.Item{Key: wb.slot0[1], Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.Delete(k); err != memcache.ErrCacheMiss {
-		t.Fatalf("Delete at until: %v", err)
+	if err := wb.Delete(k); err != nil {
+		t.Fatalf("Delete at until: %v, want nil (the old holder had it)", err)
 	}
-	if got, _ := wb.GetMulti(wb.slot0); len(got) != 1 {
-		t.Fatalf("GetMulti at until: %d hits, want 1", len(got))
+	if want := []string{wb.slot0[1], k}; !slices.Equal(wb.a.deletes, want) || wb.a.items[wb.slot0[1]] != nil {
+		t.Fatalf("the old holder got deletes %v at until, want %v (and no value)", wb.a.deletes, want)
 	}
+	wb.clock.Set(wb.until.Add(ClockSkew))
+	calls = wb.a.calls
+	wb.Set(&memcache.Item{Key: wb.slot0[1], Value: []byte("v")})
+	wb.Delete(k)
 	if wb.a.calls != calls {
-		t.Fatalf("the old holder got %d calls at until, want none", wb.a.calls-calls)
+		t.Fatalf("the old holder got %d calls at until + ClockSkew, want none", wb.a.calls-calls)
 	}
 }
 
@@ -215,8 +235,8 @@ func TestWarmFailedWriteTurnsTheSourceOff(t *testing.T) {
 	k, s := wb.slot0[0], wb.slot0[1]
 	wb.a.items[k] = []byte("old")
 	wb.a.setDown(true)
-	if err := wb.Set(&memcache.Item{Key: s, Value: []byte("v")}); err != nil {
-		t.Fatalf("Set with the old holder down: %v, want the new holder's answer", err)
+	if err := wb.Set(&memcache.Item{Key: s, Value: []byte("v")}); !errors.Is(err, ErrWarmSourceMissed) {
+		t.Fatalf("Set with the old holder down: %v, want ErrWarmSourceMissed", err)
 	}
 	if string(wb.b.items[s]) != "v" {
 		t.Fatal("the new holder did not get the set")
@@ -242,12 +262,20 @@ func TestWarmFailedWriteTurnsTheSourceOff(t *testing.T) {
 	if it, err := wb.Get(k); err != nil || string(it.Value) != "from d" {
 		t.Fatalf("Get with a new warm source: %v, %v", it, err)
 	}
-	// The warming ends: its source leaves the client.
+	// The warming ends early: its source is still written until until
+	// plus ClockSkew, then leaves the client with the next map.
+	if err := wb.SetSlotMap(slotMap(t, 3, []string{"b", "c"}, "a", "d")); err != nil {
+		t.Fatal(err)
+	}
+	if w := wb.route.Load().warm; w == nil || w[0] == nil || w[0].n.id != "d" || !w[0].until.IsZero() {
+		t.Fatal("a map that ended the warming early dropped the source its writes still reach")
+	}
+	wb.clock.Set(wb.until.Add(ClockSkew))
 	if err := wb.SetSlotMap(slotMap(t, 3, []string{"b", "c"}, "a", "d")); err != nil {
 		t.Fatal(err)
 	}
 	if wb.route.Load().warm != nil {
-		t.Fatal("a map without warming kept warm sources")
+		t.Fatal("a map without warming kept warm sources after until + ClockSkew")
 	}
 	wb.mu.Lock()
 	_, kept := wb.nodes["d"]
