@@ -147,9 +147,9 @@ func forwardRoots(certFile string) (*x509.CertPool, error) {
 }
 
 // secureFront prepares the API handler for the network: over TLS (when
-// --tls-cert is set) boots are forwarded to the leader over TLS too, and
-// without a token the handler is put behind the Host check. It returns the
-// handler to serve and the URL scheme.
+// --tls-cert is set) boots and replaces are forwarded to the leader over
+// TLS too; without a token the handler is put behind the Host check. It
+// returns the handler to serve and the URL scheme.
 func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (http.Handler, string, error) {
 	scheme := "http"
 	if cfg.TLSCert != "" {
@@ -158,13 +158,13 @@ func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (htt
 			return nil, "", err
 		}
 		api.forwardTLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		api.forward = api.newBootForwarder()
 		scheme = "https"
 	}
-	if cfg.Token != "" {
-		return api, scheme, nil
+	api.gate = api.newBootGate()
+	if cfg.Token == "" {
+		return newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != ""), scheme, nil
 	}
-	return newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != ""), scheme, nil
+	return api, scheme, nil
 }
 
 // clientTrust makes the CLI's transport trust the PEM certificates in env

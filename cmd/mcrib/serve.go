@@ -142,6 +142,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	handler.replicas = replicaSet{loop: loop, elector: elector}
 	handler.ops = ops
 	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
+	handler.id = id
 	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
 	if err != nil {
 		return err

@@ -65,6 +65,7 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	// A forwarded replace that lands on a non-leader is not sent on.
 	req := httptest.NewRequest("POST", "/v1/nodes/mc-1/replace", strings.NewReader(`{"reason":"r"}`))
 	req.Header.Set("Authorization", "Bearer sekrit")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forwardedHeader, "s-peer")
 	fw := httptest.NewRecorder()
 	follower.ServeHTTP(fw, req)
