@@ -148,8 +148,9 @@ func forwardRoots(certFile string) (*x509.CertPool, error) {
 
 // secureFront prepares the API handler for the network: over TLS (when
 // --tls-cert is set) boots and replaces are forwarded to the leader over
-// TLS too; without a token the handler is put behind the Host check. It
-// returns the handler to serve and the URL scheme.
+// TLS too; without a token the handler is put behind the Host check; and
+// in front of all, the browser rule (browserGuard). It returns the
+// handler to serve and the URL scheme.
 func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (http.Handler, string, error) {
 	scheme := "http"
 	if cfg.TLSCert != "" {
@@ -161,10 +162,11 @@ func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (htt
 		scheme = "https"
 	}
 	api.gate = api.newBootGate()
+	var h http.Handler = api
 	if cfg.Token == "" {
-		return newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != ""), scheme, nil
+		h = newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != "")
 	}
-	return api, scheme, nil
+	return newBrowserGuard(h, scheme, isLoopbackListen(cfg.Listen)), scheme, nil
 }
 
 // clientTrust makes the CLI's transport trust the PEM certificates in env
