@@ -82,6 +82,9 @@ type apiServer struct {
 	id string
 	// gate answers POST /v1/boot (newBootGate).
 	gate *bootgate.Gate
+	// writeTimeout is the server's write timeout, which a forwarded
+	// replace must fit in (forwardBudget); 0 is the default.
+	writeTimeout time.Duration
 	// forwardTLS, when set, makes forwarded calls go over TLS verified
 	// with it (--tls-cert); nil forwards over plain HTTP.
 	forwardTLS *tls.Config

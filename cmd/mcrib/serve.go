@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -147,15 +146,8 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front), logger)
+	handler.writeTimeout = srv.WriteTimeout
 	// GET /v1/slotmap?index= may block up to 5 minutes: it moves its own
 	// connection's write deadline past WriteTimeout, and answers at once
 	// when the server shuts down.
