@@ -167,15 +167,17 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Document returns the boot-limit document in force, with the live hit
-// rate when one is known and, during a boot surge (SlowStart), the slow
+// rate when one is known (null while HitRate is unknown, as the status
+// document says it) and, during a boot surge (SlowStart), the slow
 // start: SlowStart true, EffectiveLimit the allowance and the reason
 // saying so (none of which is stored in Consul).
 func (s *Service) Document() Document {
 	now := s.clock.Now()
 	s.mu.Lock()
 	d := s.doc
+	d.HitRate = nil
 	if s.haveRate {
-		d.HitRate = s.hitRate
+		d.HitRate = RateOf(s.hitRate)
 	}
 	s.mu.Unlock()
 	if a, on := s.slow.State(now); on && a < d.Limit {
@@ -297,8 +299,9 @@ func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, err
 		if ok {
 			s.log.Info("boot limit set by an operator", "mode", next.Mode, "limit", next.Limit, "burst", next.Burst, "reason", next.Reason)
 			s.refresh(ctx, &next)
+			next.HitRate = nil
 			if known {
-				next.HitRate = rate
+				next.HitRate = RateOf(rate)
 			}
 			return next, nil
 		}

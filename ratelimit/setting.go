@@ -163,13 +163,14 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // who asked ("" leaves it out of the reason). Switching to auto resumes from
 // the current limit, held inside the floor and the ceiling of cfg; callers
 // do not apply an auto setting to a document that is already auto. hitRate
-// is written when known (ok).
+// is written when known (ok), null otherwise.
 func applySetting(base Document, st Setting, by string, now time.Time, cfg ControllerConfig, hitRate float64, ok bool) Document {
 	next := base
 	next.UpdatedAt = stamp(now)
 	next.Floor, next.Ceiling = cfg.Floor, cfg.Ceiling
+	next.HitRate = nil
 	if ok {
-		next.HitRate = hitRate
+		next.HitRate = RateOf(hitRate)
 	}
 	byWhom := ""
 	if by != "" {

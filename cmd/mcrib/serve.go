@@ -264,7 +264,6 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		VacantSlots:         st.VacantSlots,
 		ReplacementsBlocked: st.ReplacementsBlocked,
 		NodesByState:        map[string]int{},
-		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
 		CorruptDocuments:    st.CorruptDocuments,
@@ -276,8 +275,10 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
 	}
-	if _, known := boot.HitRate(); !known {
-		// No interval with traffic measured here (yet, or a follower): NaN,
+	if rate, known := boot.HitRate(); known {
+		g.HitRate = rate
+	} else {
+		// No reading here (no interval with gets yet, or none in the last): NaN,
 		// so a rule like mcrib_hit_rate < 0.8 does not fire on an idle pool.
 		g.HitRate = math.NaN()
 	}
