@@ -12,7 +12,9 @@
 //   - Admitter enforces a limit with a golang.org/x/time/rate token bucket.
 //   - Store keeps the boot-limit document in Consul KV with check-and-set.
 //   - Service ties them together for mcrib serve (POST /v1/boot,
-//     GET and PUT /v1/ratelimit).
+//     GET and PUT /v1/ratelimit). Run drives it with goroutines; a
+//     simulation drives it on one goroutine with its synchronous steps
+//     (Sync, Tick, Admit) over a DocumentStore of its own.
 //   - Client is embedded by web applications: it follows the published
 //     document and enforces the application's share locally.
 //
