@@ -33,7 +33,10 @@
 // average of requests per second with weight 0.2), and an interval without
 // any traffic leaves the value as it was. So one quiet interval does not
 // move the limit, while a collapse at full traffic halves the distance to
-// the new hit rate within one interval.
+// the new hit rate within one interval. An interval without any gets is no
+// reading at all: the controller holds, and the hit rate is unknown (null
+// in the status and the boot-limit document) until an interval has gets
+// again.
 //
 // # Controller
 //
@@ -115,7 +118,9 @@
 //   - Nothing is a surge before two readings have measured the admitted
 //     rate: a new process, or a process that has just become the leader
 //     (its followers' boots went to the old leader), takes no steady load
-//     for a surge.
+//     for a surge. A process that does not lead keeps its slow start
+//     reset, so a newly elected leader admits at the stored limit and
+//     burst from its first boot.
 //
 // The cost for a deploy of every client with a warm cache is at most about
 // one interval: the first interval at the slow start, then the limit.

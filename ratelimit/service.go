@@ -231,8 +231,9 @@ func (s *Service) Loaded() bool {
 	return s.loaded
 }
 
-// HitRate returns the pool's smoothed hit rate; ok is false until an
-// interval with traffic has been measured.
+// HitRate returns the pool's smoothed hit rate; ok is false while it is
+// unknown: before an interval with gets has been measured, and after an
+// interval without any (no reading: it tells nothing of the cache).
 func (s *Service) HitRate() (rate float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -494,8 +495,12 @@ func (s *Service) tick(ctx context.Context) {
 // nodes' counters; unreadable, how many could not be read) into the hit
 // rate, gives the boot-surge slow start its reading and, while this
 // process leads, steps the controller and writes a change of the document
-// with check-and-set. Run calls Tick every interval; the simulation
-// calls it with readings and times of its own.
+// with check-and-set. An interval whose counters hold no gets is no
+// reading: the controller holds and HitRate says unknown. A process that
+// does not lead keeps its slow start reset, so that once it leads it
+// takes the steady load it inherits for no surge and admits at the stored
+// limit and burst from its first boot. Run calls Tick every interval; the
+// simulation calls it with readings and times of its own.
 func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, unreadable int) {
 	rate, ok := s.meter.Observe(now, nodes, unreadable)
 	raw, haveRaw := s.meter.Interval()
@@ -516,6 +521,10 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 			s.log.Info("no longer leading the boot limiter")
 		}
 		s.ctrl = nil
+		// The boots go to the leader: what this process admits measures
+		// nothing, and a surge judged from it would cap the load it
+		// inherits when it leads.
+		s.slow.Reset()
 		return
 	}
 	if !loaded {
@@ -523,7 +532,6 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 	}
 	if s.ctrl == nil {
 		s.ctrl = NewController(s.cfg, doc)
-		s.slow.Reset() // the boots went to the old leader: measure them first
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
 	if ok {

@@ -187,3 +187,90 @@ func TestRunPollsAStoreWithoutAWatch(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestIntervalWithoutGetsIsNoReading: an interval whose counters did not
+// move is no reading: the controller holds (it was once fed the previous
+// hit rate, and raised the limit on it), HitRate says unknown and the
+// document's hit_rate is null, as the status's is; the next interval with
+// gets is a reading again.
+func TestIntervalWithoutGetsIsNoReading(t *testing.T) {
+	cfg := ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: time.Second}
+	s := newStepped(t, cfg)
+	s.leading.Store(true)
+	start, _ := json.Marshal(Document{Mode: ModeAuto, Limit: 500, Burst: 50, Floor: 10, Ceiling: 1000, UpdatedAt: t0.Add(-time.Hour), AutoLimit: 500})
+	s.store.put(start)
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := &gets{stepHits: 950, stepMisses: 50}
+	s.tick(g.next()) // a baseline
+	s.tick(g.next()) // 0.95: raised from 500
+	raised := s.store.stored(t).Limit
+	if raised <= 500 {
+		t.Fatalf("a hit rate of 0.95 left the limit at %v", raised)
+	}
+	if r, ok := s.HitRate(); !ok || r != 0.95 {
+		t.Fatalf("hit rate %v, %v after an interval at 0.95", r, ok)
+	}
+	writes := s.store.writeCount()
+	g.stepHits, g.stepMisses = 0, 0
+	for i := range 2 * RaiseWaitIntervals {
+		s.tick(g.next())
+		if r, ok := s.HitRate(); ok {
+			t.Fatalf("idle interval %d: hit rate %v, known", i+1, r)
+		}
+		if d := s.Document(); d.HitRate != nil {
+			t.Fatalf("idle interval %d: the document's hit rate is %v, want null", i+1, *d.HitRate)
+		}
+	}
+	if s.store.writeCount() != writes || s.store.stored(t).Limit != raised {
+		t.Fatalf("%d intervals without gets moved the limit from %v to %v (%d writes)", 2*RaiseWaitIntervals, raised, s.store.stored(t).Limit, s.store.writeCount()-writes)
+	}
+	g.stepHits, g.stepMisses = 950, 50
+	s.tick(g.next())
+	if _, ok := s.HitRate(); !ok || s.Document().HitRate == nil {
+		t.Fatal("an interval with gets after idle ones is no reading")
+	}
+}
+
+// TestNewLeaderAdmitsAtTheStoredLimit: a replica that followed for a while
+// (its own admissions near zero: the boots went to the leader) and then
+// leads takes the steady load it inherits for no surge: it admits at the
+// stored limit and burst from its first boot, not at the slow start's 10
+// then 20 boots/s until its first tick as leader.
+func TestNewLeaderAdmitsAtTheStoredLimit(t *testing.T) {
+	cfg := ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: 5 * time.Second}
+	s := newStepped(t, cfg)
+	if err := s.Sync(context.Background()); err != nil { // a new pool: auto at 1000, burst 100
+		t.Fatal(err)
+	}
+	g := &gets{stepHits: 9500, stepMisses: 500}
+	for range 4 {
+		s.tick(g.next())
+	}
+	s.leading.Store(true)
+	admitted := 0
+	for range 200 { // 200 boots/s, the pool's steady load
+		s.clk.Advance(5 * time.Millisecond)
+		if ok, _ := s.Admit(); ok {
+			admitted++
+		}
+	}
+	if admitted != 200 {
+		t.Fatalf("a new leader admitted %d of 200 boots in its first second under a limit of 1000, want all", admitted)
+	}
+	if d := s.Document(); d.SlowStart {
+		t.Fatalf("a new leader shows a slow start: %s", d.Reason)
+	}
+	// A burst still admits at the stored burst at once: 100 of 150.
+	s.clk.Advance(time.Second)
+	admitted = 0
+	for range 150 {
+		if ok, _ := s.Admit(); ok {
+			admitted++
+		}
+	}
+	if admitted != 100 {
+		t.Fatalf("a burst of 150 boots at once admitted %d, want the stored burst of 100", admitted)
+	}
+}
