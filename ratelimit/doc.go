@@ -136,7 +136,9 @@
 // The boot-limit document lives at <kv-prefix>/<pool>/bootlimit (Key), so
 // every replica and a restarted process agree. A new pool starts in auto
 // mode at the ceiling; a restarted process keeps the stored document. In
-// manual mode the operator's limit is enforced and the controller keeps
+// manual mode the operator's limit is enforced (a manual limit above the
+// ceiling, --boot-limit-max, is refused with a sentence naming it) and the
+// controller keeps
 // computing what it would do, published as auto_limit and auto_reason;
 // switching back to auto resumes from the current limit (held inside the
 // floor and the ceiling). Only the leader runs the controller; every change

@@ -292,7 +292,9 @@ func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
 // Set applies an operator's setting (PUT /v1/ratelimit) on behalf of by
 // (a token name or remote address; "" leaves it out) and returns the new
 // document. It writes with check-and-set, re-reading and retrying when
-// another writer wins. Manual mode pins the limit and keeps the controller
+// another writer wins. A manual limit above the ceiling is refused (an
+// error matching ErrInvalidSetting that names it). Manual mode pins the
+// limit and keeps the controller
 // computing its own (auto_limit); auto mode resumes from the current limit,
 // held inside the floor and the ceiling, and changes nothing when the mode
 // is already auto. A setting that is not valid returns an error matching
@@ -300,6 +302,9 @@ func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
 // kept winning; other errors come from Consul.
 func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, error) {
 	if err := st.Validate(); err != nil {
+		return Document{}, err
+	}
+	if err := st.withinCeiling(s.cfg); err != nil {
 		return Document{}, err
 	}
 	s.writeMu.Lock()

@@ -73,6 +73,18 @@ func (s Setting) Validate() error {
 	return nil
 }
 
+// withinCeiling refuses a manual limit above the ceiling of cfg (the
+// --boot-limit-max): the operator's limit would be enforced while the
+// floor, the ceiling and every figure of the README say otherwise. The
+// error matches ErrInvalidSetting and names the ceiling.
+func (s Setting) withinCeiling(cfg ControllerConfig) error {
+	if s.Mode == ModeManual && s.Limit > cfg.Ceiling {
+		return invalid("a manual limit of %s boots/s is above the ceiling of %s boots/s (--boot-limit-max): set at most %s, or restart mcrib with a higher --boot-limit-max",
+			fmtLimit(s.Limit), fmtLimit(cfg.Ceiling), fmtLimit(cfg.Ceiling))
+	}
+	return nil
+}
+
 // ParseSetting decodes the body of PUT /v1/ratelimit strictly: exactly one
 // JSON object with the fields mode, limit and burst and no others; mode a
 // string, limit a JSON number (finite, >= 0, required in manual mode and

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,5 +273,28 @@ func TestNewLeaderAdmitsAtTheStoredLimit(t *testing.T) {
 	}
 	if admitted != 100 {
 		t.Fatalf("a burst of 150 boots at once admitted %d, want the stored burst of 100", admitted)
+	}
+}
+
+// TestSetRefusesAManualLimitAboveTheCeiling: a manual limit above
+// --boot-limit-max is refused with one sentence naming the ceiling, and
+// nothing is written; the ceiling itself is accepted.
+func TestSetRefusesAManualLimitAboveTheCeiling(t *testing.T) {
+	s := newStepped(t, fastConfig)
+	ctx := context.Background()
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writes := s.store.writeCount()
+	_, err := s.Set(ctx, Setting{Mode: ModeManual, Limit: 5000}, "op")
+	if !errors.Is(err, ErrInvalidSetting) || !strings.Contains(err.Error(), "ceiling of 1000 boots/s") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("manual 5000 under a ceiling of 1000: %v", err)
+	}
+	if s.store.writeCount() != writes {
+		t.Fatal("the refused setting was written")
+	}
+	doc, err := s.Set(ctx, Setting{Mode: ModeManual, Limit: 1000}, "op")
+	if err != nil || doc.Limit != 1000 || doc.Mode != ModeManual {
+		t.Fatalf("manual at the ceiling: %+v, %v", doc, err)
 	}
 }

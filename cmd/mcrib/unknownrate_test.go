@@ -44,3 +44,22 @@ func TestUnknownHitRateSaidOneWay(t *testing.T) {
 		t.Errorf("GET /v1/status: %d, %d null hit rates in %s; want the status's and the boot limit's", st.Code, n, st.Body)
 	}
 }
+
+// TestManualLimitAboveTheCeilingRefused: PUT /v1/ratelimit with a manual
+// limit above --boot-limit-max is a 400 whose one sentence names the
+// ceiling (it was accepted, and enforced above the ceiling).
+func TestManualLimitAboveTheCeilingRefused(t *testing.T) {
+	boot, err := ratelimit.NewService(ratelimit.ServiceOptions{Client: &api.Client{}, Key: "test/pool/bootlimit",
+		Config: ratelimit.ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPIServer(newFakePlane(testSlotMap(t, 1)), boot, nil, nil, "", slog.New(slog.DiscardHandler), nil)
+	rr := call(a, http.MethodPut, "/v1/ratelimit", `{"mode":"manual","limit":5000}`, "")
+	if rr.Code != http.StatusBadRequest {
+		t.Fatalf("manual 5000 over a ceiling of 1000: %d %s, want 400", rr.Code, rr.Body)
+	}
+	if msg := errorSentence(t, rr); !strings.Contains(msg, "ceiling of 1000") || !strings.Contains(msg, "--boot-limit-max") {
+		t.Errorf("refusal %q does not name the ceiling and its flag", msg)
+	}
+}
