@@ -16,7 +16,10 @@
 //     simulation drives it on one goroutine with its synchronous steps
 //     (Sync, Tick, Admit) over a DocumentStore of its own.
 //   - Client is embedded by web applications: it follows the published
-//     document and enforces the application's share locally.
+//     document and enforces the application's share locally, the limit
+//     divided by the largest count of the application's instances in the
+//     last 10 minutes (a count that is unknown, zero or late never lets the
+//     pool admit more).
 //
 // # Hit rate
 //
