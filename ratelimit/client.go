@@ -26,18 +26,22 @@ type ClientOptions struct {
 	// Key(kvPrefix, pool)).
 	Key string
 	// Service is the application's own Consul service; the published
-	// limit is shared equally among its passing instances. "" means this
-	// is the only instance.
+	// limit is shared equally among its passing instances. While that
+	// count is unknown, zero or late (below a count seen in the last
+	// PeakWindow), the limit is shared among the largest count seen in
+	// that window, so that the pool never admits more because a count
+	// lags. "" means this is the only instance.
 	Service string
 	// Tag, when set, counts only the instances of Service carrying it.
 	Tag string
-	// Clock tells the time and times the watches' waits; nil means the
-	// real clock.
+	// Clock tells the time, times the watches' waits and the PeakWindow;
+	// nil means the real clock.
 	Clock clock.Clock
 	// Logger receives the client's log; nil discards it.
 	Logger *slog.Logger
-	// Fallback is the limit, boots/s, enforced until the document (and the
-	// instance count, when Service is set) has been read; 0 means 1.
+	// Fallback is the limit, boots/s, enforced until the document (and,
+	// when Service is set, an instance count above 0 within PeakWindow)
+	// has been read; 0 means 1.
 	Fallback float64
 }
 
@@ -46,9 +50,12 @@ type ClientOptions struct {
 // instances of the application's Consul service with blocking queries, and
 // enforces the application's share locally: limit / instances boots per
 // second (never below 1 boot/s unless the limit is 0, which stops boots),
-// with burst ceil(burst / instances) (at least 1). Admissions are decided in
-// memory, without a network hop. When Consul cannot be reached, the last
-// known share stays in force.
+// with burst ceil(burst / instances) (at least 1). The instances counted
+// are the largest count in force over the last PeakWindow (invariant 8: a
+// count that is unknown, zero or late never lets the pool admit more). A
+// count of 0 within that window, or none yet, enforces Fallback.
+// Admissions are decided in memory, without a network hop. When Consul
+// cannot be reached, the last known share stays in force.
 //
 // The zero value is not usable; build a Client with NewClient and start
 // Run. A Client is safe for concurrent use; Allow does not allocate.
@@ -66,10 +73,12 @@ type Client struct {
 	mu        sync.Mutex // guards the fields below
 	doc       Document
 	haveDoc   bool
-	instances int
-	haveCount bool
+	instances countPeak
 	limit     float64
 	burst     int
+
+	// rearm wakes the expiry loop when a count arrives (peak.next moved).
+	rearm chan struct{}
 }
 
 // NewClient checks opts and returns a Client enforcing the fallback limit
@@ -92,6 +101,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		clock:    clock.Or(opts.Clock),
 		log:      opts.Logger,
 		fallback: opts.Fallback,
+		rearm:    make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -128,6 +138,7 @@ func (c *Client) Run(ctx context.Context) error {
 			}
 			consulwatch.Run(ctx, opts, c.countInstances, c.onCount, nil)
 		}()
+		wg.Go(func() { c.expireCounts(ctx) })
 	}
 	wg.Wait()
 	return nil
@@ -156,11 +167,12 @@ func (c *Client) Burst() int {
 }
 
 // Instances returns the number of instances the limit is shared among
-// (at least 1).
+// (at least 1): the largest count in force over the last PeakWindow.
 func (c *Client) Instances() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(c.instances, 1)
+	n, _ := c.instances.peak(c.clock.Now())
+	return max(n, 1)
 }
 
 // Document returns the last published document read; ok is false until one
@@ -200,10 +212,44 @@ func (c *Client) countInstances(_ context.Context, q *api.QueryOptions) (int, *a
 // onCount follows the number of passing instances of the service.
 func (c *Client) onCount(n int, _ uint64) error {
 	c.mu.Lock()
-	c.instances, c.haveCount = n, true
+	c.instances.observe(c.clock.Now(), n)
 	c.mu.Unlock()
 	c.share()
+	select {
+	case c.rearm <- struct{}{}:
+	default:
+	}
 	return nil
+}
+
+// expireCounts recomputes the share each time a remembered count leaves
+// the PeakWindow, until ctx ends.
+func (c *Client) expireCounts(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		at, ok := c.instances.next()
+		c.mu.Unlock()
+		var (
+			timer clock.Timer
+			fire  <-chan time.Time
+		)
+		if ok {
+			timer = c.clock.NewTimer(at.Sub(c.clock.Now()))
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-c.rearm:
+		case <-fire:
+			c.share()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // share recomputes this instance's share and moves the Admitter to it.
@@ -213,15 +259,19 @@ func (c *Client) share() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	limit, burst := c.fallback, DefaultBurst(c.fallback)
-	if c.haveDoc && (c.service == "" || c.haveCount) {
-		limit, burst = shareOf(c.doc.Limit, c.doc.Burst, c.instances)
+	n, counted := c.instances.peak(c.clock.Now())
+	switch {
+	case c.haveDoc && c.service == "":
+		limit, burst = shareOf(c.doc.Limit, c.doc.Burst, 1)
+	case c.haveDoc && counted:
+		limit, burst = shareOf(c.doc.Limit, c.doc.Burst, n)
 	}
 	if limit == c.limit && burst == c.burst {
 		return
 	}
 	c.limit, c.burst = limit, burst
 	c.adm.Set(limit, burst, c.clock.Now())
-	c.log.Info("boot-limit share changed", "limit", limit, "burst", burst, "instances", max(c.instances, 1))
+	c.log.Info("boot-limit share changed", "limit", limit, "burst", burst, "instances", max(n, 1))
 }
 
 // shareOf divides a pool-wide limit and burst among instances (at least

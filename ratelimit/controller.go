@@ -133,9 +133,10 @@ type Decision struct {
 // package comment.
 //
 // The zero value is not usable; build a Controller with NewController. A
-// Controller is not safe for concurrent use. It holds no pointers, so a
-// copy of a Controller is an independent controller in the same state
-// (Service tries decisions on a copy and keeps it only once written).
+// Controller is not safe for concurrent use. Its only pointer, its
+// document's hit rate, is replaced and never written through, so a copy
+// of a Controller is an independent controller in the same state (Service
+// tries decisions on a copy and keeps it only once written).
 type Controller struct {
 	cfg  ControllerConfig
 	doc  Document
@@ -252,7 +253,7 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 		c.doc.Floor, c.doc.Ceiling = c.cfg.Floor, c.cfg.Ceiling
 		c.doc.UpdatedAt = stamp(now)
 		if h >= 0 && h <= 1 {
-			c.doc.HitRate = h
+			c.doc.HitRate = RateOf(h)
 		}
 	}
 	return Decision{
@@ -299,7 +300,7 @@ func (c *Controller) ObserveSurge(now time.Time, h, raw, level float64) (d Decis
 		trial.doc.AutoReason = ""
 		trial.doc.Floor, trial.doc.Ceiling = trial.cfg.Floor, trial.cfg.Ceiling
 		trial.doc.UpdatedAt = stamp(now)
-		trial.doc.HitRate = raw
+		trial.doc.HitRate = RateOf(raw)
 		trial.lastChange = now
 		d = Decision{Limit: trial.doc.Limit, Burst: trial.doc.Burst, AutoLimit: trial.auto, Changed: true, Reason: d.Reason}
 	}

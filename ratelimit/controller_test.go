@@ -293,7 +293,7 @@ func runCtrlStep(t *testing.T, c *Controller, start Document, s ctrlStep) {
 		if doc.Burst != DefaultBurst(doc.Limit) {
 			t.Fatalf("interval %d: auto burst %d, want %d", s.n, doc.Burst, DefaultBurst(doc.Limit))
 		}
-		if d.Changed && (doc.Reason != d.Reason || !doc.UpdatedAt.Equal(now) || doc.HitRate != s.hit) {
+		if d.Changed && (doc.Reason != d.Reason || !doc.UpdatedAt.Equal(now) || (doc.HitRate == nil || *doc.HitRate != s.hit)) {
 			t.Fatalf("interval %d: changed document %+v does not carry the decision %q at %v", s.n, doc, d.Reason, now)
 		}
 		if !d.Changed && doc != before {

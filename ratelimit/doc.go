@@ -12,9 +12,14 @@
 //   - Admitter enforces a limit with a golang.org/x/time/rate token bucket.
 //   - Store keeps the boot-limit document in Consul KV with check-and-set.
 //   - Service ties them together for mcrib serve (POST /v1/boot,
-//     GET and PUT /v1/ratelimit).
+//     GET and PUT /v1/ratelimit). Run drives it with goroutines; a
+//     simulation drives it on one goroutine with its synchronous steps
+//     (Sync, Tick, Admit) over a DocumentStore of its own.
 //   - Client is embedded by web applications: it follows the published
-//     document and enforces the application's share locally.
+//     document and enforces the application's share locally, the limit
+//     divided by the largest count of the application's instances in the
+//     last 10 minutes (a count that is unknown, zero or late never lets the
+//     pool admit more).
 //
 // # Hit rate
 //
@@ -31,7 +36,10 @@
 // average of requests per second with weight 0.2), and an interval without
 // any traffic leaves the value as it was. So one quiet interval does not
 // move the limit, while a collapse at full traffic halves the distance to
-// the new hit rate within one interval.
+// the new hit rate within one interval. An interval without any gets is no
+// reading at all: the controller holds, and the hit rate is unknown (null
+// in the status and the boot-limit document) until an interval has gets
+// again.
 //
 // # Controller
 //
@@ -113,7 +121,9 @@
 //   - Nothing is a surge before two readings have measured the admitted
 //     rate: a new process, or a process that has just become the leader
 //     (its followers' boots went to the old leader), takes no steady load
-//     for a surge.
+//     for a surge. A process that does not lead keeps its slow start
+//     reset, so a newly elected leader admits at the stored limit and
+//     burst from its first boot.
 //
 // The cost for a deploy of every client with a warm cache is at most about
 // one interval: the first interval at the slow start, then the limit.
@@ -129,7 +139,9 @@
 // The boot-limit document lives at <kv-prefix>/<pool>/bootlimit (Key), so
 // every replica and a restarted process agree. A new pool starts in auto
 // mode at the ceiling; a restarted process keeps the stored document. In
-// manual mode the operator's limit is enforced and the controller keeps
+// manual mode the operator's limit is enforced (a manual limit above the
+// ceiling, --boot-limit-max, is refused with a sentence naming it) and the
+// controller keeps
 // computing what it would do, published as auto_limit and auto_reason;
 // switching back to auto resumes from the current limit (held inside the
 // floor and the ceiling). Only the leader runs the controller; every change

@@ -45,8 +45,12 @@ type Document struct {
 	// moves the limit.
 	AutoBurst int `json:"auto_burst,omitempty"`
 	// HitRate is the pool's smoothed hit rate (0..1) when the document was
-	// last written; Service.Document overlays the live value.
-	HitRate float64 `json:"hit_rate"`
+	// last written; nil (JSON null) when it was not known then.
+	// Service.Document shows the live value instead, null while unknown,
+	// as the status document does. It is never written through: a new
+	// value is a new pointer (RateOf), so copies of a Document stay
+	// independent.
+	HitRate *float64 `json:"hit_rate"`
 	// Floor and Ceiling bound the limit in auto mode.
 	Floor   float64 `json:"floor"`
 	Ceiling float64 `json:"ceiling"`
@@ -77,6 +81,20 @@ func Key(kvPrefix, pool string) string {
 		return pool + "/bootlimit"
 	}
 	return prefix + "/" + pool + "/bootlimit"
+}
+
+// RateOf returns a pointer to a copy of h, for Document.HitRate.
+func RateOf(h float64) *float64 { return &h }
+
+// Equal reports whether d and o are the same document: every field equal,
+// the hit rates by value (both unknown, or both known and equal).
+func (d Document) Equal(o Document) bool {
+	dh, oh := d.HitRate, o.HitRate
+	d.HitRate, o.HitRate = nil, nil
+	if d != o || (dh == nil) != (oh == nil) {
+		return false
+	}
+	return dh == nil || *dh == *oh
 }
 
 // autoBurst returns the burst that goes with limit in auto mode for d.
@@ -143,6 +161,8 @@ func (d Document) Validate() error {
 		return fmt.Errorf("%w: burst %d is not between 1 and %d", ErrBadDocument, d.Burst, maxBurst)
 	case d.AutoBurst < 0 || d.AutoBurst > maxBurst:
 		return fmt.Errorf("%w: auto_burst %d is not between 0 and %d", ErrBadDocument, d.AutoBurst, maxBurst)
+	case d.HitRate != nil && !(*d.HitRate >= 0 && *d.HitRate <= 1):
+		return fmt.Errorf("%w: hit_rate %v is not between 0 and 1", ErrBadDocument, *d.HitRate)
 	case !finite(d.AutoLimit) || d.AutoLimit < 0:
 		return fmt.Errorf("%w: auto_limit %v is not a finite number at least 0", ErrBadDocument, d.AutoLimit)
 	}

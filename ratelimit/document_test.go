@@ -70,7 +70,7 @@ func TestParseDocument(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the contract's example was refused: %v", err)
 	}
-	if doc.Limit != 250 || doc.Burst != 25 || doc.HitRate != 0.72 || !doc.UpdatedAt.Equal(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)) {
+	if doc.Limit != 250 || doc.Burst != 25 || doc.HitRate == nil || *doc.HitRate != 0.72 || !doc.UpdatedAt.Equal(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)) {
 		t.Fatalf("parsed %+v", doc)
 	}
 	for _, bad := range []string{

@@ -27,7 +27,7 @@ type docReading struct {
 // writes the document and must see every reading whose index moved).
 func sameReading(a, b docReading) bool {
 	return a.Snap.Found == b.Snap.Found && a.Snap.ModifyIndex == b.Snap.ModifyIndex &&
-		a.Snap.Doc == b.Snap.Doc && (a.Bad == nil) == (b.Bad == nil)
+		a.Snap.Doc.Equal(b.Snap.Doc) && (a.Bad == nil) == (b.Bad == nil)
 }
 
 // follow keeps the Service and the Client on the boot-limit document: it

@@ -63,12 +63,14 @@ type HitRateMeter struct {
 }
 
 // Observe records one reading of the serving nodes' counters, taken at now,
-// and returns the smoothed hit rate; ok is false while no interval with
-// traffic has been seen yet. unreadable is the number of serving nodes whose
-// stats could not be read: they are left out of this observation and
-// counted (see Unreadable). A node seen for the first time gives only a
-// baseline. When the observation holds no traffic (no requests, every node
-// new or unreadable), the previous value is returned unchanged.
+// and returns the smoothed hit rate; ok says whether this observation is a
+// reading: false when it counted no gets (no requests, every node new or
+// unreadable: an interval without traffic tells nothing of the cache), and
+// while none has been counted yet. The smoothed value is then returned
+// unchanged, and HitRate keeps it, but it is no reading to act on: the
+// controller holds. unreadable is the number of serving nodes whose stats
+// could not be read: they are left out of this observation and counted
+// (see Unreadable). A node seen for the first time gives only a baseline.
 func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreadable int) (rate float64, ok bool) {
 	if m.nodes == nil {
 		m.nodes = make(map[string]nodeCounters, len(nodes))
@@ -98,7 +100,7 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 	m.lastRequests = uint64(min(n, math.MaxUint64))
 	m.haveSample = false
 	if n == 0 {
-		return m.rate, m.have
+		return m.rate, false
 	}
 	sample := min(max(hits/n, 0), 1)
 	m.lastSample, m.haveSample = sample, true
@@ -141,7 +143,8 @@ func delta(prev, cur Counters) (hits, misses uint64) {
 }
 
 // HitRate returns the smoothed hit rate; ok is false until an interval with
-// traffic has been observed.
+// traffic has been observed. Unlike Observe's, it stays true through an
+// interval without gets, which leaves the value as it was.
 func (m *HitRateMeter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
 
 // Interval returns the last observation's own hit rate, not smoothed

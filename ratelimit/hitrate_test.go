@@ -8,13 +8,16 @@ import (
 
 // reading is one observation fed to a HitRateMeter: at second n, the nodes'
 // cumulative counters and the number of unreadable nodes; the meter must
-// then report rate (within 1e-9) and ok.
+// then report rate (within 1e-9) and ok, and HitRate the same rate, known
+// when ok or kept (an interval without gets: no reading, the smoothed
+// value kept).
 type reading struct {
 	n          int
 	nodes      map[string]Counters
 	unreadable int
 	rate       float64
 	ok         bool
+	kept       bool
 }
 
 func TestHitRateMeter(t *testing.T) {
@@ -40,12 +43,13 @@ func TestHitRateMeter(t *testing.T) {
 			},
 		},
 		{
-			name: "no traffic keeps the last value",
+			name: "no traffic is no reading, and keeps the last value",
 			readings: []reading{
 				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},
 				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, ok: true},
-				{n: 3, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, ok: true},
-				{n: 4, nodes: map[string]Counters{}, unreadable: 1, rate: 0.9, ok: true},
+				{n: 3, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, kept: true},
+				{n: 4, nodes: map[string]Counters{}, unreadable: 1, rate: 0.9, kept: true},
+				{n: 5, nodes: map[string]Counters{"a": c(180, 20)}, rate: 0.9, ok: true},
 			},
 		},
 		{
@@ -117,7 +121,7 @@ func TestHitRateMeter(t *testing.T) {
 				if m.Unreadable() != r.unreadable {
 					t.Fatalf("second %d: Unreadable() = %d, want %d", r.n, m.Unreadable(), r.unreadable)
 				}
-				if hr, hok := m.HitRate(); hr != rate || hok != ok {
+				if hr, hok := m.HitRate(); hr != rate || hok != (ok || r.kept) {
 					t.Fatalf("second %d: HitRate() = %v, %v; Observe said %v, %v", r.n, hr, hok, rate, ok)
 				}
 			}

@@ -33,13 +33,18 @@ var (
 // return when ctx ends.
 type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
 
-// ServiceOptions configures a Service. Client, Key and Config are
-// required; the other fields may be left zero.
+// ServiceOptions configures a Service. Config is required, and so are
+// Client and Key unless Store is given; the other fields may be left zero.
 type ServiceOptions struct {
-	// Client is the Consul client (required).
+	// Client is the Consul client (required unless Store is given).
 	Client *api.Client
-	// Key is the KV key of the boot-limit document (required; see Key).
+	// Key is the KV key of the boot-limit document (required unless Store
+	// is given; see Key).
 	Key string
+	// Store, when set, keeps the document instead of Consul KV at Key: the
+	// simulation's store. Run then reads it once per Config.Interval
+	// (Sync), as it has no blocking query to follow.
+	Store DocumentStore
 	// Config is the controller's configuration (required, validated).
 	Config ControllerConfig
 	// Clock tells the time and times the control loop's interval and the
@@ -66,10 +71,16 @@ type ServiceOptions struct {
 // Until the document has been read, admissions use the floor (at least
 // 1 boot/s) and Document says so.
 //
+// Run drives it with goroutines of its own. A simulation drives it on its
+// own goroutine instead, with three synchronous steps and no goroutine:
+// Sync reads the stored document once (as one answer of the watch), Tick
+// runs one stats interval with a reading and a time it gives, and Admit or
+// AdmitShare decide boots at the time of ServiceOptions.Clock.
+//
 // The zero value is not usable; build a Service with NewService. A Service
 // is safe for concurrent use.
 type Service struct {
-	store    *Store
+	store    DocumentStore
 	cfg      ControllerConfig
 	clock    clock.Clock
 	log      *slog.Logger
@@ -102,17 +113,21 @@ type Service struct {
 
 // NewService checks opts and returns a Service; nothing runs before Run.
 func NewService(opts ServiceOptions) (*Service, error) {
-	if opts.Client == nil {
-		return nil, errors.New("ratelimit: ServiceOptions.Client is required")
-	}
-	if opts.Key == "" {
-		return nil, errors.New("ratelimit: ServiceOptions.Key is required")
+	store := opts.Store
+	if store == nil {
+		if opts.Client == nil {
+			return nil, errors.New("ratelimit: ServiceOptions.Client is required")
+		}
+		if opts.Key == "" {
+			return nil, errors.New("ratelimit: ServiceOptions.Key is required")
+		}
+		store = NewStore(opts.Client, opts.Key)
 	}
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Service{
-		store:    NewStore(opts.Client, opts.Key),
+		store:    store,
 		cfg:      opts.Config,
 		clock:    clock.Or(opts.Clock),
 		log:      opts.Logger,
@@ -147,35 +162,59 @@ func NewService(opts ServiceOptions) (*Service, error) {
 // Run follows the document and runs the control loop until ctx ends, then
 // returns nil once everything it started has stopped. It never returns
 // early on an error: Consul and stats failures are logged, backed off and
-// retried. A second concurrent Run returns ErrRunning.
+// retried. A second concurrent Run returns ErrRunning. The document is
+// followed with Consul's blocking queries; a Store given in the options
+// is read with Sync at the start and before every Tick instead.
 func (s *Service) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer s.running.Store(false)
+	consul, watched := s.store.(*Store)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.store.follow(ctx, s.clock, s.log, nil, func(r docReading, index uint64) error {
-			return s.onReading(ctx, r, index)
+	if watched {
+		wg.Go(func() {
+			consul.follow(ctx, s.clock, s.log, nil, func(r docReading, index uint64) error {
+				return s.onReading(ctx, r, index)
+			})
 		})
-	}()
-	s.controlLoop(ctx)
+	}
+	s.controlLoop(ctx, !watched)
 	wg.Wait()
 	return nil
 }
 
+// Sync reads the stored document once, now, and adopts it as one answer
+// of Run's watch would be adopted: a missing document is created (a new
+// pool starts in auto mode at the ceiling; a lost one is published again
+// from the last known), an unreadable one rewritten, one older than the
+// document held ignored. It returns the store's error when the document
+// could not be read or a repair could not be written; nothing is adopted
+// then. The simulation calls it in place of Run's blocking queries.
+func (s *Service) Sync(ctx context.Context) error {
+	snap, err := s.store.Load(ctx)
+	r := docReading{Snap: snap}
+	switch {
+	case errors.Is(err, ErrBadDocument):
+		r.Bad = err
+	case err != nil:
+		return fmt.Errorf("reading the boot limit: %w", err)
+	}
+	return s.onReading(ctx, r, snap.LastIndex)
+}
+
 // Document returns the boot-limit document in force, with the live hit
-// rate when one is known and, during a boot surge (SlowStart), the slow
+// rate when one is known (null while HitRate is unknown, as the status
+// document says it) and, during a boot surge (SlowStart), the slow
 // start: SlowStart true, EffectiveLimit the allowance and the reason
 // saying so (none of which is stored in Consul).
 func (s *Service) Document() Document {
 	now := s.clock.Now()
 	s.mu.Lock()
 	d := s.doc
+	d.HitRate = nil
 	if s.haveRate {
-		d.HitRate = s.hitRate
+		d.HitRate = RateOf(s.hitRate)
 	}
 	s.mu.Unlock()
 	if a, on := s.slow.State(now); on && a < d.Limit {
@@ -192,8 +231,9 @@ func (s *Service) Loaded() bool {
 	return s.loaded
 }
 
-// HitRate returns the pool's smoothed hit rate; ok is false until an
-// interval with traffic has been measured.
+// HitRate returns the pool's smoothed hit rate; ok is false while it is
+// unknown: before an interval with gets has been measured, and after an
+// interval without any (no reading: it tells nothing of the cache).
 func (s *Service) HitRate() (rate float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,7 +292,9 @@ func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
 // Set applies an operator's setting (PUT /v1/ratelimit) on behalf of by
 // (a token name or remote address; "" leaves it out) and returns the new
 // document. It writes with check-and-set, re-reading and retrying when
-// another writer wins. Manual mode pins the limit and keeps the controller
+// another writer wins. A manual limit above the ceiling is refused (an
+// error matching ErrInvalidSetting that names it). Manual mode pins the
+// limit and keeps the controller
 // computing its own (auto_limit); auto mode resumes from the current limit,
 // held inside the floor and the ceiling, and changes nothing when the mode
 // is already auto. A setting that is not valid returns an error matching
@@ -260,6 +302,9 @@ func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
 // kept winning; other errors come from Consul.
 func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, error) {
 	if err := st.Validate(); err != nil {
+		return Document{}, err
+	}
+	if err := st.withinCeiling(s.cfg); err != nil {
 		return Document{}, err
 	}
 	s.writeMu.Lock()
@@ -297,8 +342,9 @@ func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, err
 		if ok {
 			s.log.Info("boot limit set by an operator", "mode", next.Mode, "limit", next.Limit, "burst", next.Burst, "reason", next.Reason)
 			s.refresh(ctx, &next)
+			next.HitRate = nil
 			if known {
-				next.HitRate = rate
+				next.HitRate = RateOf(rate)
 			}
 			return next, nil
 		}
@@ -408,9 +454,19 @@ func (s *Service) setDoc(doc Document) {
 	s.slow.SetLimit(doc.Limit, doc.Mode == ModeManual)
 }
 
-// controlLoop measures the hit rate every interval and, while leading,
-// steps the controller.
-func (s *Service) controlLoop(ctx context.Context) {
+// controlLoop runs Tick every interval with the Stats reading and, when
+// poll is set (a store without a watch), reads the document first, at the
+// start and before each Tick.
+func (s *Service) controlLoop(ctx context.Context, poll bool) {
+	sync := func() {
+		if !poll {
+			return
+		}
+		if err := s.Sync(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("reading the boot-limit document failed; trying again next interval", "err", err)
+		}
+	}
+	sync()
 	t := s.clock.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -419,11 +475,13 @@ func (s *Service) controlLoop(ctx context.Context) {
 			return
 		case <-t.C():
 		}
+		sync()
 		s.tick(ctx)
 	}
 }
 
-// tick is one interval of the control loop.
+// tick reads the nodes' counters (Stats, within an interval) and runs one
+// Tick with them at the clock's time.
 func (s *Service) tick(ctx context.Context) {
 	var nodes map[string]Counters
 	var unreadable int
@@ -435,7 +493,20 @@ func (s *Service) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	now := s.clock.Now()
+	s.Tick(ctx, s.clock.Now(), nodes, unreadable)
+}
+
+// Tick runs one stats interval ending at now: it folds nodes (the serving
+// nodes' counters; unreadable, how many could not be read) into the hit
+// rate, gives the boot-surge slow start its reading and, while this
+// process leads, steps the controller and writes a change of the document
+// with check-and-set. An interval whose counters hold no gets is no
+// reading: the controller holds and HitRate says unknown. A process that
+// does not lead keeps its slow start reset, so that once it leads it
+// takes the steady load it inherits for no surge and admits at the stored
+// limit and burst from its first boot. Run calls Tick every interval; the
+// simulation calls it with readings and times of its own.
+func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, unreadable int) {
 	rate, ok := s.meter.Observe(now, nodes, unreadable)
 	raw, haveRaw := s.meter.Interval()
 	level, judge := s.slow.Reading(now, ok && haveRaw)
@@ -455,6 +526,10 @@ func (s *Service) tick(ctx context.Context) {
 			s.log.Info("no longer leading the boot limiter")
 		}
 		s.ctrl = nil
+		// The boots go to the leader: what this process admits measures
+		// nothing, and a surge judged from it would cap the load it
+		// inherits when it leads.
+		s.slow.Reset()
 		return
 	}
 	if !loaded {
@@ -462,7 +537,6 @@ func (s *Service) tick(ctx context.Context) {
 	}
 	if s.ctrl == nil {
 		s.ctrl = NewController(s.cfg, doc)
-		s.slow.Reset() // the boots went to the old leader: measure them first
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
 	if ok {

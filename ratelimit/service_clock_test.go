@@ -33,7 +33,7 @@ func TestControlLoopTicksOnTheClock(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); svc.controlLoop(ctx) }()
+	go func() { defer close(done); svc.controlLoop(ctx, false) }()
 	defer func() { cancel(); <-done }()
 
 	armed, cancelArmed := context.WithTimeout(ctx, 5*time.Second)

@@ -367,7 +367,7 @@ func testRealMemcached(t *testing.T, consul *api.Client, key string) {
 	if !regexp.MustCompile(`^hit rate 0\.\d+ below 0\.80: cut from \d+ to \d+$`).MatchString(cut.Reason) {
 		t.Fatalf("cut reason %q does not name the hit rate", cut.Reason)
 	}
-	if cut.HitRate >= 0.8 {
+	if cut.HitRate == nil || *cut.HitRate >= 0.8 {
 		t.Fatalf("document hit rate %v after a cut, want below 0.80", cut.HitRate)
 	}
 
@@ -459,9 +459,17 @@ func testClientFollows(t *testing.T, consul *api.Client, key string) {
 	if err := agent.UpdateTTL("web-4-ttl", "down", api.HealthCritical); err != nil {
 		t.Fatalf("failing web-4: %v", err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the client to share among the 3 passing instances", func() bool {
-		return shared.Instances() == 3 && shared.Limit() == 100.0/3 && shared.Burst() == 4
+	// A count that drops is taken only once the larger one is PeakWindow
+	// old: until then the share stays a quarter (a count that is late, as
+	// one of an agent's restart, never lets the pool admit more).
+	testenv.Eventually(t, 5*time.Second, "the client to see 3 passing instances", func() bool {
+		shared.mu.Lock()
+		defer shared.mu.Unlock()
+		return shared.instances.current == 3
 	})
+	if shared.Instances() != 4 || shared.Limit() != 25 || shared.Burst() != 3 {
+		t.Fatalf("3 passing a moment after 4: share %v, burst %d among %d; want 25, 3 among 4", shared.Limit(), shared.Burst(), shared.Instances())
+	}
 
 	// A share below one boot per second is raised to one.
 	if _, err := svc.Set(context.Background(), Setting{Mode: ModeManual, Limit: 2}, "alice"); err != nil {

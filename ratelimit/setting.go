@@ -73,6 +73,18 @@ func (s Setting) Validate() error {
 	return nil
 }
 
+// withinCeiling refuses a manual limit above the ceiling of cfg (the
+// --boot-limit-max): the operator's limit would be enforced while the
+// floor, the ceiling and every figure of the README say otherwise. The
+// error matches ErrInvalidSetting and names the ceiling.
+func (s Setting) withinCeiling(cfg ControllerConfig) error {
+	if s.Mode == ModeManual && s.Limit > cfg.Ceiling {
+		return invalid("a manual limit of %s boots/s is above the ceiling of %s boots/s (--boot-limit-max): set at most %s, or restart mcrib with a higher --boot-limit-max",
+			fmtLimit(s.Limit), fmtLimit(cfg.Ceiling), fmtLimit(cfg.Ceiling))
+	}
+	return nil
+}
+
 // ParseSetting decodes the body of PUT /v1/ratelimit strictly: exactly one
 // JSON object with the fields mode, limit and burst and no others; mode a
 // string, limit a JSON number (finite, >= 0, required in manual mode and
@@ -163,13 +175,14 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // who asked ("" leaves it out of the reason). Switching to auto resumes from
 // the current limit, held inside the floor and the ceiling of cfg; callers
 // do not apply an auto setting to a document that is already auto. hitRate
-// is written when known (ok).
+// is written when known (ok), null otherwise.
 func applySetting(base Document, st Setting, by string, now time.Time, cfg ControllerConfig, hitRate float64, ok bool) Document {
 	next := base
 	next.UpdatedAt = stamp(now)
 	next.Floor, next.Ceiling = cfg.Floor, cfg.Ceiling
+	next.HitRate = nil
 	if ok {
-		next.HitRate = hitRate
+		next.HitRate = RateOf(hitRate)
 	}
 	byWhom := ""
 	if by != "" {

@@ -170,7 +170,7 @@ func TestApplySetting(t *testing.T) {
 				got.Reason != tt.want.Reason || got.AutoLimit != tt.want.AutoLimit || got.AutoReason != tt.want.AutoReason {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
-			if !got.UpdatedAt.Equal(now) || got.HitRate != 0.5 || got.Floor != 10 || got.Ceiling != 1000 {
+			if !got.UpdatedAt.Equal(now) || got.HitRate == nil || *got.HitRate != 0.5 || got.Floor != 10 || got.Ceiling != 1000 {
 				t.Fatalf("got %+v: want updated_at %v, hit rate 0.5, floor 10, ceiling 1000", got, now)
 			}
 			if err := got.Validate(); err != nil {

@@ -8,6 +8,25 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
+// DocumentStore keeps the boot-limit document under one key, written with
+// check-and-set. *Store implements it over Consul KV; a simulation
+// supplies its own (ServiceOptions.Store). Implementations are safe for
+// concurrent use.
+type DocumentStore interface {
+	// Key returns the key the document is kept under.
+	Key() string
+	// Load reads the document now, as Store.Load does: a stored value that
+	// is not a valid document returns the Snapshot (Found and ModifyIndex
+	// set) and an error wrapping ErrBadDocument.
+	Load(ctx context.Context) (Snapshot, error)
+	// CAS writes doc if the key's ModifyIndex still equals index (0: only
+	// if the key does not exist); ok is false when someone else wrote
+	// first.
+	CAS(ctx context.Context, doc Document, index uint64) (ok bool, err error)
+}
+
+var _ DocumentStore = (*Store)(nil)
+
 // Store keeps the boot-limit document in Consul KV under one key. Writes
 // use check-and-set on the key's ModifyIndex, so concurrent writers (the
 // leader's controller, operators on any replica) never overwrite each

@@ -31,10 +31,10 @@ pids+=($!)
 curl -sf -X PUT "http://127.0.0.1:$http/v1/agent/service/register" \
   -d "{\"ID\":\"mc-1\",\"Name\":\"memcached\",\"Address\":\"127.0.0.1\",\"Port\":$mport}" >/dev/null
 api=127.0.0.1:$(free_port)
-bin/mcrib serve --consul "127.0.0.1:$http" --listen "$api" --slots 1 --log-format json >"$tmp/mcrib.log" 2>&1 &
+bin/mcrib serve --consul "127.0.0.1:$http" --listen "$api" --slots 1 --boot-limit-max 1000000000 --log-format json >"$tmp/mcrib.log" 2>&1 &
 pids+=($!)
 until curl -sf "http://$api/readyz" >/dev/null; do sleep 0.2; done
-curl -sf -X PUT "http://$api/v1/ratelimit" -d '{"mode":"manual","limit":1000000000,"burst":1000000000}' >/dev/null
+curl -sf -X PUT "http://$api/v1/ratelimit" -H 'Content-Type: application/json' -d '{"mode":"manual","limit":1000000000,"burst":1000000000}' >/dev/null
 
 cat >"$tmp/post.lua" <<'LUA'
 wrk.method = "POST"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"slices"
 	"strings"
 	"sync"
@@ -18,12 +18,14 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/apibody"
+	"github.com/mcrib/mcrib/internal/bootgate"
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
-// maxBody is the largest request body the API reads (CONTRACT.md section 3).
-const maxBody = 64 << 10
+// maxBody is the largest request body the API reads.
+const maxBody = apibody.MaxBytes
 
 // controlPlane is the part of the control loop the API serves;
 // *controlloop.Loop implements it.
@@ -73,19 +75,24 @@ type apiServer struct {
 	logger  *slog.Logger
 	metrics http.Handler
 	// leader tells whether this process leads and who does; a follower
-	// forwards boots to the leader so the limit holds for the whole pool.
-	leader  func() (leading bool, leaderID string)
-	forward *httputil.ReverseProxy
-	// forwardTLS, when set, makes forwarded boots go over TLS verified
+	// forwards boots and replaces to the leader.
+	leader func() (leading bool, leaderID string)
+	// id is this replica's leader_id (--advertise-addr): a boot is never
+	// forwarded to it.
+	id string
+	// gate answers POST /v1/boot (newBootGate).
+	gate *bootgate.Gate
+	// writeTimeout is the server's write timeout, which a forwarded
+	// replace must fit in (forwardBudget); 0 is the default.
+	writeTimeout time.Duration
+	// forwardTLS, when set, makes forwarded calls go over TLS verified
 	// with it (--tls-cert); nil forwards over plain HTTP.
 	forwardTLS *tls.Config
 	// scrub takes Consul's addresses and KV paths out of served texts;
 	// nil serves them as they are.
 	scrub *scrubber
-	// replicas are the pool's live replicas; fwd remembers a leader that
-	// did not answer a forwarded boot.
+	// replicas are the pool's live replicas.
 	replicas replicas
-	fwd      forwardState
 	// routes maps a path to its handlers by method.
 	routes map[string]map[string]handler
 	// clock times the waits of blocking reads; nil is the real clock.
@@ -103,7 +110,7 @@ type apiServer struct {
 
 func newAPIServer(loop controlPlane, boot bootLimiter, rec bootRecorder, metrics http.Handler, token string, logger *slog.Logger, leader func() (bool, string)) *apiServer {
 	a := &apiServer{loop: loop, boot: boot, rec: rec, token: token, logger: logger, metrics: metrics, leader: leader, replicas: alone{}, stopping: make(chan struct{})}
-	a.forward = a.newBootForwarder()
+	a.gate = a.newBootGate()
 	a.routes = map[string]map[string]handler{
 		"/v1/slotmap":   {http.MethodGet: a.getSlotMap},
 		"/v1/status":    {http.MethodGet: a.getStatus},
@@ -190,34 +197,41 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(body, '\n'))
 }
 
-// readBody reads the request body within maxBody; a larger one is a 413.
+// readBody reads the request body under the API's body rules
+// (internal/apibody): one over 64 KiB is a 413, one not sent as
+// application/json a 415, one that cannot be read to its end a 400. An
+// empty body is never a 415.
 func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the request body is larger than the %d KiB allowed", maxBody>>10)
-	case err != nil:
-		return nil, errorf(http.StatusBadRequest, "the request body could not be read: %v", err)
+	body, err := apibody.Read(nil, r)
+	if err != nil {
+		return nil, errorf(apibody.Status(err), "%s", apibody.Sentence(err))
 	}
 	return body, nil
 }
 
-// auth wraps a mutating handler: when a token is configured the request
-// needs "Authorization: Bearer <token>", compared in constant time.
+// auth wraps a mutating handler with the checks that come before its own,
+// in the order of the browser rule (the 403s come first, from
+// browserGuard): when a token is configured the request needs
+// "Authorization: Bearer <token>", compared in constant time (401); then
+// the body rules (413, then 415; readBody). The handler reads the body,
+// already checked, as it comes; its own refusals are the 400s.
 func (a *apiServer) auth(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if a.token == "" {
-			return h(w, r)
-		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcrib"`)
-			if !ok {
-				return errorf(http.StatusUnauthorized, "this call changes state and needs the operator token as \"Authorization: Bearer <token>\"")
+		if a.token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcrib"`)
+				if !ok {
+					return errorf(http.StatusUnauthorized, "this call changes state and needs the operator token as \"Authorization: Bearer <token>\"")
+				}
+				return errorf(http.StatusUnauthorized, "the operator token is wrong")
 			}
-			return errorf(http.StatusUnauthorized, "the operator token is wrong")
 		}
+		body, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		return h(w, r)
 	}
 }

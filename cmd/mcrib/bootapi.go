@@ -1,32 +1,24 @@
 package main
 
 import (
-	"context"
-	"math"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/bootgate"
 	"github.com/mcrib/mcrib/leader"
 )
 
-// Timeouts of a boot forwarded to the leader: a black-holed leader must not
-// stall each boot for the kernel's connect timeout. After a failure the
-// follower stops trying for leaderRetryAfter and admits its share.
-const (
-	forwardDialTimeout = 250 * time.Millisecond
-	forwardTimeout     = time.Second
-	leaderRetryAfter   = 2 * time.Second
-)
+// POST /v1/boot is answered by the boot gate (internal/bootgate): the
+// leader admits from the pool's limit, a follower forwards to the leader
+// and admits its share only while it cannot reach it (invariant 8). This
+// file wires the gate to the API server.
 
-// forwardedHeader marks a boot a replica forwarded; its value is the
-// forwarding replica's session, which the receiver checks against the live
-// replicas' sessions, so an application cannot send it to skip forwarding.
-const forwardedHeader = "X-Mcrib-Forwarded"
+// forwardedHeader marks a call one replica forwarded to another: boots
+// (bootgate) and replaces (zoneforward.go). On a replace its value is the
+// forwarding replica's session, which the receiver checks against the
+// live replicas' sessions before it believes X-Mcrib-Forwarded-For.
+const forwardedHeader = bootgate.ForwardedHeader
 
 // replicas tells the API about the pool's live replicas;
 // replicaSet implements it over the loop and the elector.
@@ -59,129 +51,44 @@ func (alone) Count() int      { return 1 }
 func (alone) Has(string) bool { return false }
 func (alone) Session() string { return "" }
 
-// postBoot answers POST /v1/boot. One limit holds for the whole pool
-// whichever replica is called (CONTRACT.md invariant 8): the leader admits
-// from the pool's limit; a follower forwards the boot to the leader's
-// leader_id, and admits only its share (the limit divided by the live
-// replicas) when the leader cannot be reached, or when another replica
-// forwarded the boot here taking this process for the leader.
+// newBootGate builds the boot gate from the server's fields as they are
+// now: its limiter, leader, own ID (a.id), forward TLS and recorder. The
+// live replica count and the leader are read at each boot. secureFront
+// builds it again once the forward TLS is known.
+func (a *apiServer) newBootGate() *bootgate.Gate {
+	opts := bootgate.Options{
+		Admitter: a.boot,
+		Replicas: func() int { return a.replicas.Count() },
+		Leader: func() (bool, string) {
+			if a.leader == nil {
+				return true, ""
+			}
+			return a.leader()
+		},
+		ID:       a.id,
+		TLS:      a.forwardTLS,
+		Logger:   a.logger,
+		Recorder: a.rec,
+	}
+	if a.boot == nil {
+		opts.Admitter = noBoots{}
+	}
+	g, err := bootgate.New(opts)
+	if err != nil { // only a missing Admitter, supplied above
+		panic(err)
+	}
+	return g
+}
+
+// postBoot answers POST /v1/boot through the boot gate.
 func (a *apiServer) postBoot(w http.ResponseWriter, r *http.Request) error {
-	if a.leader == nil {
-		return a.admitLocally(w, false)
-	}
-	leading, id := a.leader()
-	switch {
-	case leading:
-		return a.admitLocally(w, false)
-	case r.Header.Get(forwardedHeader) != "" && a.replicas.Has(r.Header.Get(forwardedHeader)):
-		return a.admitLocally(w, true) // never forwarded twice
-	case id == "" || a.fwd.leaderDown(time.Now()):
-		return a.admitLocally(w, true)
-	}
-	a.forward.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, id)))
+	a.gate.ServeHTTP(w, r)
 	return nil
 }
 
-type leaderKey struct{}
+// noBoots is the admitter of a server built without a boot limiter (some
+// tests): it refuses every boot.
+type noBoots struct{}
 
-// forwardState remembers a leader that could not be reached, so that boots
-// do not each wait for it, and logs each change once rather than every
-// failed forward. It is safe for concurrent use.
-type forwardState struct {
-	mu        sync.Mutex
-	downUntil time.Time
-	down      bool
-}
-
-func (f *forwardState) leaderDown(now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return now.Before(f.downUntil)
-}
-
-// failed records a failed forward; it reports whether the leader was
-// reachable before (a change worth a log line).
-func (f *forwardState) failed(now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.downUntil = now.Add(leaderRetryAfter)
-	changed := !f.down
-	f.down = true
-	return changed
-}
-
-// reached records a forward that got an answer; it reports whether the
-// leader was unreachable before.
-func (f *forwardState) reached() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	changed := f.down
-	f.down, f.downUntil = false, time.Time{}
-	return changed
-}
-
-// newBootForwarder returns the proxy a follower sends boots through.
-func (a *apiServer) newBootForwarder() *httputil.ReverseProxy {
-	dialer := &net.Dialer{Timeout: forwardDialTimeout}
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			id, _ := pr.In.Context().Value(leaderKey{}).(string)
-			pr.Out.URL.Scheme = "http"
-			if a.forwardTLS != nil {
-				pr.Out.URL.Scheme = "https"
-			}
-			pr.Out.URL.Host = id
-			pr.Out.Host = id
-			pr.Out.Header.Set(forwardedHeader, a.replicas.Session())
-			ctx, cancel := context.WithTimeout(pr.Out.Context(), forwardTimeout)
-			context.AfterFunc(pr.In.Context(), cancel)
-			pr.Out = pr.Out.WithContext(ctx)
-		},
-		Transport: &http.Transport{
-			DialContext:           dialer.DialContext,
-			MaxIdleConnsPerHost:   64,
-			ResponseHeaderTimeout: forwardTimeout,
-			TLSClientConfig:       a.forwardTLS,
-		},
-		ModifyResponse: func(*http.Response) error {
-			if a.fwd.reached() {
-				a.logger.Info("the leader answers forwarded boots again")
-			}
-			return nil
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if a.fwd.failed(time.Now()) {
-				a.logger.Warn("forwarding boots to the leader failed; admitting this replica's share of the limit until it answers",
-					"err", err, "replicas", a.replicas.Count())
-			}
-			if err := a.admitLocally(w, true); err != nil {
-				writeError(w, err)
-			}
-		},
-	}
-}
-
-// admitLocally answers a boot from this process's limiter: the pool's
-// limit, or this replica's share of it.
-func (a *apiServer) admitLocally(w http.ResponseWriter, share bool) error {
-	var (
-		ok    bool
-		retry time.Duration
-	)
-	if share {
-		ok, retry = a.boot.AdmitShare(a.replicas.Count())
-	} else {
-		ok, retry = a.boot.Admit()
-	}
-	if a.rec != nil {
-		a.rec.BootAdmission(ok)
-	}
-	if !ok {
-		secs := int64(math.Ceil(retry.Seconds()))
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		writeJSON(w, http.StatusTooManyRequests, map[string]bool{"admitted": false})
-		return nil
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"admitted": true})
-	return nil
-}
+func (noBoots) Admit() (bool, time.Duration)         { return false, time.Second }
+func (noBoots) AdmitShare(int) (bool, time.Duration) { return false, time.Second }

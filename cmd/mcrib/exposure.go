@@ -147,8 +147,9 @@ func forwardRoots(certFile string) (*x509.CertPool, error) {
 }
 
 // secureFront prepares the API handler for the network: over TLS (when
-// --tls-cert is set) boots are forwarded to the leader over TLS too, and
-// without a token the handler is put behind the Host check. It returns the
+// --tls-cert is set) boots and replaces are forwarded to the leader over
+// TLS too; without a token the handler is put behind the Host check; and
+// in front of all, the browser rule (browserGuard). It returns the
 // handler to serve and the URL scheme.
 func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (http.Handler, string, error) {
 	scheme := "http"
@@ -158,13 +159,14 @@ func secureFront(cfg serveConfig, api *apiServer, listen, advertise string) (htt
 			return nil, "", err
 		}
 		api.forwardTLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		api.forward = api.newBootForwarder()
 		scheme = "https"
 	}
-	if cfg.Token != "" {
-		return api, scheme, nil
+	api.gate = api.newBootGate()
+	var h http.Handler = api
+	if cfg.Token == "" {
+		h = newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != "")
 	}
-	return newHostGuard(api, listen, []string{cfg.Listen, advertise}, cfg.TLSCert != ""), scheme, nil
+	return newBrowserGuard(h, scheme, isLoopbackListen(cfg.Listen)), scheme, nil
 }
 
 // clientTrust makes the CLI's transport trust the PEM certificates in env

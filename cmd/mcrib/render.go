@@ -142,7 +142,7 @@ func warmingCell(wm *cachenodes.Warming) string {
 func printRateLimit(w io.Writer, b ratelimit.Document, sent sentFields) {
 	fmt.Fprintf(w, "mode %s, limit %s boots/s, burst %s, hit rate %s\n", orDash(b.Mode),
 		known(sent.has("limit"), formatNumber(b.Limit)), known(sent.has("burst"), strconv.Itoa(b.Burst)),
-		known(sent.has("hit_rate"), formatHitRate(b.HitRate)))
+		knownHitRate(sent.has("hit_rate"), b.HitRate))
 	reason := b.Reason
 	if reason == "" {
 		reason = "(none)"

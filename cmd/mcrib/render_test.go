@@ -189,7 +189,7 @@ SPARES: none
 }
 
 func TestPrintRateLimit(t *testing.T) {
-	cut := ratelimit.Document{Mode: "auto", Limit: 250, Burst: 25, HitRate: 0.72, Floor: 10, Ceiling: 1000,
+	cut := ratelimit.Document{Mode: "auto", Limit: 250, Burst: 25, HitRate: ratelimit.RateOf(0.72), Floor: 10, Ceiling: 1000,
 		Reason: "hit rate 0.72 below 0.80: cut from 500 to 250"}
 	tests := []struct {
 		name string
@@ -199,7 +199,7 @@ func TestPrintRateLimit(t *testing.T) {
 	}{
 		{name: "auto", doc: cut, want: "mode auto, limit 250 boots/s, burst 25, hit rate 0.72\n" +
 			"reason: hit rate 0.72 below 0.80: cut from 500 to 250\n"},
-		{name: "manual fraction, no reason", doc: ratelimit.Document{Mode: "manual", Limit: 0.25, Burst: 1, HitRate: 1},
+		{name: "manual fraction, no reason", doc: ratelimit.Document{Mode: "manual", Limit: 0.25, Burst: 1, HitRate: ratelimit.RateOf(1)},
 			want: "mode manual, limit 0.25 boots/s, burst 1, hit rate 1.00\nreason: (none)\n"},
 		{name: "fields not sent", doc: ratelimit.Document{}, sent: sentFields{"reason": true},
 			want: "mode -, limit unknown boots/s, burst unknown, hit rate unknown\nreason: (none)\n"},

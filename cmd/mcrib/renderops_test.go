@@ -66,7 +66,7 @@ func TestStatusHitRateIsNullBeforeTraffic(t *testing.T) {
 		{false, `"hit_rate":null`},
 		{true, `"hit_rate":0.5`},
 	} {
-		doc := withKnownHitRate(newStatusDocument(controlloop.Status{}, ratelimit.Document{HitRate: 0.5}), knownRate{known: tc.known})
+		doc := withKnownHitRate(newStatusDocument(controlloop.Status{}, ratelimit.Document{HitRate: ratelimit.RateOf(0.5)}), knownRate{known: tc.known})
 		b, err := json.Marshal(doc)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -142,19 +141,13 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	handler.replicas = replicaSet{loop: loop, elector: elector}
 	handler.ops = ops
 	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
+	handler.id = id
 	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front), logger)
+	handler.writeTimeout = srv.WriteTimeout
 	// GET /v1/slotmap?index= may block up to 5 minutes: it moves its own
 	// connection's write deadline past WriteTimeout, and answers at once
 	// when the server shuts down.
@@ -271,7 +264,6 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		VacantSlots:         st.VacantSlots,
 		ReplacementsBlocked: st.ReplacementsBlocked,
 		NodesByState:        map[string]int{},
-		HitRate:             doc.HitRate,
 		BootLimit:           doc.Limit,
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
 		CorruptDocuments:    st.CorruptDocuments,
@@ -283,8 +275,10 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	if st.LastReconcileAt != nil {
 		g.LastReconcile = *st.LastReconcileAt
 	}
-	if _, known := boot.HitRate(); !known {
-		// No interval with traffic measured here (yet, or a follower): NaN,
+	if rate, known := boot.HitRate(); known {
+		g.HitRate = rate
+	} else {
+		// No reading here (no interval with gets yet, or none in the last): NaN,
 		// so a rule like mcrib_hit_rate < 0.8 does not fire on an idle pool.
 		g.HitRate = math.NaN()
 	}

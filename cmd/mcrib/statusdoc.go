@@ -21,8 +21,7 @@ type statusDocument struct {
 // newStatusDocument composes the status document from the loop's status and
 // the boot limiter's document.
 func newStatusDocument(st controlloop.Status, boot ratelimit.Document) statusDocument {
-	rate := boot.HitRate
-	return statusDocument{Status: st, HitRate: &rate, BootLimit: boot}
+	return statusDocument{Status: st, HitRate: boot.HitRate, BootLimit: boot}
 }
 
 // hitRateSource tells whether a hit rate was measured; *ratelimit.Service

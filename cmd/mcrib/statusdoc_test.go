@@ -22,7 +22,7 @@ func TestStatusDocumentRoundTrip(t *testing.T) {
 		ConsulReachable: true, HitRate: 0.1, BootLimit: "the loop's own value must not show",
 		Nodes: []controlloop.NodeStatus{{ID: "mc-1", Addr: "127.0.0.1:11211", Slot: &slot, Consul: "present", Reachable: true, State: "serving"}},
 	}
-	boot := ratelimit.Document{Mode: "manual", Limit: 250, Burst: 25, HitRate: 0.72, Floor: 10, Ceiling: 1000,
+	boot := ratelimit.Document{Mode: "manual", Limit: 250, Burst: 25, HitRate: ratelimit.RateOf(0.72), Floor: 10, Ceiling: 1000,
 		UpdatedAt: at, Reason: "pinned", AutoLimit: 500}
 	doc := newStatusDocument(st, boot)
 	b, err := json.Marshal(doc)

@@ -83,6 +83,9 @@ func zoneAPI(t *testing.T, token string, z *fakeZones) *apiServer {
 
 func call(a http.Handler, method, path, body, token string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

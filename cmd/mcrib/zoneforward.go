@@ -21,12 +21,11 @@ import (
 // replica (forwardedHeader).
 const forwardedForHeader = "X-Mcrib-Forwarded-For"
 
-// Timeouts of a zone call forwarded to the leader: a replace flushes the
-// new holder before it answers, so it gets longer than a boot.
-const (
-	zoneForwardDial    = time.Second
-	zoneForwardTimeout = 15 * time.Second
-)
+// zoneForwardDial bounds the connection to the leader of a forwarded
+// replace. The whole call gets forwardBudget of the server's write timeout
+// (a replace flushes the new holder before it answers, so it gets longer
+// than a boot), so that its answer is written before the write deadline.
+const zoneForwardDial = time.Second
 
 // caller names who made a zone call: who(r), or, on a call a live
 // replica forwarded here, the original caller as that replica saw it.
@@ -59,7 +58,8 @@ func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what
 		scheme = "https"
 	}
 	target := scheme + "://" + leaderID + r.URL.EscapedPath()
-	ctx, cancel := context.WithTimeout(r.Context(), zoneForwardTimeout)
+	budget := forwardBudget(a.writeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), budget)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
@@ -75,6 +75,9 @@ func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what
 	tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: a.forwardTLS}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		return errorf(http.StatusServiceUnavailable, "the leader at %s did not answer %s within %s; it may still carry it out, so check mcrib status before trying again", leaderID, what, budget)
+	}
 	if err != nil {
 		return errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out %s: %v", leaderID, what, unwrapURL(err))
 	}

@@ -65,6 +65,7 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	// A forwarded replace that lands on a non-leader is not sent on.
 	req := httptest.NewRequest("POST", "/v1/nodes/mc-1/replace", strings.NewReader(`{"reason":"r"}`))
 	req.Header.Set("Authorization", "Bearer sekrit")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(forwardedHeader, "s-peer")
 	fw := httptest.NewRecorder()
 	follower.ServeHTTP(fw, req)
@@ -127,5 +128,43 @@ func TestReplaceForwardOverTLS(t *testing.T) {
 	rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`, "t")
 	if rr.Code != 200 || !overTLS.Load() || len(leaderZones.called()) != 1 {
 		t.Errorf("replace over TLS: %d %s, leader saw TLS %v and calls %v", rr.Code, rr.Body, overTLS.Load(), leaderZones.called())
+	}
+}
+
+// TestForwardStripsBrowserHeaders: a replace the dashboard sends to a
+// follower (same origin there) reaches the leader without Origin and
+// Sec-Fetch-*, which name the follower's origin, not the leader's.
+func TestForwardStripsBrowserHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var got http.Header
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+		writeJSON(w, http.StatusOK, controlloop.ReplaceResult{Slot: 1, From: "mc-1", To: "mc-9"})
+	}))
+	defer leaderSrv.Close()
+	follower := zoneAPI(t, "", &fakeZones{err: controlloop.ErrNotLeader})
+	follower.leader = func() (bool, string) { return false, leaderSrv.Listener.Addr().String() }
+	follower.replicas = fixedReplicas{n: 2}
+	req := httptest.NewRequest("POST", "/v1/nodes/mc-1/replace", strings.NewReader(`{"reason":"r"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://follower:7070")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Sec-Fetch-Mode", "cors")
+	rr := httptest.NewRecorder()
+	follower.ServeHTTP(rr, req)
+	if rr.Code != 200 {
+		t.Fatalf("forwarded replace: %d %s", rr.Code, rr.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name := range got {
+		if name == "Origin" || strings.HasPrefix(name, "Sec-Fetch-") {
+			t.Errorf("the leader got %s: %q", name, got.Get(name))
+		}
+	}
+	if got.Get("Content-Type") != "application/json" {
+		t.Errorf("the forwarded replace has Content-Type %q", got.Get("Content-Type"))
 	}
 }
