@@ -173,7 +173,7 @@ func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader
 	add(drain)
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return false, fmt.Errorf("writing %s: %w", s.keys.SlotMap(), err)
+		return false, fmt.Errorf("writing %s in one transaction: %w", s.keys.Prefix(), err)
 	}
 	return ok, nil
 }

@@ -29,7 +29,9 @@ type Snapshot struct {
 	// it; "" otherwise.
 	LeaderID string
 	// Replacements are the times of the slot replacements of the last
-	// minute as the last leader stored them with the map.
+	// minute as the last leader stored them with the map, by its clock
+	// (the loop places them on its own against the map's updated_at,
+	// remoteclock.go); two at one instant are two replacements.
 	Replacements []time.Time
 	// Votes are the live replicas' votes, by replica ID: only those whose
 	// key a session still holds (a dead replica's vote does not count).
