@@ -246,6 +246,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		if ok {
 			l.mu.Lock()
 			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
+			l.stepBlockedAt = nil // an operator's change is tried at once
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil
