@@ -39,6 +39,7 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
 			s.flushing = false
 			if err == nil {
 				s.needsFlush = false
+				l.tr.flushed(n.ID)
 			}
 		}
 		l.mu.Unlock()
@@ -68,6 +69,7 @@ func (l *Loop) place(ctx context.Context, plan Plan) []Placement {
 			l.opts.Logger.Warn("flushing a spare before placing it failed; it is not placed", "node", p.Node.ID, "slot", p.Slot, "err", err)
 			continue
 		}
+		l.noteFlushed(p.Node.ID)
 		l.opts.Metrics.Flush("placement")
 		l.emitFlush(ctx, p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
 		done = append(done, p)

@@ -3,10 +3,12 @@ package controlloop
 import "github.com/mcrib/mcrib/cachenodes"
 
 // distinctAddrs drops the candidates whose address a remaining slot holder
-// already serves (as the previous map or Consul now has it) (a memcached re-registered under a new service ID: placing
-// and flushing it would wipe a warm node and give it two slots), and all but
-// the lowest ID of candidates that share an address, so no two slots ever
-// hold the same address.
+// or a warm source already serves (as the previous map or Consul now has
+// it): the same memcached registered under another service ID, or twice,
+// is no ready spare (section 7); placing and flushing it would wipe a warm
+// node and give it two slots. It also drops all but the lowest ID of
+// candidates that share an address, so no two slots ever hold the same
+// address.
 func distinctAddrs(in Input, idx *assignIndex, evictions []Eviction, cands []int) []int {
 	used := make(map[string]bool, idx.holders+len(cands))
 	evicted := make(map[int]bool, len(evictions))
@@ -18,6 +20,22 @@ func distinctAddrs(in Input, idx *assignIndex, evictions []Eviction, cands []int
 			used[n.Addr] = true
 			if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
 				used[v.Addr] = true // the address Build will refresh it to
+			}
+		}
+	}
+	if in.Prev != nil && in.Prev.AnyWarming() {
+		listed := make(map[string]string, len(in.Nodes)-idx.holders)
+		for j := range in.Nodes {
+			if idx.slotOf[j] < 0 && in.Nodes[j].Listed {
+				listed[in.Nodes[j].ID] = in.Nodes[j].Addr
+			}
+		}
+		for i := range in.NumSlots {
+			if w := in.Prev.Warming(i); w != nil {
+				used[w.Addr] = true
+				if a := listed[w.NodeID]; a != "" {
+					used[a] = true
+				}
 			}
 		}
 	}

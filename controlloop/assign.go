@@ -26,11 +26,19 @@ type NodeView struct {
 	Due bool
 	// Suppressed is true while flap damping keeps the node from promotion.
 	Suppressed bool
+	// OwesFlush is true while the flushes document names the node
+	// (invariant 2): nothing copies from it, so a move off it is cold
+	// (invariant 9), and it is no ready spare.
+	OwesFlush bool
 }
+
+// warmSource reports whether a holder may warm its slot's new holder: it
+// answers by the pool's verdict and owes no flush.
+func (n NodeView) warmSource() bool { return n.Reachable && !n.OwesFlush }
 
 // eligibleSpare reports whether a node without a slot may be placed.
 func (n NodeView) eligibleSpare() bool {
-	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed
+	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed && !n.OwesFlush
 }
 
 // listedSpare reports whether a node without a slot belongs in the spares
@@ -47,6 +55,11 @@ type Input struct {
 	// Prev is the current map; nil for a new pool (the first fill places
 	// without flushing).
 	Prev *cachenodes.SlotMap
+	// PrevShift places the instants of Prev, written by the clock of the
+	// process that wrote it, on the clock of Now: a warming of Prev ends
+	// at its until + PrevShift (remoteclock.go). Zero for a map this
+	// process wrote.
+	PrevShift time.Duration
 	// Nodes lists every node the loop knows: slot holders, warm sources and
 	// the nodes of the last accepted Consul answer. A node ID appears at
 	// most once.
@@ -158,6 +171,9 @@ type Plan struct {
 	Refused string
 
 	index *assignIndex
+	// prevShift is Input.PrevShift, for the events that tell why a
+	// warming ended.
+	prevShift time.Duration
 }
 
 // Decide computes the plan for one pass. It frees before it places: due
@@ -170,7 +186,7 @@ type Plan struct {
 // time linear in the nodes when in.Nodes is sorted by ID (as the loop
 // passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
-	plan := Plan{FirstFill: in.Prev == nil}
+	plan := Plan{FirstFill: in.Prev == nil, prevShift: in.PrevShift}
 	idx := newAssignIndex(in)
 	plan.index = idx
 	warm := endWarmings(in)
@@ -205,13 +221,13 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: "maintenance",
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
-			if v.Reachable && warm.keep[i] {
+			if v.warmSource() && warm.keep[i] {
 				// It still answers and is itself being warmed: it keeps
 				// the slot until the warming ends (then it moves warm).
 				plan.Blocked++
 				continue
 			}
-			if v.Reachable && in.WarmFor > 0 {
+			if v.warmSource() && in.WarmFor > 0 {
 				ev.Move, ev.Warm = true, true
 				ev.Why += "; it still answers, so its slot moves warm"
 			}
@@ -315,12 +331,12 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		// Its new holder is being filled from the old one: moving it now
 		// would cost the slot what it has gathered.
 		ws := in.Prev.Warming(slot)
-		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, ws.Until.UTC().Format(time.RFC3339))
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, ws.Until.Add(in.PrevShift).UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
 	ev := Eviction{Slot: slot, Node: holder, Reason: ReasonReplace, Move: true,
-		Warm: known && v.Reachable && in.WarmFor > 0,
+		Warm: known && v.warmSource() && in.WarmFor > 0,
 		Why:  fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, slot)}
 	return ev, ""
 }
@@ -430,6 +446,18 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 		}
 		return n
 	}
+	// The addresses of the next map's warm sources: a node registered at
+	// one of them (the same memcached under another service ID) is no
+	// spare either (section 7).
+	var taken map[string]bool
+	for _, w := range warming {
+		if w != nil {
+			if taken == nil {
+				taken = make(map[string]bool)
+			}
+			taken[w.Addr] = true
+		}
+	}
 	isSpare := func(j int) bool {
 		n := &in.Nodes[j]
 		if i := idx.slotOf[j]; i >= 0 {
@@ -437,7 +465,7 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 				return false // still holds its slot
 			}
 		}
-		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID])
+		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID]) && !taken[n.Addr]
 	}
 
 	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && idx.sorted && len(plan.EndWarming) == 0 && warmed == nil {
@@ -483,6 +511,17 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 		spec.Generation = in.Prev.Generation()
 		if in.Prev.Pool() == in.Pool && sameDoc(in.Prev, spec) {
 			return in.Prev, nil
+		}
+	}
+	if in.PrevShift != 0 {
+		// The warmings kept from Prev are written anew by this clock, as
+		// updated_at is (remoteclock.go).
+		for i, w := range spec.Warming {
+			if w != nil && warmed[i] == nil {
+				c := *w
+				c.Until = c.Until.Add(in.PrevShift)
+				spec.Warming[i] = &c
+			}
 		}
 	}
 	next, err := cachenodes.NewSlotMap(spec)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -51,6 +50,7 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 	var (
 		st         Snapshot
 		slotMapErr error
+		flushesRaw []byte
 	)
 	for _, p := range pairs {
 		name, _ := s.keys.Name(p.Key)
@@ -78,6 +78,14 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 				continue
 			}
 			st.Drain = d
+		case kvlayout.Flushes:
+			st.FlushesIndex = p.ModifyIndex
+			f, err := parseStoredFlushes(p.Value)
+			if err != nil {
+				st.Corrupt, st.FlushesErr, flushesRaw = append(st.Corrupt, kvlayout.Flushes), err, p.Value
+				continue
+			}
+			st.Flushes = f
 		case kvlayout.Leader:
 			if p.Session != "" {
 				st.LeaderID = string(p.Value)
@@ -88,7 +96,16 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			_ = json.Unmarshal(p.Value, &st.Replacements)
 		default:
 			replica, isVote := s.keys.VoteReplica(name)
-			if !isVote || p.Session == "" {
+			if !isVote {
+				continue
+			}
+			if p.Session == "" {
+				// Its replica's session is gone: no vote, and the leader
+				// deletes the key (deleteGoneVotes).
+				if st.GoneVotes == nil {
+					st.GoneVotes = make(map[string]uint64)
+				}
+				st.GoneVotes[replica] = p.ModifyIndex
 				continue
 			}
 			var v Vote
@@ -102,28 +119,90 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 			st.Votes[replica] = v
 		}
 	}
+	if flushesRaw != nil {
+		st.Flushes = salvageFlushes(flushesRaw, st.SlotMap)
+	}
 	if slotMapErr != nil {
 		return st, &CorruptError{Keys: st.Corrupt, Err: slotMapErr}
 	}
 	return st, nil
 }
 
-// WriteSlotMap stores m with check-and-set against read.SlotMapIndex (0:
-// only if absent), in one transaction that also checks that the freeze key
-// is as read and, unless lease is zero, that lease still holds the leader
-// lock (leader.Lease.CAS).
-func (s *ConsulStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (ok bool, err error) {
-	return s.writeSlotMap(ctx, m, read, lease, recent)
-}
-
-// WriteSlotMapDrain is WriteSlotMap with the drain document checked
-// against read.DrainIndex, or replaced by drain, in the same transaction.
-func (s *ConsulStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (ok bool, err error) {
-	op, err := s.drainOp(drain, read.DrainIndex)
+// WritePool stores w in one Consul transaction that checks the leader
+// lock (the pool's leader key held by lease's session, unless lease is
+// zero), the freeze key as read, and the slot map at the version read:
+// the map is written with check-and-set (with the replacement times) only
+// when w.SlotMap is set, and checked otherwise; the flushes document is
+// set or deleted with check-and-set on its own version, or checked; the
+// drain document likewise.
+func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (ok bool, err error) {
+	var ops api.TxnOps
+	add := func(op *api.KVTxnOp) { ops = append(ops, &api.TxnOp{KV: op}) }
+	if !lease.IsZero() {
+		// The check of leader.Lease.CAS, on the pool's lock key.
+		add(&api.KVTxnOp{Verb: api.KVCheckSession, Key: s.keys.Leader(), Session: lease.Session()})
+	}
+	if read.Freeze != nil {
+		add(&api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.keys.Freeze(), Index: read.FreezeIndex})
+	} else {
+		add(&api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.keys.Freeze()})
+	}
+	if w.SlotMap != nil {
+		body, err := cachenodes.EncodeStoredSlotMap(w.SlotMap)
+		if err != nil {
+			return false, err
+		}
+		times, err := json.Marshal(w.Replacements)
+		if err != nil {
+			return false, fmt.Errorf("encoding the replacement times: %w", err)
+		}
+		add(&api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex})
+		add(&api.KVTxnOp{Verb: api.KVSet, Key: s.keys.Replacements(), Value: times})
+	} else {
+		add(checkOp(s.keys.SlotMap(), read.SlotMapIndex))
+	}
+	flushes, err := s.flushesOp(w.Flushes, read.FlushesIndex)
 	if err != nil {
 		return false, err
 	}
-	return s.writeSlotMap(ctx, m, read, lease, recent, op)
+	add(flushes)
+	drain, err := s.drainOp(w.Drain, read.DrainIndex)
+	if err != nil {
+		return false, err
+	}
+	add(drain)
+	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("writing %s in one transaction: %w", s.keys.Prefix(), err)
+	}
+	return ok, nil
+}
+
+// checkOp is the transaction operation that checks key is at index (0:
+// that it does not exist).
+func checkOp(key string, index uint64) *api.KVTxnOp {
+	if index == 0 {
+		return &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}
+	}
+	return &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: index}
+}
+
+// flushesOp is the transaction operation on the flushes key: a check that
+// it is as read (doc nil), or its check-and-set replacement by doc (a
+// delete when doc has no entry).
+func (s *ConsulStore) flushesOp(doc *FlushesDoc, index uint64) (*api.KVTxnOp, error) {
+	key := s.keys.Flushes()
+	switch {
+	case doc == nil || (len(doc.Flushes) == 0 && index == 0):
+		return checkOp(key, index), nil
+	case len(doc.Flushes) == 0:
+		return &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: index}, nil
+	}
+	body, err := encodeFlushes(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
 }
 
 // drainOp is the transaction operation on the drain key: a check that it
@@ -132,12 +211,8 @@ func (s *ConsulStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotM
 func (s *ConsulStore) drainOp(doc *DrainDoc, index uint64) (*api.KVTxnOp, error) {
 	key := s.keys.Drain()
 	switch {
-	case doc == nil && index == 0:
-		return &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}, nil
-	case doc == nil:
-		return &api.KVTxnOp{Verb: api.KVCheckIndex, Key: key, Index: index}, nil
-	case len(doc.Zones) == 0 && index == 0:
-		return &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: key}, nil
+	case doc == nil || (len(doc.Zones) == 0 && index == 0):
+		return checkOp(key, index), nil
 	case len(doc.Zones) == 0:
 		return &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: index}, nil
 	}
@@ -158,38 +233,6 @@ func (s *ConsulStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) 
 	ok, _, _, err := s.client.Txn().Txn(api.TxnOps{{KV: op}}, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", s.keys.Drain(), err)
-	}
-	return ok, nil
-}
-
-func (s *ConsulStore) writeSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, extra ...*api.KVTxnOp) (ok bool, err error) {
-	body, err := cachenodes.EncodeStoredSlotMap(m)
-	if err != nil {
-		return false, err
-	}
-	times, err := json.Marshal(recent)
-	if err != nil {
-		return false, fmt.Errorf("encoding the replacement times: %w", err)
-	}
-	record := &api.KVTxnOp{Verb: api.KVSet, Key: s.keys.Replacements(), Value: times}
-	freeze := &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.keys.Freeze()}
-	if read.Freeze != nil {
-		freeze = &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.keys.Freeze(), Index: read.FreezeIndex}
-	}
-	checks := append([]*api.KVTxnOp{freeze, record}, extra...)
-	if !lease.IsZero() {
-		return lease.CAS(ctx, s.client, s.keys.SlotMap(), body, read.SlotMapIndex, checks...)
-	}
-	// No leader lock (a process that leads alone): the same write without
-	// the lock check.
-	ops := make(api.TxnOps, 0, len(checks)+1)
-	for _, c := range checks {
-		ops = append(ops, &api.TxnOp{KV: c})
-	}
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.keys.SlotMap(), Value: body, Index: read.SlotMapIndex}})
-	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return false, fmt.Errorf("writing %s: %w", s.keys.SlotMap(), err)
 	}
 	return ok, nil
 }
@@ -230,4 +273,14 @@ func (s *ConsulStore) PutVote(ctx context.Context, replica string, v Vote, membe
 		return fmt.Errorf("writing %s: held by another session (two replicas with the ID %q?)", s.keys.Vote(replica), replica)
 	}
 	return nil
+}
+
+// DeleteVote deletes the vote key of replica with check-and-set against
+// index.
+func (s *ConsulStore) DeleteVote(ctx context.Context, replica string, index uint64) (bool, error) {
+	ok, _, err := s.client.KV().DeleteCAS(&api.KVPair{Key: s.keys.Vote(replica), ModifyIndex: index}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("deleting %s: %w", s.keys.Vote(replica), err)
+	}
+	return ok, nil
 }

@@ -8,9 +8,14 @@
 //
 // The invariants it keeps are those of CONTRACT.md section 6: a node that
 // still answers keeps its slot however long Consul misses it; freeing comes
-// before placing; a spare is flushed as part of its placement; a node that
-// was unreachable is flushed when it answers again; an empty or sharply
-// shrunken Consul answer is a fault of discovery; nothing moves while frozen.
+// before placing; a spare is flushed as part of its placement; a slot
+// holder that was unreachable for long enough owes a flush, one decision of
+// the leader stored with the map (the flushes document, owedflush.go) and
+// carried out by whichever leader comes next when it answers; nothing
+// copies from a node that owes a flush; an empty or sharply shrunken Consul
+// answer is a fault of discovery; nothing moves while frozen. No instant
+// written by another host is compared with this process's clock
+// (remoteclock.go).
 //
 // Loop.Reconcile is one pass (reconcile.go), carried out by the actions of
 // actions.go; Loop.Run (loop.go) only schedules passes: on kicks, on the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 )
 
@@ -17,10 +16,11 @@ import (
 // replica changes it for an operator (Drain, Undrain), with check-and-set;
 // the leader carries the steps out and records their pace (LastStepAt),
 // what stops them (blocked) and the end of a return in the same write as
-// the moves it made (or alone, with check-and-set, when nothing moved), so
-// a new leader keeps the pace and every replica answers the same blocked. A drain step moves the zone's highest-numbered
-// slots; a return step takes the highest-numbered slot of the undrained
-// zone holding the most.
+// the moves it made (its pass's WritePool, also when nothing moved), so a
+// new leader keeps the pace and every replica answers the same blocked. A
+// drain step moves the zone's highest-numbered slots; a return step takes
+// the highest-numbered slot of the undrained zone holding the most. When
+// the steps are due is schedule.go's.
 
 // errNoDrainStore is the error of a drain asked of a loop whose store
 // keeps no drain document.
@@ -61,99 +61,6 @@ func (l *Loop) drainedLocked() map[string]bool {
 		out[zone] = true
 	}
 	return out
-}
-
-// dueStepsLocked returns the drain and return steps due at now over the
-// map prev: a zone's first step at once, each next one at least its step
-// interval after the previous; a zone at its target has none. l.mu must
-// be held.
-func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]ZoneStep {
-	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
-		return nil
-	}
-	held := zoneSlots(prev)
-	var out map[string]ZoneStep
-	for zone, e := range l.drains.Zones {
-		if held[zone] == e.Target() {
-			continue
-		}
-		if e.LastStepAt == nil || now.Sub(*e.LastStepAt) >= e.Interval() {
-			if out == nil {
-				out = make(map[string]ZoneStep, len(l.drains.Zones))
-			}
-			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize()}
-		}
-	}
-	return out
-}
-
-// untilNextStep returns how long until the next drain or return step is
-// due, or a negative duration when none is pending (no drain, every zone
-// at its target, or an operator freeze holding them).
-func (l *Loop) untilNextStep() time.Duration {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.drainCorrupt || l.drains == nil || l.freeze != nil || l.current == nil {
-		return -1
-	}
-	held := zoneSlots(l.current)
-	next := time.Duration(-1)
-	for zone, e := range l.drains.Zones {
-		if held[zone] == e.Target() {
-			continue
-		}
-		d := time.Duration(0)
-		if e.LastStepAt != nil {
-			d = max(0, e.LastStepAt.Add(e.Interval()).Sub(now))
-		}
-		if next < 0 || d < next {
-			next = d
-		}
-	}
-	return next
-}
-
-// NextStepIn returns how long until the next drain or return step is due,
-// and false when none is pending. Run wakes itself for it; a caller that
-// drives passes itself (the simulator) schedules a pass then.
-func (l *Loop) NextStepIn() (time.Duration, bool) {
-	d := l.untilNextStep()
-	return d, d >= 0
-}
-
-// stepTimer wakes Run for a drain step due between two probe ticks, so
-// steps come at their interval rather than at the first tick after it.
-type stepTimer struct{ t clock.Timer }
-
-// arm sets the timer to fire after d when a step is pending (d ≥ 0) and
-// due before the next tick; otherwise it stops it.
-func (s *stepTimer) arm(c clock.Clock, d, tick time.Duration) {
-	if d < 0 || d >= tick {
-		s.stop()
-		return
-	}
-	if s.t == nil {
-		s.t = c.NewTimer(d)
-		return
-	}
-	s.t.Stop()
-	s.t.Reset(d)
-}
-
-func (s *stepTimer) stop() {
-	if s.t != nil {
-		s.t.Stop()
-		s.t = nil
-	}
-}
-
-// c returns the timer's channel; nil (never ready) when it is not armed.
-func (s *stepTimer) c() <-chan time.Time {
-	if s.t == nil {
-		return nil
-	}
-	return s.t.C()
 }
 
 // nextDrainLocked returns the drain document to store with next, or nil
@@ -339,6 +246,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		if ok {
 			l.mu.Lock()
 			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
+			l.stepBlockedAt = nil // an operator's change is tried at once
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil

@@ -38,7 +38,7 @@ func TestConsulStoreDrain(t *testing.T) {
 	m := slotMapOf(t, 1, []string{"a1", "b1"}, nil)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	next := DrainDoc{Zones: map[string]*DrainEntry{"b": {Percent: 100, StepPercent: 10, StepInterval: "30s", Reason: "r", BaselineSlots: 2, LastStepAt: &at}}}
-	if ok, err := s.WriteSlotMapDrain(ctx, m, st, leader.Lease{}, nil, &next); !ok || err != nil {
+	if ok, err := s.WritePool(ctx, st, leader.Lease{}, PoolWrite{SlotMap: m, Drain: &next}); !ok || err != nil {
 		t.Fatalf("write with the drain: %v %v", ok, err)
 	}
 	st2, err := s.Read(ctx)
@@ -46,7 +46,7 @@ func TestConsulStoreDrain(t *testing.T) {
 		t.Fatalf("read after the write: %v %+v %v", st2.SlotMap, st2.Drain, err)
 	}
 	// A stale drain index fails the whole write.
-	if ok, err := s.WriteSlotMapDrain(ctx, m, Snapshot{SlotMapIndex: st2.SlotMapIndex, DrainIndex: st.DrainIndex}, leader.Lease{}, nil, nil); ok || err != nil {
+	if ok, err := s.WritePool(ctx, Snapshot{SlotMapIndex: st2.SlotMapIndex, DrainIndex: st.DrainIndex}, leader.Lease{}, PoolWrite{}); ok || err != nil {
 		t.Fatalf("a write against a stale drain document: %v %v", ok, err)
 	}
 	// Empty: the key goes.

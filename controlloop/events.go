@@ -117,7 +117,7 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 			if w := plan.index.prev.Warming(i); w != nil {
 				e.Node = w.NodeID
 				why := "its warm source stopped answering"
-				if !now.Before(w.Until) {
+				if !now.Before(w.Until.Add(plan.prevShift)) {
 					why = "--warm-for passed"
 				}
 				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)

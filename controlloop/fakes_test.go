@@ -82,6 +82,15 @@ type fakeStore struct {
 	drainIndex uint64
 	// drainWrites counts the writes of the drain document.
 	drainWrites int
+	// flushesRaw is the stored flushes document (nil: none), at
+	// flushesIndex; flushesWrites counts its writes.
+	flushesRaw    []byte
+	flushesIndex  uint64
+	flushesWrites int
+	// goneVotes are the vote keys no session holds, by replica, at their
+	// version; voteDeletes counts the deletions.
+	goneVotes   map[string]uint64
+	voteDeletes int
 }
 
 var _ DrainStore = (*fakeStore)(nil)
@@ -109,22 +118,6 @@ func (s *fakeStore) putDrainLocked(doc *DrainDoc) {
 	}
 	s.index++
 	s.drainRaw, s.drainIndex = b, s.index
-}
-
-func (s *fakeStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (bool, error) {
-	s.mu.Lock()
-	if read.DrainIndex != s.drainIndex {
-		s.mu.Unlock()
-		return false, nil
-	}
-	s.mu.Unlock()
-	ok, err := s.WriteSlotMap(ctx, m, read, lease, recent)
-	if ok && drain != nil {
-		s.mu.Lock()
-		s.putDrainLocked(drain)
-		s.mu.Unlock()
-	}
-	return ok, err
 }
 
 // storedDrainDoc returns the stored drain document (nil: none).
@@ -164,7 +157,17 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 		s.failReads--
 		return Snapshot{}, fmt.Errorf("reading the fake store: unreachable")
 	}
-	st := Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes), Replacements: slices.Clone(s.replacements)}
+	st := Snapshot{SlotMap: s.slotMap, SlotMapIndex: s.slotIndex, Freeze: s.freeze, FreezeIndex: s.freezeIndex, LeaderID: s.leaderID, Votes: maps.Clone(s.votes), Replacements: slices.Clone(s.replacements),
+		GoneVotes: maps.Clone(s.goneVotes)}
+	if s.flushesRaw != nil {
+		st.FlushesIndex = s.flushesIndex
+		f, err := parseStoredFlushes(s.flushesRaw)
+		if err != nil {
+			st.Corrupt, st.FlushesErr, st.Flushes = append(st.Corrupt, "flushes"), err, salvageFlushes(s.flushesRaw, s.slotMap)
+		} else {
+			st.Flushes = f
+		}
+	}
 	if s.drainRaw != nil {
 		st.DrainIndex = s.drainIndex
 		d, err := parseStoredDrain(s.drainRaw)
@@ -177,7 +180,7 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 	return st, nil
 }
 
-func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (bool, error) {
+func (s *fakeStore) WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.changed.notifyLocked()
@@ -185,12 +188,62 @@ func (s *fakeStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, rea
 		s.beforeWrite(s)
 	}
 	freezeAsRead := (read.Freeze == nil && s.freeze == nil) || (read.Freeze != nil && s.freeze != nil && read.FreezeIndex == s.freezeIndex)
-	if read.SlotMapIndex != s.slotIndex || !freezeAsRead || (!lease.IsZero() && lease != s.holder) {
+	if read.SlotMapIndex != s.slotIndex || !freezeAsRead || (!lease.IsZero() && lease != s.holder) ||
+		read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex {
 		return false, nil
 	}
-	s.putLocked(m)
-	s.replacements = slices.Clone(recent)
-	s.writes++
+	if w.SlotMap != nil {
+		s.putLocked(w.SlotMap)
+		s.replacements = slices.Clone(w.Replacements)
+		s.writes++
+	}
+	if w.Flushes != nil {
+		s.putFlushesLocked(w.Flushes)
+	}
+	if w.Drain != nil {
+		s.putDrainLocked(w.Drain)
+	}
+	return true, nil
+}
+
+// putFlushesLocked stores doc as a new version (removed when empty).
+func (s *fakeStore) putFlushesLocked(doc *FlushesDoc) {
+	s.flushesWrites++
+	if len(doc.Flushes) == 0 {
+		s.flushesRaw, s.flushesIndex = nil, 0
+		return
+	}
+	b, err := encodeFlushes(doc)
+	if err != nil {
+		panic(err)
+	}
+	s.index++
+	s.flushesRaw, s.flushesIndex = b, s.index
+}
+
+// storedFlushes returns the stored flushes document's entries (nil: none).
+func (s *fakeStore) storedFlushes(t testing.TB) []OwedFlush {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flushesRaw == nil {
+		return nil
+	}
+	f, err := parseStoredFlushes(s.flushesRaw)
+	if err != nil {
+		t.Fatalf("the stored flushes document: %v", err)
+	}
+	return f
+}
+
+func (s *fakeStore) DeleteVote(ctx context.Context, replica string, index uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.goneVotes[replica]; !ok || at != index {
+		return false, nil
+	}
+	delete(s.goneVotes, replica)
+	s.voteDeletes++
 	return true, nil
 }
 

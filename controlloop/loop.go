@@ -14,6 +14,7 @@ import (
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -43,11 +44,14 @@ type Loop struct {
 	probeWake chan struct{}
 	passes    *rate.Limiter
 
-	mu         sync.Mutex
-	tr         *tracker
-	current    *cachenodes.SlotMap
-	freeze     *FreezeDoc
-	autoFrozen string
+	mu      sync.Mutex
+	tr      *tracker
+	current *cachenodes.SlotMap
+	// currentShift places the instants of current on this clock
+	// (remoteclock.go): zero for a map this process built.
+	currentShift time.Duration
+	freeze       *FreezeDoc
+	autoFrozen   string
 	// autoFrozenBase is autoFrozen without the zone alert: its changes are
 	// logged and told as events.
 	autoFrozenBase string
@@ -89,6 +93,18 @@ type Loop struct {
 	// one measured.
 	zoneUnread map[string]bool
 
+	// owed is the flushes the pool owes as this process knows them: the
+	// last document read, or this leader's last write (owedflush.go);
+	// owedGood is the last document read that parsed; memOwed the owed
+	// flushes of the old in-memory path (revert.ForgottenFlush).
+	owed, owedGood, memOwed []OwedFlush
+	// remote places instants written by other hosts on this process's
+	// clock (remoteclock.go).
+	remote remoteClock
+	// stepBlockedAt is when a due drain or return step of each zone last
+	// moved nothing: it is not tried again for a probe interval.
+	stepBlockedAt map[string]time.Time
+
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex
 	// replaceReq is the operator's replace the pass under way carries
@@ -124,8 +140,9 @@ func New(opts Options) (*Loop, error) {
 		kick:      make(chan struct{}, 1),
 		probeWake: make(chan struct{}, 1),
 		passes:    rate.NewLimiter(rate.Limit(50), 10),
-		tr:        newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval, Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
-		ceiling:   flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
+		tr: newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval,
+			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}, LegacyFlush: opts.Reverted.Reverted(revert.FollowerFlush)}),
+		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 	}, nil
 }
 
@@ -150,10 +167,14 @@ func (l *Loop) Load(ctx context.Context) error {
 	if err := l.checkStored(st.SlotMap, nil); err != nil {
 		return err
 	}
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.current, l.freeze, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
+	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.takeDrainLocked(st)
+	l.placeStepsLocked(now)
+	l.owedBaseLocked(st)
 	return nil
 }
 
@@ -204,7 +225,8 @@ func (l *Loop) Run(ctx context.Context) {
 		start := l.clock.Now()
 		res, err := l.tracedReconcile(ctx)
 		l.opts.Metrics.Pass(res.Outcome, l.clock.Now().Sub(start))
-		steps.arm(l.clock, l.untilNextStep(), l.opts.ProbeInterval)
+		wake, _ := l.NextDecisionIn()
+		steps.arm(l.clock, wake, l.opts.ProbeInterval)
 		if err == nil {
 			retry.Reset()
 			continue

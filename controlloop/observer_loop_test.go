@@ -41,9 +41,16 @@ func (w *world) away(ids ...string) {
 	w.probe()
 }
 
-// back makes ids answer again after d.
+// back makes ids answer again after d, during which the loop probes and
+// passes every probe interval (1s), as Run does: the leader decides the
+// flushes owed while the nodes are away (invariant 2).
 func (w *world) back(d time.Duration, ids ...string) {
-	w.clk.Advance(d)
+	w.t.Helper()
+	for left := d; left > 0; left -= time.Second {
+		w.clk.Advance(min(left, time.Second))
+		w.probe()
+		_, _ = w.loop.Reconcile(context.Background())
+	}
 	for _, id := range ids {
 		w.prober.setDown(cacheNode(id).Addr, false)
 	}

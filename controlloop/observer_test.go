@@ -49,7 +49,7 @@ func TestUnreachableNeedsAWholeProbeInterval(t *testing.T) {
 		fails   []time.Duration // failed probes of a, after t0
 		okAt    time.Duration   // then a success
 		wantBad bool            // unreachable before okAt
-		flush   bool            // needs a flush after okAt
+		flush   bool            // owes a flush after okAt
 	}{
 		{"one dropped SYN is no verdict", []time.Duration{time.Second}, 3 * time.Second, false, false},
 		{"failures within one interval are no verdict", []time.Duration{time.Second, 2 * time.Second, 2900 * time.Millisecond}, 3 * time.Second, false, false},
@@ -59,18 +59,21 @@ func TestUnreachableNeedsAWholeProbeInterval(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := observerTracker(t)
+			var entry *OwedFlush
 			for i, at := range tc.fails {
 				tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(at))
+				entry = trackerOwes(tr, "a", entry, t0.Add(at))
 				if tc.name == "a success in between starts over" && i == 0 {
 					tr.observeProbe("a", upStats, nil, true, t0.Add(at+time.Second))
+					entry = trackerOwes(tr, "a", entry, t0.Add(at+time.Second))
 				}
 			}
 			if got := !tr.nodes["a"].reachable; got != tc.wantBad {
 				t.Fatalf("unreachable = %v, want %v", got, tc.wantBad)
 			}
 			tr.observeProbe("a", upStats, nil, true, t0.Add(tc.okAt))
-			if tr.nodes["a"].needsFlush != tc.flush {
-				t.Fatalf("needsFlush = %v, want %v", tr.nodes["a"].needsFlush, tc.flush)
+			if entry = trackerOwes(tr, "a", entry, t0.Add(tc.okAt)); (entry != nil) != tc.flush {
+				t.Fatalf("owes a flush: %v, want %v", entry != nil, tc.flush)
 			}
 		})
 	}
@@ -124,9 +127,14 @@ func TestMassUnreachableIsTheObserversFault(t *testing.T) {
 		t.Fatal("2 of 4 holders unreachable at once: no mass episode")
 	}
 	for _, id := range []string{"a", "b"} {
+		if trackerOwes(tr, id, nil, t0.Add(4*time.Second)) != nil {
+			t.Fatalf("node %s owes a flush in an episode of the observer's fault", id)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
 		tr.observeProbe(id, upStats, nil, true, t0.Add(5*time.Second))
-		if tr.nodes[id].needsFlush {
-			t.Fatalf("node %s is marked for a flush after an observer's fault", id)
+		if trackerOwes(tr, id, nil, t0.Add(5*time.Second)) != nil {
+			t.Fatalf("node %s owes a flush after an observer's fault", id)
 		}
 	}
 	tr.ensure(holdersMap(t, "a", "b", "c", "d"), t0.Add(9*time.Second))
@@ -139,9 +147,8 @@ func TestMassUnreachableIsTheObserversFault(t *testing.T) {
 	if tr.mass != "" {
 		t.Fatalf("one unreachable holder is a mass episode: %q", tr.mass)
 	}
-	tr.observeProbe("c", upStats, nil, true, t0.Add(15*time.Second))
-	if !tr.nodes["c"].needsFlush {
-		t.Fatal("a single node back from unreachability is not flushed")
+	if trackerOwes(tr, "c", nil, t0.Add(13*time.Second)) == nil {
+		t.Fatal("a single unreachable node owes no flush")
 	}
 }
 
@@ -163,9 +170,8 @@ func TestMassEpisodeEndStartsTheClockOfTheStillUnreachable(t *testing.T) {
 	if !b.unreachableSince.Equal(t0.Add(20*time.Second)) || b.observerFault {
 		t.Fatalf("b: unreachable since %v, observer fault %v; want its own clock from the episode's end", b.unreachableSince, b.observerFault)
 	}
-	tr.observeProbe("b", upStats, nil, true, t0.Add(25*time.Second))
-	if !b.needsFlush {
-		t.Fatal("b, unreachable on its own after the episode, is not flushed on return")
+	if trackerOwes(tr, "b", nil, t0.Add(21*time.Second)) == nil {
+		t.Fatal("b, unreachable on its own after the episode, owes no flush")
 	}
 }
 
@@ -173,12 +179,16 @@ func TestFollowerForgetsAFlushTheLeaderDid(t *testing.T) {
 	tr := observerTracker(t)
 	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(time.Second))
 	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(3*time.Second))
+	entry := trackerOwes(tr, "a", nil, t0.Add(3*time.Second))
+	if entry == nil {
+		t.Fatal("an unreachable holder owes no flush")
+	}
 	// The leader flushed a before this process saw it answer again.
 	flushed := upStats
 	flushed.CmdFlush++
 	tr.observeProbe("a", flushed, nil, true, t0.Add(6*time.Second))
-	if tr.nodes["a"].needsFlush {
-		t.Fatal("the node is marked for a flush although cmd_flush shows it was flushed since it went away")
+	if trackerOwes(tr, "a", entry, t0.Add(6*time.Second)) != nil {
+		t.Fatal("the node owes a flush although cmd_flush shows it was flushed since it went away")
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
 )
 
@@ -83,33 +85,38 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	l.consulErr = nil
 	l.freeze, l.leaderID = st.Freeze, st.LeaderID
 	l.takeDrainLocked(st)
+	l.placeStepsLocked(now)
+	shift := l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
+	base := l.owedBaseLocked(st)
 	evs := l.takeVotesLocked(st.Votes, now)
 	l.mu.Unlock()
 	l.logEvents(evs)
-	l.publishVote(ctx)
+	l.publishVote(ctx, now)
 	l.mu.Lock()
 	if !leading {
-		cur := l.followLocked(st.SlotMap, now)
+		cur := l.followLocked(st.SlotMap, shift, now)
 		l.mu.Unlock()
 		l.writeRouterConfig(cur)
 		l.publish(cur)
 		return Result{Outcome: OutcomeFollower}, nil
 	}
-	d, ok := l.decideLocked(st, now)
+	d, ok := l.decideLocked(st, shift, base, now)
 	late := l.tr.drain() // transitions the pass itself decided (an observer fault's end)
 	l.mu.Unlock()
 	l.logEvents(late)
 	if !ok {
 		return Result{Outcome: OutcomeWaiting}, nil
 	}
+	l.deleteGoneVotes(ctx, st.GoneVotes)
 	return l.act(ctx, st, lease, d, now)
 }
 
 // followLocked adopts the stored map m (keeping the known one when nothing
-// is stored) and returns the map now current. l.mu must be held.
-func (l *Loop) followLocked(m *cachenodes.SlotMap, now time.Time) *cachenodes.SlotMap {
+// is stored), whose instants shift places on this clock, and returns the
+// map now current. l.mu must be held.
+func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time) *cachenodes.SlotMap {
 	if m != nil {
-		l.current = m
+		l.current, l.currentShift = m, shift
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
@@ -124,31 +131,44 @@ type decision struct {
 	in        Input
 	plan      Plan
 	returning []cachenodes.Node
+	// owed are the flushes the pool owes, with those decided in this
+	// pass; flush are the slot holders among them flushed in this pass.
+	owed  []OwedFlush
+	flush []cachenodes.Node
 }
 
-// decideLocked decides the leader's pass from st; ok is false while there
-// is nothing to decide from (no map known, no answer of discovery yet).
-// l.mu must be held.
-func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
+// decideLocked decides the leader's pass from st, whose slot map's
+// instants shift places on this clock and whose owed flushes are base; ok
+// is false while there is nothing to decide from (no map known, no answer
+// of discovery yet). l.mu must be held.
+func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, now time.Time) (d decision, ok bool) {
 	prev := st.SlotMap
 	if prev == nil || (l.current != nil && l.current.Generation() > prev.Generation()) {
 		// The store lost its keys (a restarted dev agent) or holds an older
 		// map: put back the map this process knows rather than start anew.
-		prev = l.current
+		prev, shift = l.current, l.currentShift
 	}
 	if prev == nil && !l.tr.haveAnswer {
 		return decision{}, false
 	}
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev)
+	owed := l.decideFlushesLocked(prev, base, now)
+	nodes := l.tr.views(now)
+	if !l.opts.Reverted.Reverted(revert.WarmFromOwing) {
+		for i := range nodes {
+			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
+		}
+	}
 	in := Input{
 		Pool:           l.opts.Pool,
 		NumSlots:       l.opts.NumSlots,
 		Prev:           prev,
-		Nodes:          l.tr.views(now),
+		PrevShift:      shift,
+		Nodes:          nodes,
 		Frozen:         st.Freeze != nil || tripped,
 		OperatorFrozen: st.Freeze != nil,
-		Budget:         l.adoptedBudgetLocked(st, now),
+		Budget:         l.adoptedBudgetLocked(st, shift, now),
 		Ceiling:        l.opts.MaxReplacementsPerMinute,
 		Drained:        l.drainedLocked(),
 		Steps:          l.dueStepsLocked(prev, now),
@@ -164,25 +184,29 @@ func (l *Loop) decideLocked(st Snapshot, now time.Time) (d decision, ok bool) {
 		l.replaceOut.refused = plan.Refused
 	}
 	var returning []cachenodes.Node
-	if !in.Frozen {
-		// A freeze, an operator's or the automatic one, holds back the
-		// flushes of returning nodes too (invariant 7): they stay
-		// flush_pending until it lifts.
+	if !in.Frozen && l.tr.cfg.LegacyFlush {
+		// The old path (revert.FollowerFlush): the nodes this process
+		// marked itself from its own probe timing.
 		returning = l.returningLocked(prev)
 	}
-	return decision{prev: prev, in: in, plan: plan, returning: returning}, true
+	// A freeze, an operator's or the automatic one, holds back the owed
+	// flushes too (invariant 7): they stay flush_pending until it lifts.
+	flush := l.owedToFlushLocked(prev, owed, in.Frozen)
+	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush}, true
 }
 
-// act carries out d: it flushes the returning slot holders and the spares
-// to place, builds the next map and writes it when it differs from st's.
+// act carries out d: it flushes the slot holders that owe a flush and the
+// spares to place, builds the next map and writes it, with the flushes
+// the pool owes after the pass, when either differs from st's.
 func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decision, now time.Time) (Result, error) {
-	if len(d.returning) > 0 || (len(d.plan.Placements) > 0 && !d.plan.FirstFill) {
+	if len(d.returning) > 0 || len(d.flush) > 0 || (len(d.plan.Placements) > 0 && !d.plan.FirstFill) {
 		// A flush is a leader's action: only right after the lock itself
 		// said this process still holds it (a leader cut off from Consul
 		// may have been replaced meanwhile).
 		confirmed, err := l.lead.Confirm(ctx)
 		if err != nil {
 			l.unmarkFlushing(d.returning)
+			l.unmarkFlushing(d.flush)
 			if errors.Is(err, leader.ErrNotLeader) {
 				l.opts.Logger.Warn("this process lost the leader lock; stepping down, nothing flushed")
 				return Result{Outcome: OutcomeFollower}, nil
@@ -194,6 +218,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		lease = confirmed
 	}
 	l.flushReturning(ctx, d.returning)
+	flushed := l.flushOwed(ctx, d.flush)
 	done := l.place(ctx, d.plan)
 	next, err := Build(d.in, d.plan, done, now)
 	if err != nil {
@@ -201,55 +226,72 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		return Result{Outcome: OutcomeError}, err
 	}
 	replaced := carriedOutReplacements(d.plan, done)
+	forgotten := l.opts.Reverted.Reverted(revert.ForgottenFlush)
+	var w PoolWrite
 	l.mu.Lock()
 	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
+	owed := l.settleOwedLocked(d.owed, flushed, next)
+	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
+	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
+		w.SlotMap, w.Replacements = next, l.ceiling.Recent(now, len(replaced))
+	}
 	l.mu.Unlock()
-	ds, keepsDrains := asDrainStore(l.store)
-	switch {
-	case st.SlotMap == nil || !next.Equal(st.SlotMap):
-		l.mu.Lock()
-		recent := l.ceiling.Recent(now, len(replaced))
-		l.mu.Unlock()
-		var ok bool
-		if keepsDrains {
-			ok, err = ds.WriteSlotMapDrain(ctx, next, st, lease, recent, drain)
-		} else {
-			ok, err = l.store.WriteSlotMap(ctx, next, st, lease, recent)
-		}
+	if !forgotten && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
+		w.Flushes = flushesDoc(owed)
+	}
+	if _, keepsDrains := asDrainStore(l.store); keepsDrains {
+		w.Drain = drain
+	}
+	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
+		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err != nil {
 			l.setPassError(err, true)
 			return Result{Outcome: OutcomeError}, err
 		}
 		if !ok {
-			l.confirmLeadership(ctx)
-			l.setPassError(errConflict, false)
-			return Result{Outcome: OutcomeConflict}, errConflict
-		}
-		l.logChange(d.prev, next, d.plan, done)
-		l.emitChange(ctx, d.plan, done)
-	case drain != nil && keepsDrains:
-		ok, err := ds.PutDrain(ctx, *drain, st.DrainIndex)
-		if err != nil {
-			l.setPassError(err, true)
-			return Result{Outcome: OutcomeError}, err
-		}
-		if !ok {
+			if w.SlotMap != nil || w.Flushes != nil {
+				l.confirmLeadership(ctx)
+			}
 			l.setPassError(errConflict, false)
 			return Result{Outcome: OutcomeConflict}, errConflict
 		}
 	}
+	if w.SlotMap != nil {
+		l.logChange(d.prev, next, d.plan, done)
+		l.emitChange(ctx, d.plan, done)
+	}
 	l.mu.Lock()
+	if next == d.prev {
+		l.currentShift = d.in.PrevShift
+	} else {
+		l.currentShift = 0 // built on this clock
+	}
+	if w.SlotMap != nil {
+		l.remote.wroteMap(next)
+	}
 	l.current = next
+	l.owed = owed
+	switch {
+	case forgotten:
+		l.memOwed = owed
+	case w.Flushes != nil:
+		l.owedGood = owed
+	}
 	var over []string // zones whose return ended with this write
-	if drain != nil {
+	if w.Drain != nil {
 		if l.drains != nil {
 			for zone := range l.drains.Zones {
-				if drain.Zones[zone] == nil {
+				if w.Drain.Zones[zone] == nil {
 					over = append(over, zone)
 				}
 			}
 		}
-		l.drains = drain
+		for zone, e := range w.Drain.Zones {
+			if e.LastStepAt != nil && e.LastStepAt.Equal(now) {
+				l.remote.steppedAt(zone, now)
+			}
+		}
+		l.drains = w.Drain
 	}
 	for range replaced {
 		l.ceiling.Record(now)
@@ -341,10 +383,17 @@ func (l *Loop) setPassError(err error, consul bool) {
 }
 
 // adoptedBudgetLocked returns how many slot holders may be replaced now,
-// counting the replacements the previous leader stored with the map as
-// well as this process's own: the ceiling holds across a takeover.
-// l.mu must be held.
-func (l *Loop) adoptedBudgetLocked(st Snapshot, now time.Time) int {
-	l.ceiling.Adopt(st.Replacements)
+// counting the replacements the previous leader stored with the map (by
+// its clock; shift places them on this one) as well as this process's
+// own: the ceiling holds across a takeover, two replacements at one
+// instant counting twice. With revert.CeilingAfterTakeover such twins
+// count once, as they once did. l.mu must be held.
+func (l *Loop) adoptedBudgetLocked(st Snapshot, shift time.Duration, now time.Time) int {
+	times := shifted(st.Replacements, shift)
+	if l.opts.Reverted.Reverted(revert.CeilingAfterTakeover) {
+		times = slices.CompactFunc(slices.SortedFunc(slices.Values(times), func(a, b time.Time) int { return a.Compare(b) }),
+			func(a, b time.Time) bool { return a.Equal(b) })
+	}
+	l.ceiling.Adopt(times)
 	return l.ceiling.Remaining(now)
 }

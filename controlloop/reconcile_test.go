@@ -154,6 +154,14 @@ func runSteps(t *testing.T, numSlots int, steps []loopStep) {
 	}
 }
 
+// storeOwed stores the flushes document with entries, as a leader wrote
+// it (none: the document is removed).
+func (w *world) storeOwed(entries ...OwedFlush) {
+	w.store.mu.Lock()
+	defer w.store.mu.Unlock()
+	w.store.putFlushesLocked(flushesDoc(entries))
+}
+
 // takeOut makes node id leave Consul and stop answering, then lets the
 // hold pass: it is due for replacement.
 func takeOut(id string) func(w *world) {
@@ -220,24 +228,27 @@ func TestReconcileScenarios(t *testing.T) {
 					w.answer("a", "b", "c", "d")
 					w.probe()
 				}, want: OutcomeFollower},
-				{what: "a slot holder is unreachable", do: func(w *world) {
+				{what: "a slot holder is unreachable; the leader decides it owes a flush", do: func(w *world) {
 					w.prober.setDown(cacheNode("a").Addr, true)
 					w.probe()
 					w.clk.Advance(time.Second) // failures over a whole probe interval
 					w.probe()
+					w.clk.Advance(11 * time.Second)
+					w.storeOwed(OwedFlush{NodeID: "a", Addr: cacheNode("a").Addr, PID: 1, Since: w.clk.Now().Add(-11 * time.Second), Reason: "r"})
 				}, want: OutcomeFollower},
-				{what: "it answers after more than flush-after: it needs a flush", do: func(w *world) {
-					w.clk.Advance(20 * time.Second)
+				{what: "it answers: the stored decision shows", do: func(w *world) {
+					w.clk.Advance(10 * time.Second)
 					w.prober.setDown(cacheNode("a").Addr, false)
 					w.probe()
 				}, want: OutcomeFollower, check: func(t *testing.T, w *world) {
 					w.wantFlushes(t, map[string]int{})
-					if s := w.nodeState(t, "a"); s != StateFlushing {
-						t.Errorf("node a is %s, want %s", s, StateFlushing)
+					if s := w.nodeState(t, "a"); s != StateFlushing || !w.node("a").FlushPending {
+						t.Errorf("node a is %s (flush_pending %v), want %s", s, w.node("a").FlushPending, StateFlushing)
 					}
 				}},
-				{what: "the leader flushed it", do: func(w *world) {
+				{what: "the leader flushed it and removed the entry", do: func(w *world) {
 					w.prober.flushedElsewhere(cacheNode("a").Addr)
+					w.storeOwed()
 					w.probe()
 				}, want: OutcomeFollower, check: func(t *testing.T, w *world) {
 					if s := w.nodeState(t, "a"); s != StateServing {

@@ -187,3 +187,87 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 		t.Fatalf("the second step's time %+v, want %v", e, start.Add(3*time.Second))
 	}
 }
+
+// TestRunDoesNotSpinOnABlockedDrain: a drain step blocked for want of a
+// spare outside the drained zone waits at least a probe interval before it
+// is tried again, and a follower never arms the step timer: over 10s of a
+// 1s probe interval Run makes about ten passes (it used to re-arm the step
+// timer at 0 after every blocked step: 50 passes a second, each a full
+// read of the pool, on every replica).
+func TestRunDoesNotSpinOnABlockedDrain(t *testing.T) {
+	for _, leading := range []bool{true, false} {
+		t.Run(map[bool]string{true: "leader", false: "follower"}[leading], func(t *testing.T) {
+			leakcheck.Check(t)
+			clk := clock.NewFake(assignNow)
+			store := &fakeStore{}
+			store.putLocked(slotMapOf(t, 3, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, []string{"b3"}))
+			store.putDrainLocked(&DrainDoc{Zones: map[string]*DrainEntry{"az-b": {Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2}}})
+			lead := &fakeLeader{store: store}
+			if leading {
+				lead.win("s1")
+			}
+			disc := &fakeDiscovery{answers: make(chan cachenodes.Membership), taken: make(chan struct{})}
+			metrics := &fakeMetrics{}
+			loop, err := New(Options{
+				Pool: assignPool, KVPrefix: "mcrib", NumSlots: 6,
+				Hold: time.Minute, ProbeInterval: time.Second, MaxAbsentFraction: 0.5, MaxReplacementsPerMinute: 10,
+				Store: store, Discovery: disc, Leadership: lead, Prober: &fakeProber{}, Clock: clk, Metrics: metrics,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { loop.Run(ctx); close(done) }()
+			t.Cleanup(func() {
+				cancel()
+				<-done
+			})
+			var m cachenodes.Membership
+			for _, id := range []string{"a1", "b1", "c1", "a2", "b2", "c2", "b3"} {
+				m.Instances = append(m.Instances, cachenodes.Instance{Node: cacheNode(id), Present: true})
+			}
+			disc.answers <- m
+			<-disc.taken
+			passes := func() int {
+				metrics.mu.Lock()
+				defer metrics.mu.Unlock()
+				return len(metrics.passes)
+			}
+			// settle waits until Run and the probe loop wait on the clock
+			// and no pass has come for a few polls.
+			settle := func() {
+				t.Helper()
+				deadline := time.Now().Add(5 * time.Second)
+				last, quiet := -1, 0
+				for quiet < 3 {
+					if time.Now().After(deadline) {
+						t.Fatal("Run never settled")
+					}
+					time.Sleep(100 * time.Microsecond)
+					if n := passes(); n == last && clk.Waiters() >= 2 {
+						quiet++
+					} else {
+						last, quiet = n, 0
+					}
+				}
+			}
+			settle()
+			start := passes()
+			for range 200 {
+				clk.Advance(50 * time.Millisecond)
+				settle()
+			}
+			got := passes() - start
+			if leading {
+				if e := loop.Drains().Zones["az-b"]; e == nil || e.Blocked == "" {
+					t.Fatalf("the drain is not blocked: %+v", e)
+				}
+			}
+			t.Logf("%d passes in 10s", got)
+			if got > 15 {
+				t.Fatalf("Run made %d passes in 10s with a blocked drain step, want about 10 (one a probe interval)", got)
+			}
+		})
+	}
+}

@@ -103,7 +103,7 @@ func endWarmings(in Input) warmState {
 		if ws == nil {
 			continue
 		}
-		if answers[i] && in.Now.Before(ws.Until) {
+		if answers[i] && in.Now.Before(ws.Until.Add(in.PrevShift)) {
 			w.keep[i] = true
 			continue
 		}
@@ -335,12 +335,12 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 }
 
 // stepMove is the move of slot i's holder for a drain or return step:
-// warm when the holder answers and warm moves are on.
+// warm when the holder answers, owes no flush and warm moves are on.
 func (z *zoneIndex) stepMove(i int, reason, why string) Eviction {
 	v, known := z.idx.holderView(*z.in, i)
 	holder := z.idx.prevSlot(i)
 	return Eviction{Slot: i, Node: holder, Reason: reason, Move: true,
-		Warm: known && v.Reachable && z.in.WarmFor > 0,
+		Warm: known && v.warmSource() && z.in.WarmFor > 0,
 		Why:  fmt.Sprintf("%s (from node %s, zone %q)", why, holder.ID, holder.AZ)}
 }
 

@@ -57,8 +57,9 @@ type NodeStatus struct {
 	// HoldRemainingSeconds counts down while a slot holder is absent and
 	// unreachable (0: due for replacement); null while it is not counting.
 	HoldRemainingSeconds *float64 `json:"hold_remaining_seconds"`
-	// FlushPending is true while a flush of a returning slot holder is due
-	// but not done yet (held back by a freeze, or waiting for the leader).
+	// FlushPending is true while the flushes document names the node
+	// (invariant 2): its flush was decided and is not done yet, whatever it
+	// waits for (the node to answer, a freeze, the leader's next pass).
 	FlushPending bool `json:"flush_pending"`
 	// Drained is true while the node's zone is drained.
 	Drained bool `json:"drained"`
@@ -143,8 +144,12 @@ func (l *Loop) Status() Status {
 				ns.HoldRemainingSeconds = &secs
 			}
 		}
-		ns.FlushPending = slot >= 0 && s.needsFlush
-		ns.State = stateName(s, slot >= 0)
+		owes := l.owesLocked(id)
+		if l.tr.cfg.LegacyFlush && slot >= 0 && s.needsFlush {
+			owes = true // the old path (revert.FollowerFlush): this process's own mark
+		}
+		ns.FlushPending = owes
+		ns.State = stateName(s, slot >= 0, owes)
 		if slot < 0 && l.current != nil && l.current.AnyWarming() {
 			if w := l.current.WarmingOf(id); w >= 0 {
 				ns.Warming, ns.State = &w, StateWarming
@@ -159,13 +164,17 @@ func (l *Loop) Status() Status {
 	return st
 }
 
-// stateName names the state of a node for the status document.
-func stateName(s *nodeState, holdsSlot bool) string {
+// stateName names the state of a node for the status document: a slot
+// holder that owes a flush is flushing, not serving, until the flush is
+// done (held while it is absent from Consul).
+func stateName(s *nodeState, holdsSlot, owes bool) string {
 	switch {
-	case s.flushing || (holdsSlot && s.needsFlush):
+	case s.flushing:
 		return StateFlushing
 	case holdsSlot && !s.present:
 		return StateHeld
+	case holdsSlot && owes:
+		return StateFlushing
 	case holdsSlot:
 		return StateServing
 	case s.reachable && s.probed && s.listed && s.present && !s.maintenance:

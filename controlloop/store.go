@@ -29,14 +29,17 @@ type Snapshot struct {
 	// it; "" otherwise.
 	LeaderID string
 	// Replacements are the times of the slot replacements of the last
-	// minute as the last leader stored them with the map.
+	// minute as the last leader stored them with the map, by its clock
+	// (the loop places them on its own against the map's updated_at,
+	// remoteclock.go); two at one instant are two replacements.
 	Replacements []time.Time
 	// Votes are the live replicas' votes, by replica ID: only those whose
 	// key a session still holds (a dead replica's vote does not count).
 	Votes map[string]Vote
 	// Corrupt names the documents that did not parse ("freeze": Freeze
 	// then stands for a freeze, the safe reading; "drain": Drain is nil
-	// and the drains make no progress until it is fixed).
+	// and the drains make no progress until it is fixed; "flushes": see
+	// Flushes).
 	Corrupt []string
 	// Drain is the drain document (CONTRACT.md section 7); nil when no
 	// zone is drained (or the document is corrupt).
@@ -47,34 +50,74 @@ type Snapshot struct {
 	// DrainErr says why the drain document does not parse (nil unless
 	// Corrupt names "drain").
 	DrainErr error
+	// Flushes are the flushes the pool owes (invariant 2), as the leader
+	// stored them; nil when none is owed. When the document is corrupt
+	// (Corrupt names "flushes"), they are the slot holders its text names
+	// (salvageFlushes), each owing a flush whose base is unknown.
+	Flushes []OwedFlush
+	// FlushesIndex is the store's version of the flushes document as
+	// read; 0 when there is none.
+	FlushesIndex uint64
+	// FlushesErr says why the flushes document does not parse (nil unless
+	// Corrupt names "flushes").
+	FlushesErr error
+	// GoneVotes are the vote keys that no session holds any more (their
+	// replica is gone), by replica ID, each at the version read: the
+	// leader deletes them (Store.DeleteVote).
+	GoneVotes map[string]uint64
 }
 
 // Vote is what one replica publishes of the nodes it probes: the nodes it
-// cannot reach (for a whole probe interval) and since when. It is tied to
-// the replica's session, so it counts only while the replica lives.
+// cannot reach (for a whole probe interval) and since when, by its own
+// clock, with the moment it wrote the vote (At) by the same clock, so that
+// a reader carries durations rather than instants across hosts
+// (remoteclock.go). It is tied to the replica's session, so it counts only
+// while the replica lives.
 type Vote struct {
 	// Session is the session holding the vote's key.
 	Session string `json:"-"`
 	// Unreachable maps node IDs to when the replica's probes began to fail.
 	Unreachable map[string]time.Time `json:"unreachable"`
+	// At is when the replica wrote the vote, by its clock; zero in a vote
+	// of an older mcrib, which is read as written when first read.
+	At time.Time `json:"at,omitzero"`
 }
 
-// Store keeps the pool's documents: the slot map and the freeze.
-// *ConsulStore keeps them in Consul KV. Implementations are safe for
-// concurrent use.
+// PoolWrite is what one pass of the leader stores, in one step
+// (Store.WritePool).
+type PoolWrite struct {
+	// SlotMap is the next slot map, nil when it does not change (the step
+	// then checks that the stored one is still the one read).
+	SlotMap *cachenodes.SlotMap
+	// Replacements are the replacement times of the last minute (this
+	// write's included), stored with the slot map when SlotMap is set, so
+	// that a new leader honours the ceiling; two at one instant are two.
+	Replacements []time.Time
+	// Flushes, when not nil, replaces the flushes document with
+	// check-and-set against the version read (the key is removed when it
+	// holds no entry); nil leaves it as read, and checks that it is.
+	Flushes *FlushesDoc
+	// Drain, when not nil, replaces the drain document (removed when it
+	// has no zones), for a store that keeps it (DrainStore); nil leaves it
+	// as read, and checks that it is. A drain's pace is stored with the
+	// moves it made.
+	Drain *DrainDoc
+}
+
+// Store keeps the pool's documents: the slot map, the freeze, the flushes
+// owed, the replicas' votes. *ConsulStore keeps them in Consul KV.
+// Implementations are safe for concurrent use.
 type Store interface {
 	// Read returns the pool's keys in one read.
 	Read(ctx context.Context) (Snapshot, error)
-	// WriteSlotMap stores m with check-and-set against read, the snapshot
+	// WritePool stores w with check-and-set against read, the snapshot
 	// the pass decided from: in one step that fails (ok false, no error)
-	// when the slot map or the freeze document changed since read, or when
-	// lease no longer holds the leader lock, so that neither a freeze that
-	// lands mid-pass nor a deposed leader is overridden. The zero lease
-	// checks no lock (a process that leads alone). recent, the replacement
-	// times of the last minute (this write's included), is stored in the
-	// same step, so that a new leader honours the ceiling. An error means
-	// the outcome is unknown.
-	WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (ok bool, err error)
+	// when the slot map, the freeze, the flushes or (for a DrainStore) the
+	// drain document changed since read, or when lease no longer holds the
+	// leader lock, so that neither a freeze that lands mid-pass nor a
+	// deposed leader is overridden. The zero lease checks no lock (a
+	// process that leads alone). An error means the outcome is unknown.
+	WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (ok bool, err error)
 	// PutFreeze stores the freeze document.
 	PutFreeze(ctx context.Context, f FreezeDoc) error
 	// DeleteFreeze removes the freeze document.
@@ -82,6 +125,11 @@ type Store interface {
 	// PutVote publishes replica's vote, held by the member lease (the
 	// replica's session) so that it stops counting when the replica goes.
 	PutVote(ctx context.Context, replica string, v Vote, member leader.Lease) error
+	// DeleteVote removes the vote key of replica, a key no session holds,
+	// with check-and-set against index (its version as read), so that a
+	// replica that just acquired it again keeps it. ok is false when the
+	// key changed since.
+	DeleteVote(ctx context.Context, replica string, index uint64) (ok bool, err error)
 }
 
 // DrainStore is a Store that also keeps the drain document (CONTRACT.md
@@ -93,9 +141,4 @@ type DrainStore interface {
 	// read (0: only if there is none); a document without zones removes
 	// the key. ok is false when the document changed since.
 	PutDrain(ctx context.Context, doc DrainDoc, index uint64) (ok bool, err error)
-	// WriteSlotMapDrain is WriteSlotMap that also, in the same step,
-	// checks the drain document against read.DrainIndex and, when drain is
-	// not nil, replaces it with *drain (removing the key when it has no
-	// zones): a drain's pace is stored with the moves it made.
-	WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (ok bool, err error)
 }

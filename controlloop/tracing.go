@@ -3,13 +3,11 @@ package controlloop
 import (
 	"context"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/leader"
 )
@@ -63,10 +61,16 @@ func (s tracedStore) Read(ctx context.Context) (Snapshot, error) {
 	return st, err
 }
 
-func (s tracedStore) WriteSlotMap(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time) (bool, error) {
-	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.Int64("mcrib.generation", int64(m.Generation()))))
-	ok, err := s.Store.WriteSlotMap(ctx, m, read, lease, recent)
+func (s tracedStore) WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (bool, error) {
+	var attrs []attribute.KeyValue
+	if w.SlotMap != nil {
+		attrs = append(attrs, attribute.Int64("mcrib.generation", int64(w.SlotMap.Generation())))
+	}
+	if w.Flushes != nil {
+		attrs = append(attrs, attribute.Int("mcrib.flushes_owed", len(w.Flushes.Flushes)))
+	}
+	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ok, err := s.Store.WritePool(ctx, read, lease, w)
 	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
 	endSpan(span, err)
 	return ok, err
@@ -183,15 +187,6 @@ func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
 func (s tracedStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
 	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient))
 	ok, err := s.Store.(DrainStore).PutDrain(ctx, doc, index)
-	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
-	endSpan(span, err)
-	return ok, err
-}
-
-func (s tracedStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read Snapshot, lease leader.Lease, recent []time.Time, drain *DrainDoc) (bool, error) {
-	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.Int64("mcrib.generation", int64(m.Generation()))))
-	ok, err := s.Store.(DrainStore).WriteSlotMapDrain(ctx, m, read, lease, recent, drain)
 	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))
 	endSpan(span, err)
 	return ok, err

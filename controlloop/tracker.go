@@ -39,6 +39,10 @@ type trackerConfig struct {
 	// Mass is the guard over unreachable slot holders: above its fraction
 	// the episode is taken as the observer's fault.
 	Mass flapdamp.MassGuard
+	// LegacyFlush turns on the old path of revert.FollowerFlush: each
+	// replica marks a returning slot holder for a flush from its own probe
+	// timing (needsFlush), shows it and flushes it when it leads.
+	LegacyFlush bool
 }
 
 // nodeState is everything observed of one node.
@@ -62,27 +66,46 @@ type nodeState struct {
 	unreachableSince time.Time
 	stats            cachenodes.Stats
 	haveStats        bool
-	holdsSlot        bool
+	// statsAt is when stats were read; flushedSince counts the flushes
+	// this process made of the node since (each raised its cmd_flush).
+	statsAt      time.Time
+	flushedSince uint64
+	holdsSlot    bool
 	// downStats are the last stats read before the verdict turned to
-	// unreachable; restarted is set when a later reading shows another
-	// process (a new pid or a reset uptime): it is empty, nothing is stale.
+	// unreachable, at downStatsAt; restarted is set when a later reading
+	// shows another process (a new pid or a reset uptime): it is empty,
+	// nothing is stale. It stays set until the verdict turns again.
 	downStats     cachenodes.Stats
+	downStatsAt   time.Time
 	haveDownStats bool
 	restarted     bool
+	// answersSince is when the verdict last turned back to reachable (zero
+	// while it never turned): a reading from then on shows the node as it
+	// came back.
+	answersSince time.Time
 	// observerFault is set while the node was unreachable during a mass
 	// episode (more than the guard's fraction of holders at once): taken as
 	// the observer's fault, it costs the node neither slot nor contents.
 	observerFault bool
 
-	// needsFlush is set when a slot holder answers again after being
-	// unreachable for longer than the flush-after threshold.
+	// needsFlush is the old path's mark (trackerConfig.LegacyFlush): set
+	// when a slot holder answers again after being unreachable for longer
+	// than the flush-after threshold, by this process's own timing.
 	needsFlush bool
-	flushing   bool
+	// flushing is set while a flush of the node is under way.
+	flushing bool
 	// flushMark is cmd_flush when needsFlush was set: a higher count means
 	// somebody (the leader, when this process follows) flushed it since.
 	flushMark uint64
 
 	penalty *flapdamp.Penalty
+}
+
+// flushed records a flush of node id by this process.
+func (t *tracker) flushed(id string) {
+	if s, ok := t.nodes[id]; ok {
+		s.flushedSince++
+	}
 }
 
 // healthy reports whether the node counts as up for flap damping: present

@@ -50,8 +50,10 @@ type step struct {
 	probeID string
 	stats   cachenodes.Stats
 	err     error
-	// want, checked after the step for node "a"
-	due, needsFlush, reachable, present *bool
+	// want, checked after the step for node "a"; owes: the leader has
+	// decided that it owes a flush, and the flush is not done yet
+	// (trackerOwes).
+	due, owes, reachable, present *bool
 }
 
 func b(v bool) *bool { return &v }
@@ -59,6 +61,7 @@ func b(v bool) *bool { return &v }
 func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 	t.Helper()
 	tr := newTracker(cfg)
+	var entry *OwedFlush
 	for i, s := range steps {
 		now := t0.Add(s.at)
 		if s.answer != nil {
@@ -67,10 +70,10 @@ func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 		if s.probeID != "" {
 			tr.observeProbe(s.probeID, s.stats, s.err, holds, now)
 		}
-		st, ok := tr.nodes["a"]
-		if !ok {
+		if _, ok := tr.nodes["a"]; !ok {
 			t.Fatalf("step %d: node a not tracked", i)
 		}
+		entry = trackerOwes(tr, "a", entry, now)
 		var view NodeView
 		for _, v := range tr.views(now) {
 			if v.ID == "a" {
@@ -84,10 +87,27 @@ func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 			}
 		}
 		check("due", s.due, view.Due)
-		check("needsFlush", s.needsFlush, st.needsFlush)
+		check("owes", s.owes, entry != nil)
 		check("reachable", s.reachable, view.Reachable)
 		check("present", s.present, view.Present)
 	}
+}
+
+// trackerOwes plays the leader's part (owedflush.go) over tr for node id
+// at now: the entry it owes (nil: none), decided when its flush is due
+// and ended when it is done.
+func trackerOwes(tr *tracker, id string, entry *OwedFlush, now time.Time) *OwedFlush {
+	s := tr.nodes[id]
+	if entry == nil && tr.flushDue(s, tr.massPending(), now) {
+		e := tr.owedEntry(s, now)
+		entry = &e
+	}
+	if entry != nil {
+		if done, _ := flushDone(*entry, s); done {
+			return nil
+		}
+	}
+	return entry
 }
 
 func TestTrackerHoldAndFlush(t *testing.T) {
@@ -107,7 +127,7 @@ func TestTrackerHoldAndFlush(t *testing.T) {
 			{at: 0, answer: &both, present: b(true)},
 			{at: time.Second, probeID: "a", stats: st, reachable: b(true)},
 			{at: 2 * time.Second, answer: &onlyB, present: b(false), due: b(false)},
-			{at: time.Hour, probeID: "a", stats: later, due: b(false), needsFlush: b(false)},
+			{at: time.Hour, probeID: "a", stats: later, due: b(false), owes: b(false)},
 		}},
 		{"absent and unreachable for the hold is due", cfg, true, []step{
 			{at: 0, answer: &both},
@@ -122,41 +142,44 @@ func TestTrackerHoldAndFlush(t *testing.T) {
 			{at: time.Second, probeID: "a", err: errDown, reachable: b(false)},
 			{at: time.Hour, probeID: "a", err: errDown, due: b(false)},
 		}},
-		{"a slot holder back from unreachability needs a flush", cfg, true, []step{
+		{"a slot holder unreachable owes a flush, still owed once it answers", cfg, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
-			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 3 * time.Second, probeID: "a", stats: later, reachable: b(true), needsFlush: b(true)},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 3 * time.Second, probeID: "a", stats: later, reachable: b(true), owes: b(true)},
 		}},
-		{"a restarted memcached needs no flush", cfg, true, []step{
+		{"a restarted memcached owes no flush", cfg, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
-			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 3 * time.Second, probeID: "a", stats: restarted, needsFlush: b(false)},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 3 * time.Second, probeID: "a", stats: restarted, owes: b(false)},
 		}},
 		{"uptime reset counts as a restart", cfg, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
-			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 3 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 100, Uptime: time.Second}, needsFlush: b(false)},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 3 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 100, Uptime: time.Second}, owes: b(false)},
 		}},
-		{"a spare back from unreachability needs no flush", cfg, false, []step{
+		{"a spare unreachable owes no flush", cfg, false, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
-			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 3 * time.Second, probeID: "a", stats: later, needsFlush: b(false)},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(false)},
+			{at: 3 * time.Second, probeID: "a", stats: later, owes: b(false)},
 		}},
 		{"a short unreachability under --flush-after-unreachable keeps contents", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
 			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 6 * time.Second, probeID: "a", stats: later, needsFlush: b(false)},
+			{at: 7 * time.Second, probeID: "a", err: errDown, owes: b(false)},
+			{at: 7500 * time.Millisecond, probeID: "a", stats: later, owes: b(false)},
+			{at: time.Minute, probeID: "a", stats: later, owes: b(false)},
 		}},
 		{"a long unreachability over --flush-after-unreachable flushes", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},
 			{at: 2 * time.Second, probeID: "a", err: errDown},
-			{at: 8 * time.Second, probeID: "a", stats: later, needsFlush: b(true)},
+			{at: 7001 * time.Millisecond, probeID: "a", err: errDown, owes: b(true)},
+			{at: 8 * time.Second, probeID: "a", stats: later, owes: b(true)},
 		}},
 		{"an empty answer is a fault and changes nothing", cfg, true, []step{
 			{at: 0, answer: &both, present: b(true)},
@@ -241,29 +264,29 @@ func TestTrackerMaintenanceIsNoFlap(t *testing.T) {
 	}
 }
 
-// TestTrackerSeesAnotherProcessFlush: a follower that saw a node come back
-// marks it for a flush; when cmd_flush shows the leader flushed it, the mark
-// goes, so a later takeover does not flush a warm node again.
+// TestTrackerSeesAnotherProcessFlush: a flush owed by a returning slot
+// holder ends when cmd_flush shows it was flushed (by the leader, when
+// this process follows), so a later takeover does not flush a warm node
+// again.
 func TestTrackerSeesAnotherProcessFlush(t *testing.T) {
 	tr := newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: time.Minute}})
 	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
 	up := cachenodes.Stats{PID: 7, Uptime: time.Hour, CmdFlush: 2}
 	tr.observeProbe("a", up, nil, true, t0)
 	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(time.Second))
+	entry := trackerOwes(tr, "a", nil, t0.Add(time.Second))
+	if entry == nil || entry.CmdFlush != 2 || entry.PID != 7 || !entry.StartedAt.Equal(t0.Add(-time.Hour)) || !entry.Since.Equal(t0.Add(time.Second)) {
+		t.Fatalf("an unreachable slot holder owes %+v, want a flush from cmd_flush 2, pid 7, started an hour before t0", entry)
+	}
 	up.Uptime += 2 * time.Second
 	tr.observeProbe("a", up, nil, true, t0.Add(2*time.Second))
-	if !tr.nodes["a"].needsFlush {
-		t.Fatal("a returning slot holder is not marked for a flush")
-	}
-	up.Uptime += time.Second
-	tr.observeProbe("a", up, nil, true, t0.Add(3*time.Second))
-	if !tr.nodes["a"].needsFlush {
-		t.Fatal("the mark went without a flush")
+	if entry = trackerOwes(tr, "a", entry, t0.Add(2*time.Second)); entry == nil {
+		t.Fatal("the owed flush went without a flush")
 	}
 	up.CmdFlush++
 	tr.observeProbe("a", up, nil, true, t0.Add(4*time.Second))
-	if tr.nodes["a"].needsFlush {
-		t.Fatal("cmd_flush rose but the node is still marked for a flush")
+	if entry = trackerOwes(tr, "a", entry, t0.Add(4*time.Second)); entry != nil {
+		t.Fatal("cmd_flush rose but the node still owes a flush")
 	}
 }
 
@@ -286,7 +309,7 @@ func TestTrackerEventsTellWhy(t *testing.T) {
 	want := []string{
 		"a absent: a Consul check is not passing",
 		"a unreachable: connection refused",
-		"a reachable: answers probes again after 1s; it may have missed deletes: flush before it serves again",
+		"a reachable: answers probes again after 1s",
 		"a present: Consul lists it with every check passing again after 3s",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

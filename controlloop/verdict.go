@@ -41,6 +41,7 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 		// void, or it would stay due, the new count never passing the mark.
 		s.needsFlush = false
 	}
+	s.statsAt, s.flushedSince = now, 0
 	s.probed = true
 	s.failingSince = time.Time{}
 	if s.localDown {
@@ -100,7 +101,11 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		wasHealthy := s.healthy()
 		s.reachable = false
 		s.unreachableSince = since
-		s.downStats, s.haveDownStats, s.restarted = s.stats, s.haveStats, false
+		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats, false
+		// A flush this process made after that reading raised cmd_flush:
+		// the count to pass is the raised one, or the flush would count as
+		// done on return.
+		s.downStats.CmdFlush += s.flushedSince
 		detail := s.lastErr
 		if len(t.peers) > 0 {
 			detail = fmt.Sprintf("%s (most of the %d replicas agree)", cmp.Or(detail, "unreachable from the other replicas"), len(t.peers)+1)
@@ -120,17 +125,20 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 	}
 }
 
-// returned handles a node whose verdict turned back to reachable.
+// returned handles a node whose verdict turned back to reachable. Whether
+// it owes a flush was the leader's decision while it was unreachable
+// (owedflush.go); only the old path (trackerConfig.LegacyFlush) decides
+// here, by this process's own timing.
 func (t *tracker) returned(s *nodeState, now time.Time) {
 	downFor := now.Sub(s.unreachableSince)
 	detail := "answers probes again after " + downFor.Round(time.Millisecond).String()
 	switch {
 	case s.restarted:
-		detail += "; memcached restarted meanwhile (empty), no flush needed"
+		detail += "; memcached restarted meanwhile (empty)"
 		s.needsFlush = false
 	case s.observerFault:
 		detail += "; it was unreachable in a mass episode taken as the observer's fault: contents kept"
-	case s.holdsSlot && (t.cfg.FlushAfter == 0 || downFor > t.cfg.FlushAfter):
+	case t.cfg.LegacyFlush && s.holdsSlot && (t.cfg.FlushAfter == 0 || downFor > t.cfg.FlushAfter):
 		s.needsFlush = true
 		s.flushMark = s.stats.CmdFlush
 		if s.haveDownStats {
@@ -139,14 +147,14 @@ func (t *tracker) returned(s *nodeState, now time.Time) {
 			s.flushMark = s.downStats.CmdFlush
 		}
 		detail += "; it may have missed deletes: flush before it serves again"
-	case s.holdsSlot:
+	case t.cfg.LegacyFlush && s.holdsSlot:
 		detail += "; within --flush-after-unreachable, contents kept"
 	}
 	t.event(s.node.ID, "reachable", detail)
 	s.reachable = true
 	s.unreachableSince = time.Time{}
+	s.answersSince = now
 	s.observerFault = false
-	s.restarted = false
 	if t.mass != "" {
 		t.checkMass(now)
 	}

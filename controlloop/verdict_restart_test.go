@@ -9,11 +9,12 @@ import (
 )
 
 // TestTrackerRestartSeenLateVoidsTheFlush: the other replicas' votes turn
-// the verdict back to reachable before this replica's own probe has seen
-// the node answer, so the flush is marked due; its own probe then finds a
-// new memcached (new pid, counters from zero). The node is empty: the flush
-// must not stay due, or this replica flushes it whenever it leads next, long
-// after the node filled again (found by the soak, e2e/soak_test.go).
+// the verdict to unreachable, so the flush is owed, and back to reachable
+// before this replica's own probe has seen the node answer; its own probe
+// then finds a new memcached (new pid, counters from zero). The node is
+// empty: the flush must not stay owed, or it is flushed whenever it is
+// carried out, long after the node filled again (found by the soak,
+// e2e/soak_test.go).
 func TestTrackerRestartSeenLateVoidsTheFlush(t *testing.T) {
 	tr := newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: time.Minute}})
 	tr.observeMembership(members(inst("a", true), inst("b", true)), t0)
@@ -24,12 +25,19 @@ func TestTrackerRestartSeenLateVoidsTheFlush(t *testing.T) {
 	if tr.nodes["a"].reachable {
 		t.Fatal("a is still reachable with every replica voting it down")
 	}
+	entry := trackerOwes(tr, "a", nil, t0.Add(time.Second))
+	if entry == nil {
+		t.Fatal("a owes no flush while the pool finds it unreachable")
+	}
 	tr.setPeers(map[string]map[string]time.Time{"r2": {}, "r3": {}}, t0.Add(5*time.Second))
 	if !tr.nodes["a"].reachable {
 		t.Fatal("a is not reachable again once the other replicas see it answer")
 	}
+	if entry = trackerOwes(tr, "a", entry, t0.Add(5*time.Second)); entry == nil {
+		t.Fatal("the owed flush ended on a reading from before the node came back")
+	}
 	tr.observeProbe("a", cachenodes.Stats{PID: 8, Uptime: 4 * time.Second}, nil, true, t0.Add(6*time.Second))
-	if tr.nodes["a"].needsFlush {
-		t.Fatal("a restarted memcached (new pid, empty) is still marked for a flush")
+	if trackerOwes(tr, "a", entry, t0.Add(6*time.Second)) != nil {
+		t.Fatal("a restarted memcached (new pid, empty) still owes a flush")
 	}
 }

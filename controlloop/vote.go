@@ -3,22 +3,20 @@ package controlloop
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 )
 
 // takeVotesLocked hands the other live replicas' votes to the tracker,
-// counts the live replicas and returns the node transitions the votes
-// caused, for the log. l.mu must be held.
+// their instants placed on this clock (remoteclock.go), counts the live
+// replicas and returns the node transitions the votes caused, for the log.
+// l.mu must be held.
 func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent {
-	peers := make(map[string]map[string]time.Time, len(votes))
 	sessions := make(map[string]string, len(votes))
 	for id, v := range votes {
 		sessions[id] = v.Session
-		if id == l.opts.ReplicaID {
-			continue
-		}
-		peers[id] = v.Unreachable
 	}
+	peers := l.remote.placeVotes(votes, l.opts.ReplicaID, now)
 	l.peerLeads = sessions
 	l.replicas = len(peers) + 1
 	l.tr.setPeers(peers, now)
@@ -27,9 +25,10 @@ func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent
 
 // publishVote publishes this replica's vote when it changed, or when the
 // session holding it changed (a new campaign), or when it is not yet seen
-// among the live votes. It needs a ReplicaID and a session; a failure is
-// logged and retried next pass (the vote is advice, the pass goes on).
-func (l *Loop) publishVote(ctx context.Context) {
+// among the live votes, stamped with now (its at). It needs a ReplicaID
+// and a session; a failure is logged and retried next pass (the vote is
+// advice, the pass goes on).
+func (l *Loop) publishVote(ctx context.Context, now time.Time) {
 	if l.opts.ReplicaID == "" {
 		return
 	}
@@ -46,7 +45,7 @@ func (l *Loop) publishVote(ctx context.Context) {
 	if !stale {
 		return
 	}
-	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: mine}, member); err != nil {
+	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: mine, At: now.UTC()}, member); err != nil {
 		l.opts.Logger.Warn("publishing this replica's vote on unreachable nodes failed; retrying next pass", "err", err)
 		return
 	}
@@ -84,4 +83,23 @@ func (l *Loop) ReplicaSession(session string) bool {
 		}
 	}
 	return false
+}
+
+// deleteGoneVotes deletes the vote keys no session holds any more (their
+// replica is gone, section 2), each with check-and-set on the version
+// read, so that a replica that just acquired its key again keeps it. Only
+// the leader does; a failure is logged, and the next pass tries again.
+func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64) {
+	for _, replica := range slices.Sorted(maps.Keys(gone)) {
+		if replica == l.opts.ReplicaID {
+			continue // this replica's own key: its next publish takes it again
+		}
+		ok, err := l.store.DeleteVote(ctx, replica, gone[replica])
+		switch {
+		case err != nil:
+			l.opts.Logger.Warn("deleting the vote key of a replica that is gone failed; retrying next pass", "replica", replica, "err", err)
+		case ok:
+			l.opts.Logger.Info("deleted the vote key of a replica that is gone", "replica", replica)
+		}
+	}
 }

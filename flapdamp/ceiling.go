@@ -83,14 +83,30 @@ func (c *Ceiling) Recent(now time.Time, n int) []time.Time {
 }
 
 // Adopt merges replacement times recorded elsewhere (by a previous leader)
-// into c, each once: a time already recorded is not counted twice.
+// into c as a multiset: each instant counts as often as it appears in times
+// or in c, whichever is more. The times a leader stores include those this
+// ceiling recorded itself, so adopting them back counts nothing twice,
+// while two replacements made at the same instant count as two.
 func (c *Ceiling) Adopt(times []time.Time) {
-	for _, t := range times {
-		if slices.ContainsFunc(c.recent, t.Equal) {
-			continue
+	if len(times) == 0 {
+		return
+	}
+	sorted := slices.SortedFunc(slices.Values(times), func(a, b time.Time) int { return a.Compare(b) })
+	for i := 0; i < len(sorted); {
+		t := sorted[i]
+		n := 1
+		for i+n < len(sorted) && sorted[i+n].Equal(t) {
+			n++
 		}
-		i, _ := slices.BinarySearchFunc(c.recent, t, func(a, b time.Time) int { return a.Compare(b) })
-		c.recent = slices.Insert(c.recent, i, t)
+		i += n
+		lo, _ := slices.BinarySearchFunc(c.recent, t, func(a, b time.Time) int { return a.Compare(b) })
+		have := 0
+		for lo+have < len(c.recent) && c.recent[lo+have].Equal(t) {
+			have++
+		}
+		for range n - have {
+			c.recent = slices.Insert(c.recent, lo, t)
+		}
 	}
 }
 

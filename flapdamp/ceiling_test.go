@@ -174,3 +174,28 @@ func TestCeilingAdoptAndRecent(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingAdoptCountsSameInstantTwice: two replacements made at one
+// instant are stored as two equal times; a new leader adopting them counts
+// both (it honoured only one before, and exceeded the ceiling), and a
+// leader adopting back what it recorded itself counts nothing twice.
+func TestCeilingAdoptCountsSameInstantTwice(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	fresh := Ceiling{PerMinute: 2}
+	fresh.Adopt([]time.Time{t0, t0})
+	if got := fresh.Remaining(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("a new leader adopting two replacements at one instant has %d left, want 0", got)
+	}
+	own := Ceiling{PerMinute: 3}
+	own.Record(t0)
+	own.Record(t0)
+	own.Adopt(own.Recent(t0, 0))
+	own.Adopt([]time.Time{t0})
+	if got := own.Remaining(t0.Add(time.Second)); got != 1 {
+		t.Fatalf("adopting back its own two records: %d left, want 1", got)
+	}
+	own.Adopt([]time.Time{t0, t0, t0})
+	if got := own.Remaining(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("adopting three at an instant it recorded twice: %d left, want 0", got)
+	}
+}

@@ -2,16 +2,14 @@ package sim
 
 import (
 	"context"
-	"time"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
-	"github.com/mcrib/mcrib/leader"
 )
 
 // memStore keeps the drain document as ConsulStore does: written with
 // check-and-set against the version read, removed when it has no zones,
-// and checked (or replaced) in the same step as a slot-map write.
+// and checked (or replaced) in the same step as a slot-map write
+// (WritePool).
 var _ controlloop.DrainStore = (*memStore)(nil)
 
 // PutDrain stores doc if the drain document is still at index (0: there
@@ -22,19 +20,6 @@ func (s *memStore) PutDrain(_ context.Context, doc controlloop.DrainDoc, index u
 	}
 	s.putDrain(&doc)
 	return true, nil
-}
-
-// WriteSlotMapDrain stores m, with check-and-set against read, and when
-// drain is not nil replaces the drain document with it, in one step that
-// fails when the slot map or the drain document changed since read.
-func (s *memStore) WriteSlotMapDrain(ctx context.Context, m *cachenodes.SlotMap, read controlloop.Snapshot, lease leader.Lease, recent []time.Time, drain *controlloop.DrainDoc) (bool, error) {
-	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex {
-		return false, nil
-	}
-	if drain != nil {
-		s.putDrain(drain)
-	}
-	return s.WriteSlotMap(ctx, m, read, lease, recent)
 }
 
 // putDrain stores a copy of doc under a new version, or removes the

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -132,8 +133,8 @@ func (m *loopMetrics) SlotMove(string)                      {}
 func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
-// every check-and-set write of the slot map succeeds. It keeps the drain
-// document too (drainstore.go).
+// every check-and-set write succeeds. It keeps the drain document
+// (drainstore.go) and the flushes owed too.
 type memStore struct {
 	m     *cachenodes.SlotMap
 	index uint64
@@ -141,17 +142,42 @@ type memStore struct {
 	// version (0: none), drawn from drainSeq.
 	drain                *controlloop.DrainDoc
 	drainIndex, drainSeq uint64
+	// flushes are the flushes owed (nil: none), at flushesIndex (0: none),
+	// drawn from flushesSeq.
+	flushes                  []controlloop.OwedFlush
+	flushesIndex, flushesSeq uint64
 }
 
 func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
-	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index, Drain: copyDrain(s.drain), DrainIndex: s.drainIndex}, nil
+	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index, Drain: copyDrain(s.drain), DrainIndex: s.drainIndex,
+		Flushes: slices.Clone(s.flushes), FlushesIndex: s.flushesIndex}, nil
 }
 
-func (s *memStore) WriteSlotMap(_ context.Context, m *cachenodes.SlotMap, _ controlloop.Snapshot, _ leader.Lease, _ []time.Time) (bool, error) {
-	s.m = m
-	s.index++
+// WritePool stores w if the slot map, the drain document and the flushes
+// are still at the versions read.
+func (s *memStore) WritePool(_ context.Context, read controlloop.Snapshot, _ leader.Lease, w controlloop.PoolWrite) (bool, error) {
+	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex {
+		return false, nil
+	}
+	if w.Drain != nil {
+		s.putDrain(w.Drain)
+	}
+	if w.Flushes != nil {
+		s.flushes = slices.Clone(w.Flushes.Flushes)
+		s.flushesSeq++
+		s.flushesIndex = s.flushesSeq
+		if len(s.flushes) == 0 {
+			s.flushes, s.flushesIndex = nil, 0
+		}
+	}
+	if w.SlotMap != nil {
+		s.m = w.SlotMap
+		s.index++
+	}
 	return true, nil
 }
+
+func (s *memStore) DeleteVote(context.Context, string, uint64) (bool, error) { return true, nil }
 
 func (s *memStore) PutFreeze(context.Context, controlloop.FreezeDoc) error { return nil }
 func (s *memStore) DeleteFreeze(context.Context) error                     { return nil }

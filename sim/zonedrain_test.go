@@ -113,11 +113,11 @@ func TestMemStoreDrainCAS(t *testing.T) {
 	}
 	stale := st
 	stale.DrainIndex--
-	if ok, _ := s.WriteSlotMapDrain(ctx, m, stale, leader.Lease{}, nil, nil); ok {
-		t.Error("WriteSlotMapDrain went through with a stale drain version")
+	if ok, _ := s.WritePool(ctx, stale, leader.Lease{}, controlloop.PoolWrite{SlotMap: m}); ok {
+		t.Error("WritePool went through with a stale drain version")
 	}
-	if ok, _ := s.WriteSlotMapDrain(ctx, m, st, leader.Lease{}, nil, &controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{}}); !ok {
-		t.Fatal("WriteSlotMapDrain at the versions read refused")
+	if ok, _ := s.WritePool(ctx, st, leader.Lease{}, controlloop.PoolWrite{SlotMap: m, Drain: &controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{}}}); !ok {
+		t.Fatal("WritePool at the versions read refused")
 	}
 	if st, _ := s.Read(ctx); st.SlotMap != m || st.Drain != nil || st.DrainIndex != 0 {
 		t.Errorf("after a write with an empty drain document: map %v, drain %+v at %d; want the map, no document", st.SlotMap, st.Drain, st.DrainIndex)

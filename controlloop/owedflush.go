@@ -1,0 +1,279 @@
+package controlloop
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/internal/revert"
+)
+
+// Owed flushes (invariant 2). Whether a slot holder owes a flush is one
+// decision of the pool, made by the leader of the moment while the node is
+// still unreachable: the moment the pool's verdict has held longer than
+// --flush-after-unreachable (at once with 0s), counted from the episode's
+// start as the verdict has it (the replicas' votes, so a failover does not
+// restart the count), never in an episode taken as the observer's fault.
+// The decision is stored in the flushes document, in the transaction that
+// writes the slot map, and nobody revisits it: a node that answers before
+// it owes nothing for the episode, whichever replica leads later.
+// Followers only show the entries (flush_pending). Whichever leader comes
+// next carries an entry out: when the node answers and no freeze holds, it
+// confirms the lock, flushes the node and removes the entry in the same
+// pass's write. An entry ends only when it is done (the node's cmd_flush
+// above the stored count, another pid, or a restart this process saw
+// itself) or when the node holds no slot and warms none.
+
+// flushDue reports whether the leader decides now that s owes a flush:
+// a slot holder unreachable by the pool's verdict for longer than the
+// flush-after threshold, outside a mass episode. pending is set while more
+// holders than the mass fraction are failing (massPending): the episode may
+// be about to be taken as the observer's fault, so nothing is decided yet.
+func (t *tracker) flushDue(s *nodeState, pending bool, now time.Time) bool {
+	if s.reachable || !s.holdsSlot || s.observerFault || pending {
+		return false
+	}
+	return t.cfg.FlushAfter <= 0 || now.Sub(s.unreachableSince) > t.cfg.FlushAfter
+}
+
+// flushDueAt returns when s's flush would be due, and false when it will
+// not be due by the passing of time alone.
+func (t *tracker) flushDueAt(s *nodeState) (time.Time, bool) {
+	if s.reachable || !s.holdsSlot || s.observerFault || t.cfg.FlushAfter <= 0 {
+		return time.Time{}, false
+	}
+	return s.unreachableSince.Add(t.cfg.FlushAfter + time.Millisecond), true
+}
+
+// massPending reports whether more slot holders than the mass fraction are
+// unreachable or failing their probes at once. The probes of a pool are
+// spread over a probe interval, so in an episode of the observer's fault
+// the first verdicts turn while the others are still failing, before the
+// mass rule (checkMass) sees them all: no flush is decided meanwhile.
+func (t *tracker) massPending() bool {
+	holders, failing := 0, 0
+	for _, s := range t.nodes {
+		if !s.holdsSlot {
+			continue
+		}
+		holders++
+		if !s.reachable || (s.probed && !s.failingSince.IsZero()) || t.peerListed(s.node.ID) {
+			failing++
+		}
+	}
+	tripped, _ := t.cfg.Mass.CheckUnreachable(holders, failing)
+	return tripped
+}
+
+// peerListed reports whether a live replica's vote lists node id.
+func (t *tracker) peerListed(id string) bool {
+	for _, p := range t.peers {
+		if _, ok := p[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// owedEntry returns the entry of the flush s owes, decided at now.
+func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
+	e := OwedFlush{NodeID: s.node.ID, Addr: s.node.Addr, Since: s.unreachableSince.UTC()}
+	if s.haveDownStats {
+		e.CmdFlush, e.PID = s.downStats.CmdFlush, s.downStats.PID
+		e.StartedAt = s.downStatsAt.Add(-s.downStats.Uptime).UTC()
+	}
+	if t.cfg.FlushAfter <= 0 {
+		e.Reason = "unreachable by the pool's verdict (--flush-after-unreachable 0s): it may have missed deletes"
+	} else {
+		e.Reason = fmt.Sprintf("unreachable by the pool's verdict for %s, longer than --flush-after-unreachable (%s): it may have missed deletes",
+			now.Sub(s.unreachableSince).Round(time.Millisecond), t.cfg.FlushAfter)
+	}
+	return e
+}
+
+// flushDone reports whether the flush e owes is done already, and why: the
+// pool's verdict has the node answering, this process read it since it
+// came back, and the reading shows another memcached (another pid, or a
+// restart seen by this process's own readings before and after) or a
+// flush since (cmd_flush above the stored count). A start time written by
+// another host is never compared with this process's clock: a restart
+// shows in the pid, or in this process's own readings.
+func flushDone(e OwedFlush, s *nodeState) (bool, string) {
+	if s == nil || !s.reachable || !s.haveStats || s.statsAt.Before(s.answersSince) || e.PID == 0 {
+		return false, ""
+	}
+	switch {
+	case s.stats.PID != e.PID:
+		return true, fmt.Sprintf("its memcached restarted (pid %d, was %d): it is empty", s.stats.PID, e.PID)
+	case s.stats.CmdFlush > e.CmdFlush:
+		return true, fmt.Sprintf("it was flushed since (cmd_flush %d, was %d)", s.stats.CmdFlush, e.CmdFlush)
+	case s.restarted && s.haveDownStats && s.downStats.PID == e.PID && s.downStats.CmdFlush == e.CmdFlush:
+		return true, "its memcached restarted (its uptime went back): it is empty"
+	}
+	return false, ""
+}
+
+// owedBaseLocked returns the flushes the pool owes as st has them, and
+// records them as this process's view (Status shows them). A corrupt
+// document is read the safe way: the entries of the last good document
+// this process read, and every slot holder the corrupt text names (each
+// with an unknown base, so only a flush or its leaving the slot ends it);
+// the leader's next write replaces it. With revert.ForgottenFlush the
+// owed flushes live in this process's memory only, as they once did. l.mu
+// must be held.
+func (l *Loop) owedBaseLocked(st Snapshot) []OwedFlush {
+	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
+		l.owed = l.memOwed
+		return slices.Clone(l.memOwed)
+	}
+	base := slices.Clone(st.Flushes)
+	if slices.Contains(st.Corrupt, kvlayout.Flushes) {
+		for _, e := range l.owedGood {
+			if i := owedIndex(base, e.NodeID); i >= 0 {
+				base[i] = e
+			} else {
+				base = append(base, e)
+			}
+		}
+	} else {
+		l.owedGood = slices.Clone(st.Flushes)
+	}
+	slices.SortFunc(base, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	l.owed = base
+	return slices.Clone(base)
+}
+
+// decideFlushesLocked returns base with the flushes the leader decides
+// now: one entry for each slot holder of prev whose flush is due and that
+// owes none yet, in ID order. The old path (revert.FollowerFlush) decides
+// none: each replica marks returning nodes itself (tracker.returned).
+// l.mu must be held.
+func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time) []OwedFlush {
+	if prev == nil || l.tr.cfg.LegacyFlush {
+		return base
+	}
+	pending := l.tr.massPending()
+	var added []OwedFlush
+	for id, s := range l.tr.nodes {
+		if prev.SlotOf(id) < 0 || owedIndex(base, id) >= 0 || !l.tr.flushDue(s, pending, now) {
+			continue
+		}
+		added = append(added, l.tr.owedEntry(s, now))
+	}
+	slices.SortFunc(added, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	for _, e := range added {
+		l.opts.Logger.Warn("flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
+		l.emit(eventlog.Event{Kind: KindFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
+	}
+	return append(base, added...)
+}
+
+// KindFlushOwed is the event kind of the leader's decision that a slot
+// holder owes a flush (invariant 2).
+const KindFlushOwed = "flush owed"
+
+// owedToFlushLocked returns the nodes of owed that the leader flushes in
+// this pass: slot holders of prev that answer by the pool's verdict and
+// whose flush is not done already, in ID order; it marks them flushing.
+// A freeze (an operator's or the automatic one) holds them back: they stay
+// owed (flush_pending). l.mu must be held.
+func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, frozen bool) []cachenodes.Node {
+	if frozen || prev == nil {
+		return nil
+	}
+	var out []cachenodes.Node
+	for _, e := range owed {
+		s := l.tr.nodes[e.NodeID]
+		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
+			continue
+		}
+		if done, _ := flushDone(e, s); done {
+			continue
+		}
+		s.flushing = true
+		out = append(out, s.node)
+	}
+	return out
+}
+
+// flushOwed flushes nodes, the slot holders that owe a flush, and returns
+// those flushed.
+func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node) map[string]bool {
+	flushed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		err := l.opts.Prober.Flush(ctx, n.Addr)
+		l.setFlushing(n.ID, false)
+		if err != nil {
+			l.opts.Logger.Warn("flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
+			continue
+		}
+		l.noteFlushed(n.ID)
+		flushed[n.ID] = true
+		l.opts.Metrics.Flush("returned")
+		l.emitFlush(ctx, n.ID, "it owes a flush (unreachable long enough to have missed deletes) and answers again")
+		l.opts.Logger.Info("flushed a node that owed a flush, before it serves again", "node", n.ID, "addr", n.Addr)
+	}
+	return flushed
+}
+
+// noteFlushed records a flush of node id that this process made.
+func (l *Loop) noteFlushed(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tr.flushed(id)
+}
+
+// settleOwedLocked returns what owed becomes with next written: an entry
+// goes when this pass flushed its node, when its flush is done already,
+// or when its node holds no slot in next and warms none. l.mu must be
+// held.
+func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap) []OwedFlush {
+	out := make([]OwedFlush, 0, len(owed))
+	for _, e := range owed {
+		switch done, why := flushDone(e, l.tr.nodes[e.NodeID]); {
+		case flushed[e.NodeID]:
+		case done:
+			l.opts.Logger.Info("owed flush done", "node", e.NodeID, "why", why)
+		case next.SlotOf(e.NodeID) < 0 && (!next.AnyWarming() || next.WarmingOf(e.NodeID) < 0):
+			l.opts.Logger.Info("owed flush dropped: the node holds no slot and warms none (its next placement flushes it)", "node", e.NodeID)
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// owes reports whether the flushes this process knows name node id. l.mu
+// must be held.
+func (l *Loop) owesLocked(id string) bool { return owedIndex(l.owed, id) >= 0 }
+
+// FlushesOwed returns the flushes the pool owes as this process knows them
+// (the stored document, or this leader's last write), by node ID.
+func (l *Loop) FlushesOwed() []OwedFlush {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.owed)
+}
+
+// untilFlushDecisionLocked returns how long until the next flush decision
+// is due by the passing of time alone (a slot holder's verdict holding
+// longer than --flush-after-unreachable), or a negative duration when none
+// is. l.mu must be held.
+func (l *Loop) untilFlushDecisionLocked(now time.Time) time.Duration {
+	next := time.Duration(-1)
+	for id, s := range l.tr.nodes {
+		at, ok := l.tr.flushDueAt(s)
+		if !ok || l.owesLocked(id) {
+			continue
+		}
+		if d := max(at.Sub(now), 0); next < 0 || d < next {
+			next = d
+		}
+	}
+	return next
+}
