@@ -351,6 +351,14 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
 		}
 	}
+	for _, zone := range slices.Sorted(maps.Keys(l.alertZones)) {
+		// Every alert has its end, naming the zone (section 7).
+		if _, still := alerts[zone]; !still {
+			over := l.alertOver(m, zone)
+			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
+			l.emit(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
+		}
+	}
 	l.alertZones = alerts
 	alert := joinAlerts(alerts)
 	l.zoneAlert = alert

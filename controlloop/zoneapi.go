@@ -156,6 +156,10 @@ type ZoneStatus struct {
 	Absent      int         `json:"absent"`
 	HitRate     *float64    `json:"hit_rate"`
 	Drain       *DrainEntry `json:"drain"`
+	// Alert is true while the zone alerts: more than half of its slot
+	// holders, and at least two of them, unreachable (the status's
+	// zone_alert names it, with the command that would drain it).
+	Alert bool `json:"alert"`
 }
 
 // ParseDrainRequest reads the body of PUT /v1/drain/{zone}: a JSON object
