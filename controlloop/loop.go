@@ -101,6 +101,10 @@ type Loop struct {
 	// remote places instants written by other hosts on this process's
 	// clock (remoteclock.go).
 	remote remoteClock
+	// moved is when a planned move last touched each slot (it moved, or
+	// its warming ended): HitCounters marks its nodes Planned for a while
+	// (plannedmoves.go).
+	moved map[int]time.Time
 	// stepBlockedAt is when a due drain or return step of each zone last
 	// moved nothing: it is not tried again for a probe interval.
 	stepBlockedAt map[string]time.Time

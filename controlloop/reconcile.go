@@ -116,6 +116,7 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 // map now current. l.mu must be held.
 func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time) *cachenodes.SlotMap {
 	if m != nil {
+		l.noteMovesLocked(l.current, m, now)
 		l.current, l.currentShift = m, shift
 	}
 	l.tr.ensure(l.current, now)
@@ -269,6 +270,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	if w.SlotMap != nil {
 		l.remote.wroteMap(next)
 	}
+	l.noteMovesLocked(d.prev, next, now)
 	l.current = next
 	l.owed = owed
 	switch {

@@ -94,6 +94,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		WarmFor:                  cfg.WarmFor,
 		WarmTTL:                  cfg.WarmTTL,
+		SettleAfterMove:          3 * cfg.StatsInterval,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
 		TwemproxyConfig:          cfg.TwemproxyConfig,
