@@ -300,8 +300,17 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.tr.prune(next, now)
 	l.lastReconcile, l.passErr = now, nil
-	l.noteReplaceLocked(d.plan, done)
+	drained := l.drainedLocked()
+	left := -1 // the ready spares after the pass, counted when it placed
+	if len(done) > 0 {
+		left = l.readySparesLocked(now)
+	}
+	tookLast := tookLastSpare(done, drained, left)
+	l.noteReplaceLocked(d.plan, done, left, tookLast)
 	l.mu.Unlock()
+	if tookLast && w.SlotMap != nil {
+		l.emitLastSpare(ctx, done, drained)
+	}
 	slices.Sort(over)
 	for _, zone := range over {
 		l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone)

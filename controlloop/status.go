@@ -175,7 +175,7 @@ func (l *Loop) Status() Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
-	st.Zones = l.zonesLocked(st.Nodes)
+	st.Zones = l.zonesLocked(st.Nodes, now)
 	for i := range st.Zones {
 		_, st.Zones[i].Alert = l.alertZones[st.Zones[i].Zone]
 	}

@@ -61,9 +61,9 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 	}
 }
 
-// zonesLocked returns the status document's zones: one per zone known, by
-// name, from the nodes' status. l.mu must be held.
-func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
+// zonesLocked returns the status document's zones at now: one per zone
+// known, by name, from the nodes' status. l.mu must be held.
+func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
 	byZone := map[string]*ZoneStatus{}
 	for _, n := range nodes {
 		z := byZone[n.AZ]
@@ -82,7 +82,7 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 			z.Absent++
 		}
 	}
-	drains := l.drainsLocked()
+	drains := l.drainsLocked(now)
 	out := make([]ZoneStatus, 0, len(byZone)+len(drains.Zones))
 	for zone, e := range drains.Zones {
 		if byZone[zone] == nil {
