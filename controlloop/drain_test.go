@@ -142,7 +142,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 			over = append(over, e.Reason)
 		}
 	}
-	if len(over) != 1 || !strings.Contains(over[0], "zone az-b holds its baseline again") {
+	if len(over) != 1 || !strings.Contains(over[0], "zone az-b holds its baseline again") || !strings.Contains(over[0], "every slot its drain moved came back") {
 		t.Errorf("drain over events %q, want one for az-b", over)
 	}
 }

@@ -280,11 +280,13 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		l.owedGood = owed
 	}
 	var over []string // zones whose return ended with this write
+	kept := map[string][]int{}
 	if w.Drain != nil {
 		if l.drains != nil {
-			for zone := range l.drains.Zones {
+			for zone, e := range l.drains.Zones {
 				if w.Drain.Zones[zone] == nil {
 					over = append(over, zone)
+					kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
 				}
 			}
 		}
@@ -314,7 +316,13 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	slices.Sort(over)
 	for _, zone := range over {
 		l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone)
-		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)})
+		reason := fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)
+		if k := kept[zone]; len(k) > 0 {
+			reason += fmt.Sprintf("; %d of the slots its drain moved (%s) stay where they are, and as many came from the zones holding the most", len(k), slotList(k))
+		} else {
+			reason += "; every slot its drain moved came back"
+		}
+		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: reason})
 	}
 	for _, ev := range replaced {
 		l.opts.Metrics.Replacement(ev.Reason)

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -90,4 +91,16 @@ func (z *zoneIndex) warmingBack(i int, zone string) string {
 			i, zone, ws.NodeID, ws.Until.Add(z.in.PrevShift).UTC().Format("15:04:05 UTC"))
 	}
 	return fmt.Sprintf("slot %d, moved off zone %q, is still warming; it comes back when the warming ends", i, zone)
+}
+
+// slotList writes slots as "slot 3" or "slots 3, 5 and 9".
+func slotList(slots []int) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = strconv.Itoa(s)
+	}
+	if len(parts) == 1 {
+		return "slot " + parts[0]
+	}
+	return "slots " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
