@@ -49,6 +49,7 @@ generation:        7
 last reconcile:    2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
+slots unserved:    0
 boot limit:        auto, 1000 boots/s, burst 100
 vacant slots:      0
 blocked:           no replacement held back
@@ -66,6 +67,7 @@ generation:        2
 last reconcile:    never
 consul reachable:  no
 hit rate:          unknown
+slots unserved:    0
 boot limit:        -, 0 boots/s, burst 0
 vacant slots:      0
 blocked:           no replacement held back
@@ -116,6 +118,7 @@ generation:        0
 last reconcile:    never
 consul reachable:  no
 hit rate:          unknown
+slots unserved:    0
 boot limit:        manual, 2.5 boots/s, burst 1
 vacant slots:      0
 blocked:           no replacement held back

@@ -65,6 +65,9 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry) {
 	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e))
 	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orDash(e.StepInterval))
 	fmt.Fprintf(w, "  reason: %s (by %s at %s)\n", orDash(e.Reason), orDash(e.By), timeOr(e.At, "-"))
+	if e.Warning != "" {
+		fmt.Fprintf(w, "  warning: %s\n", e.Warning)
+	}
 }
 
 // printReplace writes the outcome of a replace.
@@ -76,6 +79,9 @@ func printReplace(w io.Writer, r controlloop.ReplaceResult) {
 		how = "warm: " + orDash(r.From) + " stays the slot's warm source until --warm-for passes"
 	}
 	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orDash(r.From), orDash(r.To), how)
+	if r.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", r.Warning)
+	}
 }
 
 // nodeStateCell is a node's state with its zone's drain and the slot it
