@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/leader"
 )
 
 // TestConsulACL runs mcrib against a Consul with ACLs on and denying by
@@ -34,11 +35,11 @@ func TestConsulACL(t *testing.T) {
 		m := testenv.StartMemcached(t)
 		testenv.Register(t, c.Client, m, testenv.Registration{ID: id, Meta: map[string]string{"az": string(rune('a' + i%2))}})
 	}
-	tokenFile := runProductionACLStep(t, c, mgmt)
+	tokenFiles := runProductionACLStep(t, c, mgmt)
 
 	var stored *cachenodes.SlotMap
 	t.Run("token of the minimal policy", func(t *testing.T) {
-		m := startMcribEnv(t, c.HTTPAddr, []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_TOKEN_FILE=" + tokenFile}, "--slots", "4")
+		m := startMcribEnv(t, c.HTTPAddr, []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_TOKEN_FILE=" + tokenFiles["mcrib-a"]}, "--slots", "4")
 		testenv.Eventually(t, 30*time.Second, "all 4 slots filled and stored", func() bool {
 			sm := m.slotMap()
 			if sm == nil {
@@ -55,6 +56,27 @@ func TestConsulACL(t *testing.T) {
 		testenv.Eventually(t, 20*time.Second, "ready and leading", func() bool {
 			return m.ready() == http.StatusOK && m.status().Leader
 		})
+		// A second replica with host mcrib-b's token follows; both keep
+		// their roles over two leader-check TTLs (the check refreshed
+		// through the agent, the sessions renewed, the votes written), so
+		// nothing the policy lacks shows up only later.
+		other := startMcribEnv(t, c.HTTPAddr, []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_TOKEN_FILE=" + tokenFiles["mcrib-b"]}, "--slots", "4")
+		testenv.Eventually(t, 20*time.Second, "the second replica ready and following", func() bool {
+			st := other.status()
+			return other.ready() == http.StatusOK && !st.Leader && st.LeaderID == m.Addr
+		})
+		for until := time.Now().Add(2*leader.DefaultCheckTTL + time.Second); time.Now().Before(until); time.Sleep(200 * time.Millisecond) {
+			if st := m.status(); !st.Leader || m.ready() != http.StatusOK || other.ready() != http.StatusOK {
+				t.Fatalf("with the policy's tokens the leader stopped leading or a replica stopped being ready:\n%s\n%s",
+					tail(m.log.String(), 20), tail(other.log.String(), 20))
+			}
+		}
+		for _, r := range []*mcrib{m, other} {
+			if strings.Contains(strings.ToLower(r.log.String()), "permission denied") {
+				t.Errorf("mcrib %s met a permission it lacks:\n%s", r.Addr, tail(r.log.String(), 20))
+			}
+		}
+		other.stop()
 		if code, body, _ := m.call(http.MethodPut, "/v1/freeze", `{"reason":"acl test"}`, ""); code != http.StatusOK {
 			t.Fatalf("freeze with the policy's token: %d %s", code, body)
 		}
@@ -113,8 +135,8 @@ func startMcribEnv(t *testing.T, consulAddr string, env []string, flags ...strin
 // runProductionACLStep runs the production page's consul-acl block with
 // the consul binary as `consul`, against c with the management token mgmt,
 // in a copy of the checkout's layout (deploy/ and secrets/), and returns
-// the path of the token file it wrote for host mcrib-a.
-func runProductionACLStep(t *testing.T, c *testenv.Consul, mgmt string) string {
+// the paths of the token files it wrote, by host.
+func runProductionACLStep(t *testing.T, c *testenv.Consul, mgmt string) map[string]string {
 	t.Helper()
 	root := testenv.RepoRoot(t)
 	page, err := os.ReadFile(filepath.Join(root, "docs", "production.md"))
@@ -146,8 +168,10 @@ func runProductionACLStep(t *testing.T, c *testenv.Consul, mgmt string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the consul-acl step of docs/production.md failed: %v\n%s", err, out)
 	}
+	files := map[string]string{}
 	for _, host := range []string{"mcrib-a", "mcrib-b", "mcrib-c"} {
 		path := filepath.Join(work, "secrets", "consul-token-"+host)
+		files[host] = path
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("the consul-acl step wrote no token for %s: %v", host, err)
@@ -163,5 +187,5 @@ func runProductionACLStep(t *testing.T, c *testenv.Consul, mgmt string) string {
 			t.Errorf("the token of %s has the policies %+v, want mcrib-default alone", host, tok.Policies)
 		}
 	}
-	return filepath.Join(work, "secrets", "consul-token-mcrib-a")
+	return files
 }
