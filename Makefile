@@ -8,7 +8,7 @@
 #   make build   build bin/mcrib
 #   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
-#                mcrib on http://127.0.0.1:7070/)
+#                mcrib on http://127.0.0.1:7070/); Ctrl-C stops it all, exit 0
 #   make bench   run the Go benchmarks and make bench-sim
 #   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
@@ -75,7 +75,7 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 run: deps build
-	scripts/run-local.sh
+	MCRIB_BIN=$(MCRIB) scripts/run-local.sh
 
 bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...

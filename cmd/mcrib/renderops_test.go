@@ -28,7 +28,7 @@ func TestPrintStatusUnderFire(t *testing.T) {
 		BootLimit: ratelimit.Document{Mode: "manual", Limit: 50, Burst: 5},
 	}
 	var b bytes.Buffer
-	printStatus(&b, doc, nil)
+	printStatus(&b, doc, nil, testNow)
 	out := b.String()
 	for _, want := range []string{
 		"hit rate:          unknown\n",
