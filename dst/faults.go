@@ -1,0 +1,462 @@
+package dst
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mcrib/mcrib/controlloop"
+)
+
+// The kinds of faults a seed draws (Mix.Weights).
+const (
+	faultReplicaCrash   = "replica-crash"
+	faultRollingRestart = "rolling-restart"
+	faultReplicaCut     = "replica-cut-from-consul"
+	faultLinkCut        = "link-cut"
+	faultLinkLoss       = "link-loss"
+	faultLinkSlow       = "link-slow"
+	faultAgentRestart   = "agent-restart"
+	faultZoneAgents     = "zone-agent-rollout"
+	faultMemRestart     = "memcached-restart"
+	faultMemPause       = "memcached-pause"
+	faultMemDeath       = "memcached-death"
+	faultHostDeath      = "host-death"
+	faultJoin           = "node-joins"
+	faultFreeze         = "operator-freeze"
+	faultDrain          = "zone-drain"
+	faultReplace        = "operator-replace"
+	faultMaintenance    = "maintenance"
+	faultClockStep      = "clock-step"
+	faultConsulErrors   = "consul-errors"
+	faultConsulDown     = "consul-down"
+	faultObserverBlip   = "observer-blip"
+)
+
+// nextFault injects one fault drawn from the mix and schedules the next.
+func (w *world) nextFault() {
+	if w.mix.total > 0 {
+		x := w.rng.IntN(w.mix.total)
+		for i, k := range w.mix.kinds {
+			if x < w.mix.weights[i] {
+				w.chk.faults++
+				w.inject(k)
+				break
+			}
+			x -= w.mix.weights[i]
+		}
+	}
+	// Exponential gaps, in whole milliseconds.
+	gap := time.Duration(-math.Log(1-w.rng.Float64())*float64(w.mix.every/time.Millisecond)) * time.Millisecond
+	w.after(max(gap, 100*time.Millisecond), "fault", w.nextFault)
+}
+
+// between draws a whole number of milliseconds in [lo, hi].
+func (w *world) between(lo, hi time.Duration) time.Duration {
+	span := int64((hi - lo) / time.Millisecond)
+	return lo + time.Duration(w.rng.Int64N(span+1))*time.Millisecond
+}
+
+// fault records a fault in the trace.
+func (w *world) fault(format string, args ...any) {
+	w.tr.add(w.now, "FAULT "+format, args...)
+}
+
+func (w *world) randomNode() *mcNode      { return w.nodes[w.rng.IntN(len(w.nodes))] }
+func (w *world) randomReplica() *replica  { return w.replicas[w.rng.IntN(len(w.replicas))] }
+func (w *world) randomClient() *appClient { return w.clients[w.rng.IntN(len(w.clients))] }
+func (w *world) randomNodeHost() *host    { return w.randomNode().host }
+func (w *world) randomZone() string       { return zones[w.rng.IntN(len(zones))] }
+
+// leaderReplica returns the replica whose process leads, or nil.
+func (w *world) leaderReplica() *replica {
+	for _, r := range w.replicas {
+		if r.proc != nil && r.proc.lead.leading {
+			return r
+		}
+	}
+	return nil
+}
+
+// randomHolder returns a node that holds a slot in the stored map, or a
+// random node.
+func (w *world) randomHolder() *mcNode {
+	m := w.chk.kvMap
+	if m != nil {
+		var held []*mcNode
+		for _, s := range m.Slots() {
+			if n := w.nodeByID[s.ID]; n != nil {
+				held = append(held, n)
+			}
+		}
+		if len(held) > 0 {
+			return held[w.rng.IntN(len(held))]
+		}
+	}
+	return w.randomNode()
+}
+
+// inject carries out one fault of kind k.
+func (w *world) inject(k string) {
+	switch k {
+	case faultReplicaCrash:
+		r := w.randomReplica()
+		if l := w.leaderReplica(); l != nil && w.rng.IntN(2) == 0 {
+			r = l
+		}
+		if r.proc == nil {
+			return
+		}
+		down := w.between(time.Second, 20*time.Second)
+		w.fault("%s crashes, restarts in %v", r.host.name, down)
+		r.crash("fault")
+		w.after(down, "restart "+r.host.name, func() {
+			if r.proc == nil && !r.host.down {
+				r.start()
+			}
+		})
+	case faultRollingRestart:
+		gap := w.between(3*time.Second, 10*time.Second)
+		w.fault("rolling restart of every replica, %v apart", gap)
+		for i, r := range w.replicas {
+			w.after(time.Duration(i)*gap, "roll "+r.host.name, func() {
+				if r.proc != nil {
+					r.crash("rolling restart")
+				}
+				w.after(w.between(500*time.Millisecond, 2*time.Second), "restart "+r.host.name, func() {
+					if r.proc == nil && !r.host.down {
+						r.start()
+					}
+				})
+			})
+		}
+	case faultReplicaCut:
+		r := w.randomReplica()
+		d := w.between(5*time.Second, 40*time.Second)
+		w.fault("%s cut off from consul for %v", r.host.name, d)
+		w.timed(d, w.net.impair(r.host.name, consulHost, impairment{cut: true}), w.net.impair(consulHost, r.host.name, impairment{cut: true}))
+	case faultLinkCut, faultLinkLoss, faultLinkSlow:
+		a, b := w.randomPair()
+		d := w.between(2*time.Second, 30*time.Second)
+		im := impairment{cut: true}
+		switch k {
+		case faultLinkLoss:
+			im = impairment{loss: 0.2 + 0.8*w.rng.Float64()}
+		case faultLinkSlow:
+			im = impairment{slow: 0.2 + 0.8*w.rng.Float64()}
+		}
+		switch w.rng.IntN(3) {
+		case 0:
+			w.fault("%s %s→%s for %v", k, a, b, d)
+			w.timed(d, w.net.impair(a, b, im))
+		case 1:
+			w.fault("%s %s→%s for %v", k, b, a, d)
+			w.timed(d, w.net.impair(b, a, im))
+		default:
+			w.fault("%s %s↔%s for %v", k, a, b, d)
+			w.timed(d, w.net.impair(a, b, im), w.net.impair(b, a, im))
+		}
+	case faultZoneAgents:
+		zone := w.randomZone()
+		d := w.between(3*time.Second, 20*time.Second)
+		w.fault("the consul agents of zone %s restart together (a rollout), away %v", zone, d)
+		for _, name := range sortedKeys(w.hosts) {
+			if h := w.hosts[name]; name[0] == 'm' && h.zone == zone {
+				w.after(w.between(0, 2*time.Second), "agent restart "+name, func() { w.agentRestart(h, d) })
+			}
+		}
+	case faultAgentRestart:
+		h := w.randomNodeHost()
+		d := w.between(2*time.Second, 30*time.Second)
+		w.fault("consul agent on %s restarts, away %v", h.name, d)
+		w.agentRestart(h, d)
+	case faultMemRestart:
+		n := w.randomHolder()
+		d := w.between(0, 8*time.Second)
+		w.fault("memcached %s restarts (down %v)", n.id, d)
+		n.set(dead)
+		w.after(d, "memcached back "+n.id, func() {
+			if !n.host.down {
+				n.restart()
+			}
+		})
+	case faultMemPause:
+		n := w.randomHolder()
+		d := w.pauseLength()
+		w.fault("memcached %s paused for %v", n.id, d)
+		if n.proc == running {
+			n.set(paused)
+			w.after(d, "memcached resumes "+n.id, func() {
+				if n.proc == paused {
+					n.set(running)
+				}
+			})
+		}
+	case faultMemDeath:
+		n := w.randomHolder()
+		d := w.between(30*time.Second, 3*time.Minute)
+		w.fault("memcached %s dies, replaced by a new process in %v", n.id, d)
+		n.set(dead)
+		w.after(d, "memcached repaired "+n.id, func() {
+			if !n.host.down && n.proc == dead {
+				n.restart()
+			}
+		})
+	case faultHostDeath:
+		h := w.randomNodeHost()
+		d := w.between(20*time.Second, 2*time.Minute)
+		w.fault("host %s loses power for %v", h.name, d)
+		w.hostDown(h, d)
+	case faultJoin:
+		h := w.randomNodeHost()
+		if len(w.nodes) >= w.cfg.Slots*2 {
+			return
+		}
+		n := w.addNode(h)
+		w.fault("new node %s joins on %s", n.id, h.name)
+	case faultFreeze:
+		d := w.between(10*time.Second, 90*time.Second)
+		w.fault("an operator freezes membership for %v", d)
+		w.operator("freeze", func(p *replicaProc) error {
+			_, err := p.loop.Freeze(context.Background(), "dst: operator freeze", "dst")
+			return err
+		}, 0)
+		w.after(d, "unfreeze", func() {
+			w.operator("unfreeze", func(p *replicaProc) error { return p.loop.Unfreeze(context.Background()) }, 0)
+		})
+	case faultDrain:
+		zone := w.randomZone()
+		d := w.between(30*time.Second, 3*time.Minute)
+		req := controlloop.DrainRequest{Reason: "dst: zone " + zone + " flapping", Percent: []int{50, 100}[w.rng.IntN(2)],
+			StepPercent: []int{10, 25, 50}[w.rng.IntN(3)], StepInterval: w.between(2*time.Second, 10*time.Second).Truncate(time.Second)}
+		w.fault("an operator drains zone %s (%d%%, steps of %d%% every %v) for %v", zone, req.Percent, req.StepPercent, req.StepInterval, d)
+		if w.rng.IntN(10) < 6 {
+			// The reason to drain a zone: it half-fails. Its nodes keep
+			// pausing, now one, now another, while the drain goes on.
+			w.grayZone(zone, d)
+		}
+		w.operator("drain "+zone, func(p *replicaProc) error {
+			_, err := p.loop.Drain(context.Background(), zone, req, "dst")
+			return err
+		}, 0)
+		w.after(d, "undrain "+zone, func() {
+			w.operator("undrain "+zone, func(p *replicaProc) error {
+				_, err := p.loop.Undrain(context.Background(), zone)
+				return err
+			}, 0)
+		})
+	case faultReplace:
+		n := w.randomHolder()
+		w.fault("an operator replaces %s", n.id)
+		w.operator("replace "+n.id, func(p *replicaProc) error {
+			l := w.leaderReplica()
+			if l == nil || (l.proc != p && w.net.send(p.r.host.name, l.host.name, "http", "forward replace") != delivered) {
+				return fmt.Errorf("no leader to forward to")
+			}
+			// Noted before the call: its write may commit with its answer lost.
+			w.chk.onReplace(n)
+			res, err := l.proc.loop.Replace(context.Background(), n.id, "dst: operator replace", "dst")
+			if err == nil {
+				w.tr.add(w.now, "replace of %s: slot %d to %s (warm %v)", n.id, res.Slot, res.To, res.Warm)
+			}
+			return err
+		}, 0)
+	case faultMaintenance:
+		n := w.randomHolder()
+		s := w.consul.services[n.id]
+		d := w.between(20*time.Second, 90*time.Second)
+		if s == nil || s.maintenance {
+			return
+		}
+		w.fault("an operator puts %s in maintenance for %v", n.id, d)
+		s.maintenance = true
+		w.consul.touchHealth()
+		w.after(d, "maintenance over "+n.id, func() {
+			s.maintenance = false
+			w.consul.touchHealth()
+		})
+	case faultClockStep:
+		names := sortedKeys(w.hosts)
+		h := w.hosts[names[w.rng.IntN(len(names))]]
+		if h.name == consulHost {
+			return
+		}
+		old := h.skew
+		h.skew = w.randomSkew()
+		w.fault("the clock of %s steps by %v", h.name, h.skew-old)
+	case faultConsulErrors:
+		d := w.between(5*time.Second, 20*time.Second)
+		errRate, lostRate := 0.3*w.rng.Float64(), 0.3*w.rng.Float64()
+		w.fault("consul answers errors (%.2f) and loses answers after committing (%.2f) for %v", errRate, lostRate, d)
+		w.consul.errRate, w.consul.lostRate = errRate, lostRate
+		w.after(d, "consul errors over", func() { w.consul.errRate, w.consul.lostRate = 0, 0 })
+	case faultConsulDown:
+		d := w.between(2*time.Second, 10*time.Second)
+		w.fault("consul servers lose their leader for %v", d)
+		w.consul.unavailable++
+		w.after(d, "consul leader back", func() { w.consul.unavailable-- })
+	case faultObserverBlip:
+		r := w.randomReplica()
+		d := w.between(time.Second, 12*time.Second)
+		w.fault("%s loses every memcached host for %v", r.host.name, d)
+		var undo []func()
+		for _, name := range sortedKeys(w.hosts) {
+			if name[0] == 'm' {
+				undo = append(undo, w.net.impair(r.host.name, name, impairment{cut: true}))
+			}
+		}
+		w.timed(d, undo...)
+	}
+}
+
+// pauseLength draws a pause: most around --flush-after-unreachable (the
+// blips each replica measures differently), some long.
+func (w *world) pauseLength() time.Duration {
+	switch w.rng.IntN(3) {
+	case 0:
+		return w.between(time.Second, 6*time.Second)
+	case 1:
+		f := max(w.flushAfter, 4*time.Second)
+		return w.between(f-3*time.Second, f+3*time.Second)
+	}
+	return w.between(10*time.Second, 40*time.Second)
+}
+
+// grayZone makes the nodes of zone pause now and then for d: a zone that
+// half-fails.
+func (w *world) grayZone(zone string, d time.Duration) {
+	end := w.now + d
+	var next func()
+	next = func() {
+		if w.now >= end {
+			return
+		}
+		var in []*mcNode
+		for _, n := range w.nodes {
+			if n.host.zone == zone && n.proc == running {
+				in = append(in, n)
+			}
+		}
+		if len(in) > 0 {
+			n := in[w.rng.IntN(len(in))]
+			p := w.pauseLength()
+			w.fault("zone %s half-fails: memcached %s paused for %v", zone, n.id, p)
+			n.set(paused)
+			w.after(p, "memcached resumes "+n.id, func() {
+				if n.proc == paused {
+					n.set(running)
+				}
+			})
+		}
+		w.after(w.between(2*time.Second, 8*time.Second), "gray "+zone, next)
+	}
+	w.after(w.between(0, 3*time.Second), "gray "+zone, next)
+}
+
+// randomPair draws two hosts a fault between which matters: a replica or
+// a client and a memcached host, or a client and a replica.
+func (w *world) randomPair() (string, string) {
+	switch w.rng.IntN(4) {
+	case 0, 1:
+		return w.randomClient().host.name, w.randomNodeHost().name
+	case 2:
+		return w.randomReplica().host.name, w.randomNodeHost().name
+	}
+	return w.randomClient().host.name, w.randomReplica().host.name
+}
+
+// timed undoes the impairments after d.
+func (w *world) timed(d time.Duration, undo ...func()) {
+	w.after(d, "heal", func() {
+		for _, u := range undo {
+			u()
+		}
+		w.tr.add(w.now, "heal")
+	})
+}
+
+// agentRestart takes h's agent away for d: its node's serfHealth turns
+// critical; when it comes back it registers its services again, their
+// checks critical until its next round of checks.
+func (w *world) agentRestart(h *host, d time.Duration) {
+	a := w.consul.agents[h.name]
+	if a == nil || !a.up {
+		return
+	}
+	a.up = false
+	w.after(d, "agent back "+h.name, func() {
+		if h.down {
+			return
+		}
+		a.up = true
+		for _, id := range sortedKeys(w.consul.services) {
+			if s := w.consul.services[id]; s.host == h.name {
+				s.listed, s.passing = false, false
+			}
+		}
+		w.consul.touchHealth()
+		w.after(w.between(500*time.Millisecond, 3*time.Second), "agent registers "+h.name, func() {
+			for _, id := range sortedKeys(w.consul.services) {
+				if s := w.consul.services[id]; s.host == h.name {
+					s.listed = true
+				}
+			}
+			w.consul.touchHealth()
+		})
+	})
+}
+
+// hostDown powers h off for d: its memcached die (they come back as new
+// processes), its agent goes away.
+func (w *world) hostDown(h *host, d time.Duration) {
+	if h.down {
+		return
+	}
+	h.down = true
+	for _, n := range w.nodes {
+		if n.host == h {
+			n.set(dead)
+		}
+	}
+	a := w.consul.agents[h.name]
+	a.up = false
+	w.after(d, "power back "+h.name, func() {
+		h.down = false
+		for _, n := range w.nodes {
+			if n.host == h {
+				n.restart()
+			}
+		}
+		a.up = true
+		w.agentRestart(h, 0)
+	})
+}
+
+// operator carries out an operator's call through a random replica the
+// operator reaches, retrying a few times a second later when it fails.
+func (w *world) operator(what string, call func(p *replicaProc) error, attempt int) {
+	r := w.randomReplica()
+	p := r.proc
+	var err error
+	switch {
+	case p == nil:
+		err = fmt.Errorf("%s is down", r.host.name)
+	case w.net.send("c1", r.host.name, "http", what) != delivered:
+		err = fmt.Errorf("%s unreachable", r.host.name)
+	default:
+		err = call(p)
+		w.touch(p)
+		if l := w.leaderReplica(); l != nil {
+			w.touch(l.proc)
+		}
+	}
+	if err == nil {
+		w.tr.add(w.now, "operator: %s through %s done", what, r.host.name)
+		return
+	}
+	w.tr.add(w.now, "operator: %s through %s failed: %v", what, r.host.name, err)
+	if attempt < 5 {
+		w.after(time.Second, "operator "+what, func() { w.operator(what, call, attempt+1) })
+	}
+}
