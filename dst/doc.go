@@ -132,7 +132,9 @@
 //     tolerance above, for --flush-after-unreachable less two probe
 //     intervals and 1 s).
 //   - inv3-moved-while-frozen: no slot changes hands while an operator's
-//     freeze is stored.
+//     freeze is stored, and no slot is taken for a hold, a replace or
+//     maintenance while more than --max-absent-fraction of the holders are
+//     absent from Consul as the leader last read it (the automatic freeze).
 //   - inv3-replaced-before-hold: a slot is taken for its hold only from a
 //     node Consul did not list present for the hold (less the clocks' 1 s
 //     and 1 s of watch delay).

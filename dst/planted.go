@@ -24,6 +24,9 @@ type plantState struct {
 	// ceiling, when above 0, is the --max-replacements-per-minute the
 	// replicas run with (the checker keeps to the real one).
 	ceiling int
+	// absentFraction, when above 0, is the --max-absent-fraction the
+	// replicas run with.
+	absentFraction float64
 	// liar makes a client's deletes report success and do nothing.
 	liar string
 	// pending overrides what the checker reads of the leader's

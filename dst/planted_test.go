@@ -194,13 +194,27 @@ func TestPlantedMovedWhileFrozen(t *testing.T) {
 	wantRule(t, res, ruleInv3Frozen)
 }
 
+func TestPlantedReplacedUnderAutomaticFreeze(t *testing.T) {
+	// The replicas run with --max-absent-fraction 1; five of the sixteen
+	// holders die at once.
+	p := at(60*time.Second, func(w *world) {
+		m := storedMap(t, w)
+		for i := range 5 {
+			w.nodeByID[m.Slot(i).ID].set(dead)
+		}
+	})
+	setup := p.setup
+	p.setup = func(w *world) { w.plant.absentFraction = 1; setup(w) }
+	wantRule(t, plantedRun(t, p, 2*time.Minute, nil), ruleInv3Frozen)
+}
+
 func TestPlantedCeiling(t *testing.T) {
 	// The replicas run with a ceiling of 10 a minute; three holders die
 	// at once.
 	p := at(60*time.Second, func(w *world) {
 		m := storedMap(t, w)
 		for i := range 3 {
-			w.nodeByID[m.Slot(i).ID].proc = dead
+			w.nodeByID[m.Slot(i).ID].set(dead)
 		}
 	})
 	setup := p.setup

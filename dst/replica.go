@@ -43,8 +43,10 @@ type replicaProc struct {
 	source  *cachenodes.ConsulSource
 	caller  *caller
 	members []cachenodes.Instance
-	// seenHealth is the health index of the last answer taken.
+	// seenHealth is the health index of the last answer taken, lastFetch
+	// when it was read.
 	seenHealth uint64
+	lastFetch  time.Duration
 	haveHealth bool
 	// phase is the offset of the process's pass tick in the probe interval.
 	phase time.Duration
@@ -83,7 +85,7 @@ func (r *replica) start() {
 		Hold:                     w.hold,
 		ProbeInterval:            probeInterval,
 		FlushAfterUnreachable:    w.flushAfter,
-		MaxAbsentFraction:        maxAbsentFraction,
+		MaxAbsentFraction:        cmp.Or(w.plant.absentFraction, maxAbsentFraction),
 		MaxReplacementsPerMinute: cmp.Or(w.plant.ceiling, maxReplacementsPerMinute),
 		WarmFor:                  warmFor,
 		WarmTTL:                  warmTTL,
@@ -162,7 +164,7 @@ func (p *replicaProc) fetchHealth() bool {
 	if err != nil {
 		return false
 	}
-	p.seenHealth = idx
+	p.seenHealth, p.lastFetch = idx, w.now
 	if p.haveHealth && slices.Equal(m.Instances, p.members) {
 		return false
 	}

@@ -137,6 +137,7 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 		c.fail(ruleGeneration, 0, "the generation rose from %d to %d while no slot changed hands", prev.Generation(), m.Generation())
 	}
 	frozen := w.consul.kv[poolKeys.Freeze()] != nil
+	autoFrozen := c.massAbsence(prev)
 	// The drain document as the pass read it and as it wrote it: a return
 	// that ends removes the zone's entry in the write of its last step.
 	drained := c.drainedZones()
@@ -157,7 +158,7 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 			}
 		}
 		if from.ID != "" {
-			c.checkReplacement(i, from, to, drained)
+			c.checkReplacement(i, from, to, drained, autoFrozen)
 		}
 	}
 	for i := range m.NumSlots() {
@@ -215,9 +216,39 @@ func (c *checker) moveWhy(n *mcNode, to cachenodes.Node, drained map[string]bool
 	return why
 }
 
+// massAbsence says, when more than --max-absent-fraction of prev's holders
+// (maintenance aside) are absent from Consul and the leader read Consul
+// after each of them went absent, what the leader knew: the automatic
+// freeze of invariant 3 is then in force. "" otherwise.
+func (c *checker) massAbsence(prev *cachenodes.SlotMap) string {
+	w := c.w
+	l := c.leader()
+	if l == nil {
+		return ""
+	}
+	holders, absent := 0, 0
+	for _, h := range prev.Slots() {
+		if h.ID == "" {
+			continue
+		}
+		holders++
+		s, t := w.consul.services[h.ID], c.nodes[h.ID]
+		if s != nil && s.maintenance {
+			continue
+		}
+		if n := len(t.absent); n > 0 && t.absent[n-1].to == 0 && t.absent[n-1].from < l.lastFetch {
+			absent++
+		}
+	}
+	if holders == 0 || float64(absent)/float64(holders) <= maxAbsentFraction {
+		return ""
+	}
+	return fmt.Sprintf("%d of its %d holders were absent from Consul, as %s read it at %.3fs", absent, holders, l.name(), l.lastFetch.Seconds())
+}
+
 // checkReplacement classifies a slot leaving its holder and checks a
 // replacement against invariants 1 and 3.
-func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained map[string]bool) {
+func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained map[string]bool, autoFrozen string) {
 	w := c.w
 	t := c.nodes[from.ID]
 	reason := "hold"
@@ -232,6 +263,9 @@ func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained m
 		reason = "maintenance"
 	}
 	c.replacements = append(c.replacements, w.now)
+	if autoFrozen != "" {
+		c.fail(ruleInv3Frozen, 0, "slot %d was taken from %s (%s) while %s: the automatic freeze holds every replacement back", slot, from.ID, reason, autoFrozen)
+	}
 	if reason == "hold" {
 		thr := max(probeInterval-2*maxSkew, w.hold-2*probeInterval-2*maxSkew)
 		if longest := longestIn(t.disturbed, w.now-w.hold, w.now, probeInterval); longest < thr {
