@@ -1,12 +1,8 @@
 package dst
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"time"
-
-	"github.com/mcrib/mcrib/controlloop"
 )
 
 // The kinds of faults a seed draws (Mix.Weights).
@@ -63,11 +59,15 @@ func (w *world) fault(format string, args ...any) {
 	w.tr.add(w.now, "FAULT "+format, args...)
 }
 
-func (w *world) randomNode() *mcNode      { return w.nodes[w.rng.IntN(len(w.nodes))] }
-func (w *world) randomReplica() *replica  { return w.replicas[w.rng.IntN(len(w.replicas))] }
+func (w *world) randomNode() *mcNode { return w.nodes[w.rng.IntN(len(w.nodes))] }
+
+func (w *world) randomReplica() *replica { return w.replicas[w.rng.IntN(len(w.replicas))] }
+
 func (w *world) randomClient() *appClient { return w.clients[w.rng.IntN(len(w.clients))] }
-func (w *world) randomNodeHost() *host    { return w.randomNode().host }
-func (w *world) randomZone() string       { return zones[w.rng.IntN(len(zones))] }
+
+func (w *world) randomNodeHost() *host { return w.randomNode().host }
+
+func (w *world) randomZone() string { return zones[w.rng.IntN(len(zones))] }
 
 // leaderReplica returns the replica whose process leads, or nil.
 func (w *world) leaderReplica() *replica {
@@ -99,6 +99,9 @@ func (w *world) randomHolder() *mcNode {
 
 // inject carries out one fault of kind k.
 func (w *world) inject(k string) {
+	if w.operatorFault(k) {
+		return
+	}
 	switch k {
 	case faultReplicaCrash:
 		r := w.randomReplica()
@@ -215,67 +218,6 @@ func (w *world) inject(k string) {
 		}
 		n := w.addNode(h)
 		w.fault("new node %s joins on %s", n.id, h.name)
-	case faultFreeze:
-		d := w.between(10*time.Second, 90*time.Second)
-		w.fault("an operator freezes membership for %v", d)
-		w.operator("freeze", func(p *replicaProc) error {
-			_, err := p.loop.Freeze(context.Background(), "dst: operator freeze", "dst")
-			return err
-		}, 0)
-		w.after(d, "unfreeze", func() {
-			w.operator("unfreeze", func(p *replicaProc) error { return p.loop.Unfreeze(context.Background()) }, 0)
-		})
-	case faultDrain:
-		zone := w.randomZone()
-		d := w.between(30*time.Second, 3*time.Minute)
-		req := controlloop.DrainRequest{Reason: "dst: zone " + zone + " flapping", Percent: []int{50, 100}[w.rng.IntN(2)],
-			StepPercent: []int{10, 25, 50}[w.rng.IntN(3)], StepInterval: w.between(2*time.Second, 10*time.Second).Truncate(time.Second)}
-		w.fault("an operator drains zone %s (%d%%, steps of %d%% every %v) for %v", zone, req.Percent, req.StepPercent, req.StepInterval, d)
-		if w.rng.IntN(10) < 6 {
-			// The reason to drain a zone: it half-fails. Its nodes keep
-			// pausing, now one, now another, while the drain goes on.
-			w.grayZone(zone, d)
-		}
-		w.operator("drain "+zone, func(p *replicaProc) error {
-			_, err := p.loop.Drain(context.Background(), zone, req, "dst")
-			return err
-		}, 0)
-		w.after(d, "undrain "+zone, func() {
-			w.operator("undrain "+zone, func(p *replicaProc) error {
-				_, err := p.loop.Undrain(context.Background(), zone)
-				return err
-			}, 0)
-		})
-	case faultReplace:
-		n := w.randomHolder()
-		w.fault("an operator replaces %s", n.id)
-		w.operator("replace "+n.id, func(p *replicaProc) error {
-			l := w.leaderReplica()
-			if l == nil || (l.proc != p && w.net.send(p.r.host.name, l.host.name, "http", "forward replace") != delivered) {
-				return fmt.Errorf("no leader to forward to")
-			}
-			// Noted before the call: its write may commit with its answer lost.
-			w.chk.onReplace(n)
-			res, err := l.proc.loop.Replace(context.Background(), n.id, "dst: operator replace", "dst")
-			if err == nil {
-				w.tr.add(w.now, "replace of %s: slot %d to %s (warm %v)", n.id, res.Slot, res.To, res.Warm)
-			}
-			return err
-		}, 0)
-	case faultMaintenance:
-		n := w.randomHolder()
-		s := w.consul.services[n.id]
-		d := w.between(20*time.Second, 90*time.Second)
-		if s == nil || s.maintenance {
-			return
-		}
-		w.fault("an operator puts %s in maintenance for %v", n.id, d)
-		s.maintenance = true
-		w.consul.touchHealth()
-		w.after(d, "maintenance over "+n.id, func() {
-			s.maintenance = false
-			w.consul.touchHealth()
-		})
 	case faultClockStep:
 		names := sortedKeys(w.hosts)
 		h := w.hosts[names[w.rng.IntN(len(names))]]
@@ -310,50 +252,6 @@ func (w *world) inject(k string) {
 	}
 }
 
-// pauseLength draws a pause: most around --flush-after-unreachable (the
-// blips each replica measures differently), some long.
-func (w *world) pauseLength() time.Duration {
-	switch w.rng.IntN(3) {
-	case 0:
-		return w.between(time.Second, 6*time.Second)
-	case 1:
-		f := max(w.flushAfter, 4*time.Second)
-		return w.between(f-3*time.Second, f+3*time.Second)
-	}
-	return w.between(10*time.Second, 40*time.Second)
-}
-
-// grayZone makes the nodes of zone pause now and then for d: a zone that
-// half-fails.
-func (w *world) grayZone(zone string, d time.Duration) {
-	end := w.now + d
-	var next func()
-	next = func() {
-		if w.now >= end {
-			return
-		}
-		var in []*mcNode
-		for _, n := range w.nodes {
-			if n.host.zone == zone && n.proc == running {
-				in = append(in, n)
-			}
-		}
-		if len(in) > 0 {
-			n := in[w.rng.IntN(len(in))]
-			p := w.pauseLength()
-			w.fault("zone %s half-fails: memcached %s paused for %v", zone, n.id, p)
-			n.set(paused)
-			w.after(p, "memcached resumes "+n.id, func() {
-				if n.proc == paused {
-					n.set(running)
-				}
-			})
-		}
-		w.after(w.between(2*time.Second, 8*time.Second), "gray "+zone, next)
-	}
-	w.after(w.between(0, 3*time.Second), "gray "+zone, next)
-}
-
 // randomPair draws two hosts a fault between which matters: a replica or
 // a client and a memcached host, or a client and a replica.
 func (w *world) randomPair() (string, string) {
@@ -374,89 +272,4 @@ func (w *world) timed(d time.Duration, undo ...func()) {
 		}
 		w.tr.add(w.now, "heal")
 	})
-}
-
-// agentRestart takes h's agent away for d: its node's serfHealth turns
-// critical; when it comes back it registers its services again, their
-// checks critical until its next round of checks.
-func (w *world) agentRestart(h *host, d time.Duration) {
-	a := w.consul.agents[h.name]
-	if a == nil || !a.up {
-		return
-	}
-	a.up = false
-	w.after(d, "agent back "+h.name, func() {
-		if h.down {
-			return
-		}
-		a.up = true
-		for _, id := range sortedKeys(w.consul.services) {
-			if s := w.consul.services[id]; s.host == h.name {
-				s.listed, s.passing = false, false
-			}
-		}
-		w.consul.touchHealth()
-		w.after(w.between(500*time.Millisecond, 3*time.Second), "agent registers "+h.name, func() {
-			for _, id := range sortedKeys(w.consul.services) {
-				if s := w.consul.services[id]; s.host == h.name {
-					s.listed = true
-				}
-			}
-			w.consul.touchHealth()
-		})
-	})
-}
-
-// hostDown powers h off for d: its memcached die (they come back as new
-// processes), its agent goes away.
-func (w *world) hostDown(h *host, d time.Duration) {
-	if h.down {
-		return
-	}
-	h.down = true
-	for _, n := range w.nodes {
-		if n.host == h {
-			n.set(dead)
-		}
-	}
-	a := w.consul.agents[h.name]
-	a.up = false
-	w.after(d, "power back "+h.name, func() {
-		h.down = false
-		for _, n := range w.nodes {
-			if n.host == h {
-				n.restart()
-			}
-		}
-		a.up = true
-		w.agentRestart(h, 0)
-	})
-}
-
-// operator carries out an operator's call through a random replica the
-// operator reaches, retrying a few times a second later when it fails.
-func (w *world) operator(what string, call func(p *replicaProc) error, attempt int) {
-	r := w.randomReplica()
-	p := r.proc
-	var err error
-	switch {
-	case p == nil:
-		err = fmt.Errorf("%s is down", r.host.name)
-	case w.net.send("c1", r.host.name, "http", what) != delivered:
-		err = fmt.Errorf("%s unreachable", r.host.name)
-	default:
-		err = call(p)
-		w.touch(p)
-		if l := w.leaderReplica(); l != nil {
-			w.touch(l.proc)
-		}
-	}
-	if err == nil {
-		w.tr.add(w.now, "operator: %s through %s done", what, r.host.name)
-		return
-	}
-	w.tr.add(w.now, "operator: %s through %s failed: %v", what, r.host.name, err)
-	if attempt < 5 {
-		w.after(time.Second, "operator "+what, func() { w.operator(what, call, attempt+1) })
-	}
 }

@@ -1,6 +1,8 @@
 package dst
 
-import "time"
+import (
+	"time"
+)
 
 // Plant breaks the world on purpose, for the checker's self-test: each of
 // the tests in planted_test.go plants one violation of one rule (a fake
