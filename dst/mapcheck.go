@@ -173,7 +173,9 @@ func (c *checker) moveWhy(n *mcNode, to cachenodes.Node, drained map[string]bool
 		why = "a drain or return step"
 	case t.replaced && w.now-t.replacedAt < 5*time.Second:
 		why = "an operator's replace"
-	case s != nil && s.maintenance:
+	case s != nil && (s.maintenance || c.unseenEnd(t.maintEnded)):
+		// (A leader that has not yet read the end of the maintenance
+		// still moves it.)
 		why = "maintenance"
 	}
 	if l := c.leader(); l != nil {
@@ -185,6 +187,13 @@ func (c *checker) moveWhy(n *mcNode, to cachenodes.Node, drained map[string]bool
 		why += "; its flush failed in this pass"
 	}
 	return why
+}
+
+// unseenEnd reports whether something that ended at end (0: never)
+// ended after the leader last read Consul.
+func (c *checker) unseenEnd(end time.Duration) bool {
+	l := c.leader()
+	return end > 0 && (l == nil || end >= l.lastFetch)
 }
 
 // massAbsence says, when more than --max-absent-fraction of prev's holders
@@ -230,7 +239,9 @@ func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained m
 		return
 	case t.replaced && w.now-t.replacedAt < 5*time.Second:
 		reason = "replace"
-	case s != nil && s.maintenance:
+	case s != nil && (s.maintenance || c.unseenEnd(t.maintEnded)):
+		// (A leader that has not yet read the end of the maintenance
+		// still moves it.)
 		reason = "maintenance"
 	}
 	c.replacements = append(c.replacements, w.now)

@@ -99,6 +99,7 @@ func (w *world) operatorFault(k string) bool {
 		w.consul.touchHealth()
 		w.after(d, "maintenance over "+n.id, func() {
 			s.maintenance = false
+			w.chk.nodes[n.id].maintEnded = w.now
 			w.consul.touchHealth()
 		})
 	default:

@@ -38,6 +38,8 @@ type nodeTruth struct {
 	// flushFailedStep is the last step in which a flush of it got no
 	// answer.
 	flushFailedStep uint64
+	// maintEnded is when its last maintenance ended.
+	maintEnded time.Duration
 	// replacedAt is when an operator's replace of it was carried out.
 	replacedAt time.Duration
 	replaced   bool
