@@ -28,6 +28,11 @@ const (
 	faultConsulErrors   = "consul-errors"
 	faultConsulDown     = "consul-down"
 	faultObserverBlip   = "observer-blip"
+	// faultReregister registers a memcached again under a second service
+	// ID (a redeploy that renamed it, the old registration left behind),
+	// most often a warm source's. DefaultMix leaves it out: the pool does
+	// not handle it yet (issue 18).
+	faultReregister = "reregister"
 )
 
 // nextFault injects one fault drawn from the mix and schedules the next.
@@ -238,6 +243,35 @@ func (w *world) inject(k string) {
 		w.fault("consul servers lose their leader for %v", d)
 		w.consul.unavailable++
 		w.after(d, "consul leader back", func() { w.consul.unavailable-- })
+	case faultReregister:
+		n := w.randomNode()
+		if m := w.chk.kvMap; m != nil && m.AnyWarming() {
+			for i := range m.NumSlots() {
+				if ws := m.Warming(i); ws != nil && w.rng.IntN(2) == 0 {
+					n = w.nodeByID[ws.NodeID]
+				}
+			}
+		}
+		alias := n.id + "b"
+		if w.nodeByID[alias] != nil || len(n.aliases) > 0 {
+			return
+		}
+		d := w.between(30*time.Second, 3*time.Minute)
+		w.fault("memcached %s is registered again as %s for %v", n.id, alias, d)
+		n.aliases = append(n.aliases, alias)
+		w.nodeByID[alias] = n
+		w.chk.nodes[alias] = w.chk.nodes[n.id]
+		w.consul.services[alias] = &service{id: alias, host: n.host.name, port: n.port, zone: n.host.zone, listed: true, passing: n.proc == running}
+		w.consul.touchHealth()
+		for _, r := range w.replicas {
+			if r.proc != nil {
+				r.proc.scheduleProbes(n, alias)
+			}
+		}
+		w.after(d, "deregister "+alias, func() {
+			delete(w.consul.services, alias)
+			w.consul.touchHealth()
+		})
 	case faultObserverBlip:
 		r := w.randomReplica()
 		d := w.between(time.Second, 12*time.Second)

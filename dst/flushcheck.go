@@ -11,7 +11,12 @@ import (
 func (c *checker) onFlush(n *mcNode, p *replicaProc) {
 	w := c.w
 	t := c.nodes[n.id]
-	holder := p.loop.SlotMap() != nil && p.loop.SlotMap().SlotOf(n.id) >= 0
+	holder := false
+	if m := p.loop.SlotMap(); m != nil {
+		for _, id := range n.ids() {
+			holder = holder || m.SlotOf(id) >= 0
+		}
+	}
 	kind := "placement"
 	if holder {
 		kind = "returning"

@@ -50,7 +50,12 @@ type mcNode struct {
 	hits, misses, flushes uint64
 	// gone is set once the node left the pool for good.
 	gone bool
+	// aliases are the other service IDs it is registered under.
+	aliases []string
 }
+
+// ids returns every service ID the node is registered under.
+func (n *mcNode) ids() []string { return append([]string{n.id}, n.aliases...) }
 
 func (n *mcNode) clock() hostClock { return hostClock{w: n.w, host: n.host} }
 

@@ -123,18 +123,20 @@ func (r *replica) start() {
 		}
 	})
 	for _, n := range w.nodes {
-		p.scheduleProbes(n)
+		for _, id := range n.ids() {
+			p.scheduleProbes(n, id)
+		}
 	}
 }
 
-// scheduleProbes probes n every probe interval from a phase of its own, as
-// the loop's probe loop spreads its probes.
-func (p *replicaProc) scheduleProbes(n *mcNode) {
+// scheduleProbes probes n, registered as id, every probe interval from a
+// phase of its own, as the loop's probe loop spreads its probes.
+func (p *replicaProc) scheduleProbes(n *mcNode, id string) {
 	w := p.wl()
 	first := w.now + w.msUpTo(int(probeInterval/time.Millisecond))
-	w.every(first, probeInterval, p.name()+" probe "+n.id, func() bool { return p.alive && !n.gone }, func() {
+	w.every(first, probeInterval, p.name()+" probe "+id, func() bool { return p.alive && !n.gone }, func() {
 		p.learned = false
-		p.loop.ProbeNode(context.Background(), cachenodes.Node{ID: n.id, Addr: n.addr, AZ: n.host.zone})
+		p.loop.ProbeNode(context.Background(), cachenodes.Node{ID: id, Addr: n.addr, AZ: n.host.zone})
 		if p.learned {
 			w.touch(p)
 		}

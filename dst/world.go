@@ -206,7 +206,7 @@ func (w *world) addNode(h *host) *mcNode {
 	w.chk.onNode(n)
 	for _, r := range w.replicas {
 		if r.proc != nil {
-			r.proc.scheduleProbes(n)
+			r.proc.scheduleProbes(n, n.id)
 		}
 	}
 	return n
