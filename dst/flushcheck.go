@@ -41,23 +41,28 @@ func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
 	case c.storedFlush(t.n.id), t.owe:
 	case t.oweEnded > 0 && w.now-t.oweEnded <= settle:
 		// A retry of a decided flush whose answer was lost.
-	case seen && since >= p.lead.termStart:
+	case seen && since >= p.lead.termStart && since > t.cleanAt:
 		// Decided by this leader during its term.
 	case !seen && pendingIn(p.loop.Status(), t.n.id):
 		// Decided by this leader in this very pass.
 	case !seen:
 		c.fail(ruleInv2Undecided, 0, "%s flushed slot holder %s, which neither the pool nor %s itself had found owing a flush", p.name(), t.n.id, p.name())
 		return
-	default:
-		c.fail("inv2-flush-undecided", revert.FollowerFlush,
+	case since < p.lead.termStart:
+		c.fail(ruleInv2Undecided, revert.FollowerFlush,
 			"%s flushed slot holder %s, a flush the pool never decided: the leader of the moment showed none pending; %s had shown it pending since %.3fs, before its term began at %.3fs (a follower's own decision)",
 			p.name(), t.n.id, p.name(), since.Seconds(), p.lead.termStart.Seconds())
+		return
+	default:
+		c.fail(ruleInv2Undecided, revert.FollowerFlush,
+			"%s flushed slot holder %s, a flush the pool never decided: %s showed it pending only from %.3fs, when the node was flushed (placed) at %.3fs, a mark of its own older than that flush",
+			p.name(), t.n.id, p.name(), since.Seconds(), t.cleanAt.Seconds())
 		return
 	}
 	thr := max(probeInterval-2*maxSkew, w.flushAfter-2*probeInterval-2*maxSkew)
 	from := t.settledClean(w.now, settle)
 	if longest := longestIn(t.disturbed, from, w.now, probeInterval); longest < thr {
-		c.fail("inv2-needless-flush", 0,
+		c.fail(ruleInv2Needless, 0,
 			"%s flushed %s, whose memcached answered throughout since it was last clean at %.3fs (its longest disturbance %v, under the %v a decision needs)",
 			p.name(), t.n.id, from.Seconds(), longest, thr)
 	}
