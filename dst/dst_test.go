@@ -101,6 +101,9 @@ func TestDST(t *testing.T) {
 	var sim time.Duration
 	found := map[revert.Fix]*Violation{}
 	failed := 0
+	if *durationFlag != 0 {
+		duration = *durationFlag
+	}
 	for _, seed := range seeds {
 		res := Run(flagConfig(t, seed, duration))
 		sim += res.SimTime
