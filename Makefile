@@ -22,6 +22,11 @@
 #   make soak    the fault soak on a bed of hosts for 10 minutes
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
+#   make dst     the deterministic simulation of the whole pool (package
+#                dst): DST_SEEDS seeds (default 50) from DST_FROM, each
+#                DST_DURATION simulated (default 10m); make test runs its
+#                short fixed set. make dst-selftest finds, for each known
+#                bug of issue 18, a seed that finds it.
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
@@ -40,7 +45,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench bench-sim bench-real bench-zones scale fuzz soak clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim bench-real bench-zones scale dst dst-selftest fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -99,6 +104,17 @@ bench-zones: deps
 # minute for 10 minutes, without the race detector (make test runs 15 s).
 scale: deps
 	MCRIB_SCALE_DURATION=$${MCRIB_SCALE_DURATION:-10m} $(GO) test -count=1 -timeout 30m -run TestScaleTenThousandNodes -v ./controlloop/
+
+# The deterministic simulation of issue 18 (package dst), without the race
+# detector; a failure prints its seed and the command that replays it.
+DST_SEEDS ?= 50
+DST_FROM ?= 1
+DST_DURATION ?= 10m
+dst:
+	$(GO) test -count=1 -timeout 0 -run '^TestDST$$' -v ./dst/ -dst.seeds=$(DST_SEEDS) -dst.from=$(DST_FROM) -dst.duration=$(DST_DURATION)
+
+dst-selftest:
+	$(GO) test -count=1 -timeout 0 -run '^TestDSTSelfTest$$' -v ./dst/ -dst.selftest -dst.seeds=$(DST_SEEDS) -dst.from=$(DST_FROM) -dst.duration=$(DST_DURATION)
 
 FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 1000x
