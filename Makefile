@@ -8,7 +8,7 @@
 #   make build   build bin/mcrib
 #   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
-#                mcrib on http://127.0.0.1:7070/)
+#                mcrib on http://127.0.0.1:7070/); Ctrl-C stops it all, exit 0
 #   make bench   run the Go benchmarks and make bench-sim
 #   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
@@ -22,6 +22,11 @@
 #   make soak    the fault soak on a bed of hosts for 10 minutes
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
+#   make dst     the deterministic simulation of the whole pool (package
+#                dst): DST_SEEDS seeds (default 50) from DST_FROM, each
+#                DST_DURATION simulated (default 10m); make test runs its
+#                short fixed set. make dst-selftest finds, for each known
+#                bug of issue 18, a seed that finds it.
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
@@ -40,7 +45,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench bench-sim bench-real bench-zones scale fuzz soak clean distclean
+.PHONY: deps apt-deps build test vet run bench bench-sim bench-real bench-zones scale dst dst-selftest fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -75,7 +80,7 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 run: deps build
-	scripts/run-local.sh
+	MCRIB_BIN=$(MCRIB) scripts/run-local.sh
 
 bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -99,6 +104,17 @@ bench-zones: deps
 # minute for 10 minutes, without the race detector (make test runs 15 s).
 scale: deps
 	MCRIB_SCALE_DURATION=$${MCRIB_SCALE_DURATION:-10m} $(GO) test -count=1 -timeout 30m -run TestScaleTenThousandNodes -v ./controlloop/
+
+# The deterministic simulation of issue 18 (package dst), without the race
+# detector; a failure prints its seed and the command that replays it.
+DST_SEEDS ?= 50
+DST_FROM ?= 1
+DST_DURATION ?= 10m
+dst:
+	$(GO) test -count=1 -timeout 0 -run '^TestDST$$' -v ./dst/ -dst.seeds=$(DST_SEEDS) -dst.from=$(DST_FROM) -dst.duration=$(DST_DURATION)
+
+dst-selftest:
+	$(GO) test -count=1 -timeout 0 -run '^TestDSTSelfTest$$' -v ./dst/ -dst.selftest -dst.seeds=$(DST_SEEDS) -dst.from=$(DST_FROM) -dst.duration=$(DST_DURATION)
 
 FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 1000x

@@ -1,15 +1,18 @@
 package controlloop
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // returningLocked lists the slot holders of m that answer again after an
-// unreachability that needs a flush, and marks them flushing. l.mu must be
-// held.
+// unreachability that needs a flush, in the order of their IDs (so that a
+// pass flushes them in an order fixed by what it saw, not by how a map
+// iterates), and marks them flushing. l.mu must be held.
 func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 	var out []cachenodes.Node
 	for id, s := range l.tr.nodes {
@@ -18,6 +21,7 @@ func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 			out = append(out, s.node)
 		}
 	}
+	slices.SortFunc(out, func(a, b cachenodes.Node) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

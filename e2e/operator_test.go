@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -267,11 +268,21 @@ func TestCLI(t *testing.T) {
 		{nil, []string{"status", "--json"}, 0, `"pool":"default"`, ""},
 		{nil, []string{"slots"}, 0, "mc-0", ""},
 		{nil, []string{"slots", "--json"}, 0, `"num_slots":4`, ""},
-		{nil, []string{"freeze", "--reason", "cli test"}, 1, "", "token"},
+		{nil, []string{"freeze", "--reason", "cli test"}, 1, "", "set MCRIB_TOKEN (or --token-file) to the operator token"},
 		{tok, []string{"freeze"}, 2, "", ""},
+		{tok, []string{"--who", "alice@laptop", "freeze", "--reason", "cli test"}, 0, "cli test (by alice@laptop)", ""},
+		{nil, []string{"status"}, 0, `"cli test" by alice@laptop`, ""},
+		{nil, []string{"events"}, 0, "alice@laptop", ""},
+		{tok, []string{"freeze", "--who", "bob@desk", "--reason", "mine now"}, 1, "", `frozen already, by alice@laptop`},
+		{nil, []string{"status"}, 0, `"cli test" by alice@laptop`, ""},
+		{tok, []string{"freeze", "--who", "bob@desk", "--force", "--reason", "mine now", "--json"}, 0, `"by":"bob@desk"`, ""},
+		{tok, []string{"unfreeze", "--json"}, 0, `"frozen":false`, ""},
 		{tok, []string{"freeze", "--reason", "cli test"}, 0, "cli test", ""},
 		{nil, []string{"status"}, 0, "cli test", ""},
 		{tok, []string{"unfreeze"}, 0, "unfrozen", ""},
+		{nil, []string{"stauts"}, 2, "", `did you mean "status"?`},
+		{nil, []string{"--addr", "http://" + m.Addr, "status", "--jsno"}, 2, "", "did you mean --json?"},
+		{nil, []string{"help", "freeze"}, 0, "--force", ""},
 		{nil, []string{"ratelimit"}, 0, "auto", ""},
 		{tok, []string{"ratelimit", "set", "5"}, 0, "manual", ""},
 		{tok, []string{"ratelimit", "set", "-5"}, 2, "", ""},
@@ -279,7 +290,7 @@ func TestCLI(t *testing.T) {
 		{tok, []string{"ratelimit", "auto"}, 0, "auto", ""},
 		{nil, []string{"version"}, 0, "mcrib", ""},
 		{nil, []string{"bogus"}, 2, "", ""},
-		{[]string{"MCRIB_ADDR=http://127.0.0.1:1"}, []string{"status"}, 1, "", ""},
+		{[]string{"MCRIB_ADDR=http://127.0.0.1:1"}, []string{"status"}, 1, "", "connection refused; check --addr / MCRIB_ADDR"},
 	} {
 		code, out, errOut := cli(append(tc.env, "MCRIB_TOKEN="+tokenOf(tc.env)), tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
@@ -289,6 +300,11 @@ func TestCLI(t *testing.T) {
 	}
 	if st := m.status(); st.Frozen {
 		t.Fatalf("still frozen after mcrib unfreeze")
+	}
+	// The last reconcile as an age, and the time to the second.
+	_, out, _ := cli(nil, "status")
+	if !regexp.MustCompile(`\nlast reconcile: +(just now|[0-9]+ s ago), at [0-9-]{10}T[0-9:]{8}Z\n`).MatchString(out) {
+		t.Errorf("mcrib status does not tell the last reconcile as a recent age:\n%s", out)
 	}
 	fmt.Fprintln(os.Stderr) // keep the test output readable
 }

@@ -236,10 +236,15 @@ func (a *apiServer) auth(h handler) handler {
 	}
 }
 
-// who names the caller for the freeze document and the log: the operator
-// token when one is configured (there is one token, named "operator"),
-// with the remote address.
+// who names the caller for the freeze, drain and replace documents, their
+// events and the log: the operator name the call carries in
+// operatorHeader (the CLI's --who), else the operator token when one is
+// configured (there is one token, named "operator") with the remote
+// address, else the remote address.
 func (a *apiServer) who(r *http.Request) string {
+	if name := operatorName(r.Header.Get(operatorHeader)); name != "" {
+		return name
+	}
 	if a.token != "" {
 		return "operator@" + r.RemoteAddr
 	}

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,44 +25,112 @@ const (
 	clientTimeout = 10 * time.Second
 	// maxAnswerBytes bounds how much of an answer the client reads.
 	maxAnswerBytes = 16 << 20
+	// tokenHint is what an operator does about a call refused with 401.
+	tokenHint = "set MCRIB_TOKEN (or --token-file) to the operator token"
+	// addrHint is what an operator does about a server that cannot be
+	// reached.
+	addrHint = "check --addr / MCRIB_ADDR, and whether mcrib serve runs there"
 )
 
 // apiClient talks to the mcrib operator API for one command: it sends JSON,
-// the operator token when there is one, and turns an answer outside 2xx
-// into a *serverError carrying the server's message. Build one with
-// newClient and close it when the command is done. It is safe for
-// concurrent use.
+// the operator token when there is one and the operator's name with every
+// change, and turns an answer outside 2xx into a *serverError carrying the
+// server's message and what to do about it. Build one with cli.connect and
+// close it when the command is done. It is safe for concurrent use.
 type apiClient struct {
-	base  string // base URL without a trailing slash
-	token string // bearer token; "" sends none
-	http  *http.Client
+	base      string // base URL without a trailing slash
+	baseFrom  string // where base came from, for errors: "from --addr", "from MCRIB_ADDR" or "the default address"
+	token     string // bearer token; "" sends none
+	tokenFrom string // where token came from: "--token-file", "MCRIB_TOKEN_FILE" or "MCRIB_TOKEN"
+	who       string // the operator's name sent with changes; "" sends none
+	http      *http.Client
 }
 
-// newClient resolves the address (addrFlag, else env MCRIB_ADDR, else the
-// default) and the token (env MCRIB_TOKEN). A bad address is a usage error
-// naming where it came from.
-func newClient(addrFlag string, getenv func(string) string) (*apiClient, error) {
-	addr, from := addrFlag, "--addr"
+// connect returns a client of the operator API as o says: the address
+// (--addr, else env MCRIB_ADDR, else the default), the token (--token-file,
+// else the file in env MCRIB_TOKEN_FILE, else env MCRIB_TOKEN) and the
+// operator's name (--who, else env MCRIB_WHO, else $USER@host). A bad
+// address or an unreadable token file is a usage error naming where it came
+// from.
+func (c cli) connect(o *clientOptions) (*apiClient, error) {
+	addr, from := o.addr, "--addr"
 	if addr == "" {
-		if env := getenv("MCRIB_ADDR"); env != "" {
+		if env := c.getenv("MCRIB_ADDR"); env != "" {
 			addr, from = env, "MCRIB_ADDR"
 		} else {
-			addr = defaultAddr
+			addr, from = defaultAddr, "the default address"
 		}
 	}
 	base, err := parseAddr(addr)
 	if err != nil {
 		return nil, usageError("%s %q %v", from, addr, err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if err := clientTrust(tr, getenv); err != nil {
+	token, tokenFrom, err := c.clientToken(o.tokenFile)
+	if err != nil {
 		return nil, usageError("%v", err)
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if err := clientTrust(tr, c.getenv); err != nil {
+		return nil, usageError("%v", err)
+	}
+	if from != "the default address" {
+		from = "from " + from
+	}
 	return &apiClient{
-		base:  base,
-		token: strings.TrimSpace(getenv("MCRIB_TOKEN")),
-		http:  &http.Client{Timeout: clientTimeout, Transport: tr},
+		base: base, baseFrom: from,
+		token: token, tokenFrom: tokenFrom,
+		who:  c.operator(o.who),
+		http: &http.Client{Timeout: clientTimeout, Transport: tr},
 	}, nil
+}
+
+// clientToken returns the operator token and where it came from: the file
+// named by --token-file (flag), else by env MCRIB_TOKEN_FILE, else env
+// MCRIB_TOKEN; "" when none is set.
+func (c cli) clientToken(flagFile string) (token, from string, err error) {
+	path, from := flagFile, "--token-file"
+	if path == "" {
+		path, from = strings.TrimSpace(c.getenv("MCRIB_TOKEN_FILE")), "MCRIB_TOKEN_FILE"
+	}
+	if path == "" {
+		return strings.TrimSpace(c.getenv("MCRIB_TOKEN")), "MCRIB_TOKEN", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("%s %q cannot be read: %v", from, path, errors.Unwrap(err))
+	}
+	token = strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, "\r\n") {
+		return "", "", fmt.Errorf("%s %q must hold the token on one line", from, path)
+	}
+	return token, from, nil
+}
+
+// operator returns the operator's name sent with every change: flagWho,
+// else env MCRIB_WHO, else $USER@host ($LOGNAME when USER is not set; the
+// host alone when neither is), as the server will record it.
+func (c cli) operator(flagWho string) string {
+	if name := operatorName(flagWho); name != "" {
+		return name
+	}
+	if name := operatorName(c.getenv("MCRIB_WHO")); name != "" {
+		return name
+	}
+	user := c.getenv("USER")
+	if user == "" {
+		user = c.getenv("LOGNAME")
+	}
+	host, err := c.hostname()
+	if err != nil {
+		host = ""
+	}
+	switch {
+	case user != "" && host != "":
+		return operatorName(user + "@" + host)
+	case user != "":
+		return operatorName(user)
+	}
+	return operatorName(host)
 }
 
 // parseAddr turns a base URL or a bare host:port into a base URL without a
@@ -89,17 +161,24 @@ func parseAddr(s string) (string, error) {
 func (a *apiClient) close() { a.http.CloseIdleConnections() }
 
 // serverError is an answer of the server outside 2xx. A command that
-// returns it exits 1 with the server's message.
+// returns it exits 1 with the server's message and, when there is one, what
+// to do about it.
 type serverError struct {
+	code    int    // 401
 	status  string // "401 Unauthorized"
 	message string // the "error" field of the body; "" when the body was not an error document
+	hint    string // what to do about it; "" when the message says it all
 }
 
 func (e *serverError) Error() string {
-	if e.message == "" {
-		return "server answered " + e.status
+	s := "server answered " + e.status
+	if e.message != "" {
+		s = e.message + " (" + e.status + ")"
 	}
-	return e.message + " (" + e.status + ")"
+	if e.hint != "" {
+		s += "; " + e.hint
+	}
+	return s
 }
 
 // get sends GET path and returns the body of a 2xx answer.
@@ -123,7 +202,8 @@ func (a *apiClient) delete(ctx context.Context, path string) ([]byte, error) {
 }
 
 // do sends one request with an optional JSON body and returns the body of a
-// 2xx answer. Other answers come back as *serverError.
+// 2xx answer. Other answers come back as *serverError. A change (any
+// method but GET) carries the operator's name in operatorHeader.
 func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
@@ -145,6 +225,9 @@ func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
+	if method != http.MethodGet && a.who != "" {
+		req.Header.Set(operatorHeader, a.who)
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return nil, a.transportError(ctx, err)
@@ -155,16 +238,36 @@ func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte
 		return nil, fmt.Errorf("reading the answer of mcrib at %s: %w", a.base, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var doc struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(b, &doc)
-		return nil, &serverError{status: resp.Status, message: strings.TrimSpace(doc.Error)}
+		return nil, a.answerError(resp, b)
 	}
 	return b, nil
 }
 
-// transportError words a failed round trip for an operator.
+// answerError words an answer outside 2xx: the server's message, and what
+// to do about it where the operator can do something (a missing or wrong
+// token, plain HTTP sent to a server that speaks HTTPS).
+func (a *apiClient) answerError(resp *http.Response, body []byte) *serverError {
+	var doc struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &doc)
+	e := &serverError{code: resp.StatusCode, status: resp.Status, message: strings.TrimSpace(doc.Error)}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && a.token == "":
+		e.message = "this call changes state and needs the operator token, and none was given"
+		e.hint = tokenHint
+	case resp.StatusCode == http.StatusUnauthorized:
+		e.message = "mcrib at " + a.base + " refused the operator token from " + a.tokenFrom
+		e.hint = tokenHint + " of this pool"
+	case resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, []byte("HTTP request to an HTTPS server")):
+		e.message = "mcrib at " + a.base + " serves HTTPS"
+		e.hint = "use https:// in --addr / MCRIB_ADDR"
+	}
+	return e
+}
+
+// transportError words a failed round trip for an operator: what failed,
+// at which address and where that address came from, and what to check.
 func (a *apiClient) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted while asking mcrib at %s", a.base)
@@ -172,9 +275,22 @@ func (a *apiClient) transportError(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return fmt.Errorf("no answer from mcrib at %s within %s", a.base, clientTimeout)
+			return fmt.Errorf("no answer from mcrib at %s (%s) within %s; %s", a.base, a.baseFrom, clientTimeout, addrHint)
 		}
 		err = ue.Err
 	}
-	return fmt.Errorf("cannot reach mcrib at %s: %v", a.base, err)
+	var unknownCA x509.UnknownAuthorityError
+	var badName x509.HostnameError
+	var recordErr tls.RecordHeaderError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach mcrib at %s (%s): connection refused; %s", a.base, a.baseFrom, addrHint)
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("mcrib at %s presents a certificate this host does not trust; set MCRIB_CACERT to that certificate (or its CA)", a.base)
+	case errors.As(err, &badName):
+		return fmt.Errorf("mcrib at %s presents a certificate for another name (%v); use the address the certificate names in --addr / MCRIB_ADDR", a.base, err)
+	case errors.As(err, &recordErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Errorf("mcrib at %s speaks plain HTTP; use http:// in --addr / MCRIB_ADDR", a.base)
+	}
+	return fmt.Errorf("cannot reach mcrib at %s (%s): %v; %s", a.base, a.baseFrom, err, addrHint)
 }

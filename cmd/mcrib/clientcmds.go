@@ -18,12 +18,11 @@ import (
 // operator API and prints the answer, raw with --json or through its
 // renderer.
 
-// read runs a read-only command that takes only --json and --addr: GET
+// read runs a read-only command that takes only the client flags: GET
 // path, then print the answer raw for --json, else through show.
 func (c cli) read(ctx context.Context, cmd, path string, args []string, show func(body []byte) error) error {
-	fs, addr := clientFlags(cmd)
-	asJSON := fs.Bool("json", false, "print the raw JSON document")
-	cl, err := c.connectNoArgs(fs, addr, args)
+	fs, o := clientFlags(cmd)
+	cl, err := c.connectNoArgs(fs, o, args)
 	if err != nil {
 		return err
 	}
@@ -32,7 +31,7 @@ func (c cli) read(ctx context.Context, cmd, path string, args []string, show fun
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		c.printRaw(b)
 		return nil
 	}
@@ -55,7 +54,7 @@ func (c cli) status(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the status document: %w", err)
 		}
-		printStatus(c.stdout, doc, sent)
+		printStatus(c.stdout, doc, sent, c.now())
 		return nil
 	})
 }
@@ -67,15 +66,18 @@ func (c cli) slots(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the slot map document: %w", err)
 		}
-		printSlots(c.stdout, m)
+		printSlots(c.stdout, m, c.now())
 		return nil
 	})
 }
 
-// freeze sends PUT /v1/freeze.
+// freeze sends PUT /v1/freeze, after checking that the pool is not frozen
+// by another operator already (whose reason the freeze would replace)
+// unless --force is given.
 func (c cli) freeze(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("freeze")
-	reason := fs.String("reason", "", "why membership is frozen (required)")
+	fs, o := clientFlags("freeze")
+	reason := fs.String("reason", "", "why membership is frozen, up to 512 characters (required)")
+	force := fs.Bool("force", false, "replace a freeze that another operator set")
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
 		return err
@@ -86,33 +88,68 @@ func (c cli) freeze(ctx context.Context, args []string) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usageError("--reason is required and must not be empty")
 	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
 	defer cl.close()
+	if !*force {
+		if err := c.notFrozenByOther(ctx, cl); err != nil {
+			return err
+		}
+	}
 	b, err := cl.put(ctx, "/v1/freeze", map[string]string{"reason": *reason})
 	if err != nil {
 		return err
+	}
+	if o.json {
+		c.printRaw(b)
+		return nil
 	}
 	var doc controlloop.FreezeDoc
 	if json.Unmarshal(b, &doc) != nil || doc.Reason == "" {
 		doc.Reason = *reason
 	}
-	printFrozen(c.stdout, doc.Reason)
+	printFrozen(c.stdout, doc)
 	return nil
+}
+
+// notFrozenByOther returns an error (exit 1) naming who froze the pool,
+// when, and why, when another operator than cl's froze it.
+func (c cli) notFrozenByOther(ctx context.Context, cl *apiClient) error {
+	b, err := cl.get(ctx, "/v1/status")
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Frozen bool                   `json:"frozen"`
+		Freeze *controlloop.FreezeDoc `json:"freeze"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("reading the status document: %w", err)
+	}
+	if !st.Frozen || st.Freeze == nil || st.Freeze.By == cl.who {
+		return nil
+	}
+	return fmt.Errorf("the pool is frozen already, by %s %s: %q. Not changed: mcrib freeze --force replaces that freeze and its reason, mcrib unfreeze lifts it",
+		orUnknown(st.Freeze.By), whenText(st.Freeze.At, c.now()), st.Freeze.Reason)
 }
 
 // unfreeze sends DELETE /v1/freeze.
 func (c cli) unfreeze(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("unfreeze")
-	cl, err := c.connectNoArgs(fs, addr, args)
+	fs, o := clientFlags("unfreeze")
+	cl, err := c.connectNoArgs(fs, o, args)
 	if err != nil {
 		return err
 	}
 	defer cl.close()
-	if _, err := cl.delete(ctx, "/v1/freeze"); err != nil {
+	b, err := cl.delete(ctx, "/v1/freeze")
+	if err != nil {
 		return err
+	}
+	if o.json {
+		c.printRaw(b)
+		return nil
 	}
 	fmt.Fprintln(c.stdout, "unfrozen")
 	return nil
@@ -128,8 +165,7 @@ type rateLimitRequest struct {
 
 // ratelimit prints GET /v1/ratelimit, or changes it with `set N` or `auto`.
 func (c cli) ratelimit(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("ratelimit")
-	asJSON := fs.Bool("json", false, "print the raw boot-limit document")
+	fs, o := clientFlags("ratelimit")
 	burst := fs.Int("burst", 0, "bucket size, whole boots >= 1 (with set or auto)")
 	explainFlag(fs, "burst", errNotInteger)
 	pos, err := parseClientArgs(fs, args)
@@ -149,7 +185,7 @@ func (c cli) ratelimit(ctx context.Context, args []string) error {
 		req.Burst = burst
 	}
 
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
@@ -163,7 +199,7 @@ func (c cli) ratelimit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		c.printRaw(b)
 		return nil
 	}

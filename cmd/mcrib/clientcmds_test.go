@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const (
@@ -27,7 +28,7 @@ leader:            yes (host-a:7070)
 frozen:            no
 auto-frozen:       no
 generation:        7
-last reconcile:    2026-11-29T13:00:00Z
+last reconcile:    2 s ago, at 2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
 boot limit:        auto, 1000 boots/s, burst 100
@@ -52,7 +53,7 @@ mc-9  127.0.0.1:11219  -   -     absent   no         down     3
 		`{"slot":3,"node_id":"mc-4","addr":"127.0.0.1:11214","az":"c"}],` +
 		`"spares":[{"node_id":"mc-9","addr":"127.0.0.1:11219","az":"b"}]}`
 
-	slotMapOut = `pool default  generation 7  slots 4  updated 2026-11-29T13:00:00Z
+	slotMapOut = `pool default  generation 7  slots 4  updated 2 s ago, at 2026-11-29T13:00:00Z
 
 SLOT  NODE      ADDR             AZ
 0     mc-1      127.0.0.1:11211  a
@@ -179,11 +180,22 @@ func deadAddr(t *testing.T) string {
 	return u
 }
 
+// testNow is the clock of the CLI in the tests: 2 s after the
+// last_reconcile_at of statusJSON.
+var testNow = time.Date(2026, 11, 29, 13, 0, 2, 0, time.UTC)
+
+// testCLI returns a cli writing to out and errOut, with env as its
+// environment, testNow as its clock and "testhost" as its host name.
+func testCLI(out, errOut io.Writer, env map[string]string) cli {
+	return cli{stdout: out, stderr: errOut, getenv: envOf(env),
+		now: func() time.Time { return testNow }, hostname: func() (string, error) { return "testhost", nil }}
+}
+
 // runCLI runs mcrib with args and env and returns the exit code and output.
 func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut, envOf(env))
+	code = testCLI(&out, &errOut, env).main(context.Background(), args)
 	return code, out.String(), errOut.String()
 }
 
@@ -210,19 +222,28 @@ func TestClientCommands(t *testing.T) {
 		{name: "slots json", args: []string{"slots", "-json"}, wantStdout: slotMapJSON + "\n",
 			wantReq: []seenRequest{{method: "GET", path: "/v1/slotmap"}}},
 		{name: "freeze", args: []string{"freeze", "--reason", "deploy in progress"}, env: withToken,
-			wantStdout: "frozen: deploy in progress\n",
-			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", auth: "Bearer " + fakeToken, body: `{"reason":"deploy in progress"}`}}},
+			wantStdout: "frozen: deploy in progress (by operator)\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status", auth: "Bearer " + fakeToken},
+				{method: "PUT", path: "/v1/freeze", auth: "Bearer " + fakeToken, body: `{"reason":"deploy in progress"}`}}},
+		{name: "freeze json", args: []string{"freeze", "--reason", "deploy in progress", "--json"}, env: withToken,
+			wantStdout: `{"at":"2026-11-29T13:00:00Z","by":"operator","frozen":true,"reason":"deploy in progress"}` + "\n",
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status", auth: "Bearer " + fakeToken},
+				{method: "PUT", path: "/v1/freeze", auth: "Bearer " + fakeToken, body: `{"reason":"deploy in progress"}`}}},
 		{name: "freeze without token", args: []string{"freeze", "--reason=x"}, wantCode: 1,
-			wantStderr: []string{"mcrib freeze: missing or wrong token", "401"},
-			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", body: `{"reason":"x"}`}}},
+			wantStderr: []string{"mcrib freeze: this call changes state and needs the operator token, and none was given (401 Unauthorized); " +
+				"set MCRIB_TOKEN (or --token-file) to the operator token\n"},
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status"}, {method: "PUT", path: "/v1/freeze", body: `{"reason":"x"}`}}},
 		{name: "freeze with wrong token", args: []string{"freeze", "--reason=x"}, env: map[string]string{"MCRIB_TOKEN": "nope"}, wantCode: 1,
-			wantStderr: []string{"missing or wrong token"},
-			wantReq:    []seenRequest{{method: "PUT", path: "/v1/freeze", auth: "Bearer nope", body: `{"reason":"x"}`}}},
+			wantStderr: []string{"refused the operator token from MCRIB_TOKEN (401 Unauthorized); set MCRIB_TOKEN (or --token-file) to the operator token"},
+			wantReq: []seenRequest{{method: "GET", path: "/v1/status", auth: "Bearer nope"},
+				{method: "PUT", path: "/v1/freeze", auth: "Bearer nope", body: `{"reason":"x"}`}}},
 		{name: "freeze without reason", args: []string{"freeze"}, env: withToken, wantCode: 2,
 			wantStderr: []string{"--reason"}},
 		{name: "freeze with blank reason", args: []string{"freeze", "--reason", "  "}, env: withToken, wantCode: 2,
 			wantStderr: []string{"--reason"}},
 		{name: "unfreeze", args: []string{"unfreeze"}, env: withToken, wantStdout: "unfrozen\n",
+			wantReq: []seenRequest{{method: "DELETE", path: "/v1/freeze", auth: "Bearer " + fakeToken}}},
+		{name: "unfreeze json", args: []string{"unfreeze", "--json"}, env: withToken, wantStdout: `{"frozen": false}` + "\n",
 			wantReq: []seenRequest{{method: "DELETE", path: "/v1/freeze", auth: "Bearer " + fakeToken}}},
 		{name: "ratelimit", args: []string{"ratelimit"}, wantStdout: rateLimitOut,
 			wantReq: []seenRequest{{method: "GET", path: "/v1/ratelimit"}}},
@@ -241,7 +262,7 @@ func TestClientCommands(t *testing.T) {
 			wantStdout: "mode auto, limit 1000 boots/s, burst 100, hit rate 0.50\nreason: set by operator\n",
 			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", auth: "Bearer " + fakeToken, body: `{"mode":"auto"}`}}},
 		{name: "ratelimit set without token", args: []string{"ratelimit", "set", "5"}, wantCode: 1,
-			wantStderr: []string{"mcrib ratelimit: missing or wrong token"},
+			wantStderr: []string{"mcrib ratelimit: this call changes state and needs the operator token", "set MCRIB_TOKEN (or --token-file)"},
 			wantReq:    []seenRequest{{method: "PUT", path: "/v1/ratelimit", body: `{"mode":"manual","limit":5}`}}},
 		{name: "ratelimit set without number", args: []string{"ratelimit", "set"}, env: withToken, wantCode: 2,
 			wantStderr: []string{"set needs a limit"}},
@@ -266,7 +287,7 @@ func TestClientCommands(t *testing.T) {
 		{name: "status with trouble and missing fields", args: []string{"status"}, status: statusTroubleJSON,
 			wantStdout: `pool:              p2
 leader:            no (leader is host-b:7070)
-frozen:            yes: "deploy" by alice at 2026-11-29T12:00:00Z
+frozen:            yes: "deploy" by alice, 1 h ago, at 2026-11-29T12:00:00Z
 auto-frozen:       yes: 3 of 4 nodes absent
 discovery fault:   yes: consul listed no instance
 generation:        2
@@ -275,8 +296,8 @@ consul reachable:  unknown
 hit rate:          unknown
 boot limit:        unknown
 
-ID    ADDR            AZ  SLOT  CONSUL  REACHABLE  STATE  FLAPS
-mc-2  10.0.0.2:11211  -   -     -       unknown    held   -
+ID    ADDR            AZ  SLOT  CONSUL   REACHABLE  STATE  FLAPS
+mc-2  10.0.0.2:11211  -   -     unknown  unknown    held   unknown
 `,
 			wantReq: []seenRequest{{method: "GET", path: "/v1/status"}}},
 		{name: "status not a document", args: []string{"status"}, status: `"hello"`, wantCode: 1,
@@ -402,5 +423,104 @@ func TestTopLevel(t *testing.T) {
 				t.Errorf("stderr %q, want it to contain %q", stderr, tt.wantStderr)
 			}
 		})
+	}
+}
+
+// TestFreezeOverAnotherOperator checks that a freeze over a freeze another
+// operator set is refused (exit 1, one sentence naming who froze, when and
+// why, and nothing sent), that the same operator may change the reason,
+// and that --force replaces the other's freeze.
+func TestFreezeOverAnotherOperator(t *testing.T) {
+	frozen := `{"pool":"default","leader":true,"frozen":true,` +
+		`"freeze":{"frozen":true,"reason":"deploy of web 1.42","at":"2026-11-29T12:48:02Z","by":"alice@laptop"}}`
+	tok := map[string]string{"MCRIB_TOKEN": fakeToken}
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr string
+		wantPut    bool
+	}{
+		{name: "another operator", args: []string{"freeze", "--reason", "incident", "--who", "bob@desk"}, wantCode: 1,
+			wantStderr: "mcrib freeze: the pool is frozen already, by alice@laptop 12 min ago, at 2026-11-29T12:48:02Z: \"deploy of web 1.42\". " +
+				"Not changed: mcrib freeze --force replaces that freeze and its reason, mcrib unfreeze lifts it\n"},
+		{name: "the same operator", args: []string{"freeze", "--reason", "deploy of web 1.43", "--who", "alice@laptop"}, wantPut: true},
+		{name: "--force", args: []string{"freeze", "--force", "--reason", "incident", "--who", "bob@desk"}, wantPut: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &fakeAPI{status: frozen}
+			srv := startFake(t, fake)
+			code, _, stderr := runCLI(t, tok, append(tc.args, "--addr", srv.URL)...)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.wantStderr) || (tc.wantStderr == "" && stderr != "") {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tc.wantCode, tc.wantStderr)
+			}
+			put := false
+			for _, r := range fake.requests() {
+				put = put || r.method == "PUT"
+			}
+			if put != tc.wantPut {
+				t.Errorf("requests %+v: a PUT sent %v, want %v", fake.requests(), put, tc.wantPut)
+			}
+		})
+	}
+}
+
+// jsonAnswers is what jsonFake answers, by method and path.
+var jsonAnswers = map[string]string{
+	"GET /v1/status":              statusJSON,
+	"GET /v1/slotmap":             slotMapJSON,
+	"GET /v1/ratelimit":           rateLimitJSON,
+	"PUT /v1/ratelimit":           `{"mode":"manual","limit":5,"burst":1,"hit_rate":null,"reason":"set by operator"}`,
+	"PUT /v1/freeze":              `{"frozen":true,"reason":"r","at":"2026-11-29T13:00:00Z","by":"alice"}`,
+	"DELETE /v1/freeze":           `{"frozen":false}`,
+	"PUT /v1/drain/b":             drainAnswerJSON,
+	"DELETE /v1/drain/b":          `{"zones":{"b":{"baseline_slots":5,"slots":1,"target_slots":5,"state":"returning","returning":true}}}`,
+	"POST /v1/nodes/mc-1/replace": `{"slot":3,"from":"mc-1","to":"mc-9","warm":true}`,
+	"GET /v1/events":              `[{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}]`,
+}
+
+// TestEveryClientCommandTakesJSON runs every client command of the command
+// table with --json and checks that it prints the server's answer as it
+// came (zones: the status document's zones; events: one line per event).
+func TestEveryClientCommandTakesJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := jsonAnswers[r.Method+" "+r.URL.Path]
+		if !ok {
+			fakeWriteError(w, http.StatusNotFound, "no such path")
+			return
+		}
+		fakeWriteJSON(w, http.StatusOK, body)
+	}))
+	defer srv.Close()
+	cases := map[string][]struct {
+		args []string
+		want string
+	}{
+		"status":    {{[]string{"status"}, statusJSON}},
+		"slots":     {{[]string{"slots"}, slotMapJSON}},
+		"freeze":    {{[]string{"freeze", "--reason", "r"}, jsonAnswers["PUT /v1/freeze"]}},
+		"unfreeze":  {{[]string{"unfreeze"}, jsonAnswers["DELETE /v1/freeze"]}},
+		"ratelimit": {{[]string{"ratelimit"}, rateLimitJSON}, {[]string{"ratelimit", "set", "5"}, jsonAnswers["PUT /v1/ratelimit"]}, {[]string{"ratelimit", "auto"}, jsonAnswers["PUT /v1/ratelimit"]}},
+		"zones":     {{[]string{"zones"}, "[]"}},
+		"drain":     {{[]string{"drain", "b", "--reason", "r"}, drainAnswerJSON}},
+		"undrain":   {{[]string{"undrain", "b"}, jsonAnswers["DELETE /v1/drain/b"]}},
+		"replace":   {{[]string{"replace", "mc-1", "--reason", "r"}, jsonAnswers["POST /v1/nodes/mc-1/replace"]}},
+		"events":    {{[]string{"events"}, `{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}`}},
+	}
+	for _, cmd := range commands() {
+		if !cmd.client {
+			continue
+		}
+		tcs, ok := cases[cmd.name]
+		if !ok {
+			t.Errorf("no --json case for the client command %q: add one", cmd.name)
+			continue
+		}
+		for _, tc := range tcs {
+			code, stdout, stderr := runCLI(t, nil, append(tc.args, "--json", "--addr", srv.URL)...)
+			if code != 0 || stdout != tc.want+"\n" {
+				t.Errorf("mcrib %s --json: exit %d, stdout %q, stderr %q; want the answer %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		}
 	}
 }

@@ -65,7 +65,8 @@ func TestSystemdEnvFileNamesRealFlags(t *testing.T) {
 }
 
 // TestSystemdUnit checks the unit's command and sandboxing, and has
-// systemd-analyze verify it when it is installed.
+// systemd-analyze verify it when it is installed (no skip: the checks of
+// the text stand alone without it).
 func TestSystemdUnit(t *testing.T) {
 	data, err := os.ReadFile(unitFile)
 	if err != nil {
@@ -85,7 +86,8 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze is not installed; the unit is not verified")
+		t.Log("systemd-analyze is not installed; the unit had the checks above only")
+		return
 	}
 	// Verify a copy whose binary and environment file exist here.
 	env, err := filepath.Abs(envFile)

@@ -17,15 +17,15 @@ import (
 var followEvery = time.Second
 
 // eventsUsage is the usage of `mcrib events`.
-const eventsUsage = "usage: mcrib events [--follow] [--json] " + addrUsage
+const eventsUsage = "usage: mcrib events [--follow] [--json] " + clientUsage
 
 // events prints GET /v1/events; with --follow it then asks for the events
 // after the last one printed every second until interrupted.
 func (c cli) events(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("events")
-	asJSON := fs.Bool("json", false, "print each event as one line of JSON")
+	fs, o := clientFlags("events")
+	fs.Lookup("json").Usage = "print each event as one line of JSON"
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	cl, err := c.connectNoArgs(fs, addr, args)
+	cl, err := c.connectNoArgs(fs, o, args)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &evs); err != nil {
 			return fmt.Errorf("reading the events: %w", err)
 		}
-		if first && len(evs) == 0 && !*asJSON && !*follow {
+		if first && len(evs) == 0 && !o.json && !*follow {
 			fmt.Fprintln(c.stdout, "no events")
 		}
 		restarted := false
@@ -54,7 +54,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 			since = 0
 			fmt.Fprintln(c.stderr, "mcrib events: the server restarted; its events start again")
 		}
-		printEvents(c.stdout, evs, *asJSON)
+		printEvents(c.stdout, evs, o.json)
 		for _, e := range evs {
 			since = max(since, e.Seq)
 		}

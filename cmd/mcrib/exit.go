@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 )
 
@@ -41,3 +42,14 @@ func badFlag(err error) error {
 func reported(code int) error {
 	return &exitError{code: code}
 }
+
+// helpRequest is what a client command's parse returns after -h or
+// --help: its flag set, so that the help lists the command's flags. It
+// matches flag.ErrHelp.
+type helpRequest struct {
+	fs *flag.FlagSet
+}
+
+func (h *helpRequest) Error() string { return flag.ErrHelp.Error() }
+
+func (h *helpRequest) Unwrap() error { return flag.ErrHelp }

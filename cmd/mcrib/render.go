@@ -8,22 +8,27 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // The renderers below write the readable forms of the API's documents. They
-// are pure: a document in, text out. A field that sent says the server did
-// not send prints as unknown (or "-" in a table); nil sent means all were
-// sent.
+// are pure: a document (and now, for "2 s ago") in, text out. A value the
+// server did not send, or sent as null, prints as "unknown" (unknownText),
+// in a line and in a table alike; "-" stands for none (no slot, no zone,
+// not drained), never for unknown. nil sent means all fields were sent.
 
-// printStatus writes the readable form of the status document.
-func printStatus(w io.Writer, s statusDocument, sent sentFields) {
+// printStatus writes the readable form of the status document; times are
+// told as ages from now.
+func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	line("pool", orDash(s.Pool))
+	line("pool", orUnknown(s.Pool))
 	switch {
+	case s.Leader && s.LeaderID != "":
+		line("leader", "yes ("+s.LeaderID+")")
 	case s.Leader:
-		line("leader", "yes ("+orDash(s.LeaderID)+")")
+		line("leader", "yes")
 	case s.LeaderID != "":
 		line("leader", "no (leader is "+s.LeaderID+")")
 	default:
@@ -35,20 +40,20 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 	case s.Freeze == nil:
 		line("frozen", "yes")
 	default:
-		line("frozen", fmt.Sprintf("yes: %q by %s at %s", s.Freeze.Reason, orDash(s.Freeze.By), timeOr(s.Freeze.At, "-")))
+		line("frozen", fmt.Sprintf("yes: %q by %s, %s", s.Freeze.Reason, orUnknown(s.Freeze.By), whenText(s.Freeze.At, now)))
 	}
 	if s.AutoFrozen {
-		line("auto-frozen", "yes: "+orDash(s.AutoFreezeReason))
+		line("auto-frozen", "yes: "+orUnknown(s.AutoFreezeReason))
 	} else {
 		line("auto-frozen", "no")
 	}
 	if s.DiscoveryFault {
-		line("discovery fault", "yes: "+orDash(s.DiscoveryFaultReason))
+		line("discovery fault", "yes: "+orUnknown(s.DiscoveryFaultReason))
 	}
 	line("generation", known(sent.has("generation"), strconv.FormatUint(s.Generation, 10)))
 	last := "never"
-	if s.LastReconcileAt != nil {
-		last = timeOr(*s.LastReconcileAt, "never")
+	if s.LastReconcileAt != nil && !s.LastReconcileAt.IsZero() {
+		last = whenText(*s.LastReconcileAt, now)
 	}
 	line("last reconcile", last)
 	line("consul reachable", known(sent.has("consul_reachable"), yesNo(s.ConsulReachable)))
@@ -58,10 +63,10 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 	}
 	if sent.has("boot_limit") {
 		b, bs := s.BootLimit, sent.under("boot_limit")
-		line("boot limit", fmt.Sprintf("%s, %s boots/s, burst %s", orDash(b.Mode),
+		line("boot limit", fmt.Sprintf("%s, %s boots/s, burst %s", known(bs.has("mode"), orUnknown(b.Mode)),
 			known(bs.has("limit"), formatNumber(b.Limit)), known(bs.has("burst"), strconv.Itoa(b.Burst))))
 	} else {
-		line("boot limit", "unknown")
+		line("boot limit", unknownText)
 	}
 	for _, f := range statusFacts(s, sent) {
 		line(f[0], f[1])
@@ -82,13 +87,9 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 		if n.Slot != nil && *n.Slot >= 0 {
 			slot = strconv.Itoa(*n.Slot)
 		}
-		flaps := "-"
-		if ns.has("flaps") {
-			flaps = strconv.Itoa(n.Flaps)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			orDash(n.ID), orDash(n.Addr), orDash(n.AZ), slot, orDash(n.Consul),
-			known(ns.has("reachable"), yesNo(n.Reachable)), nodeStateCell(n), flaps)
+			orUnknown(n.ID), known(ns.has("addr"), orDash(n.Addr)), orDash(n.AZ), slot, known(ns.has("consul"), orUnknown(n.Consul)),
+			known(ns.has("reachable"), yesNo(n.Reachable)), nodeStateCell(n), known(ns.has("flaps"), strconv.Itoa(n.Flaps)))
 	}
 	tw.Flush()
 	printNodeNotes(w, s)
@@ -96,9 +97,13 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields) {
 }
 
 // printSlots writes the readable form of the slot map document.
-func printSlots(w io.Writer, m *cachenodes.SlotMap) {
+func printSlots(w io.Writer, m *cachenodes.SlotMap, now time.Time) {
+	updated := "never"
+	if !m.UpdatedAt().IsZero() {
+		updated = whenText(m.UpdatedAt(), now)
+	}
 	fmt.Fprintf(w, "pool %s  generation %d  slots %d  updated %s\n\n",
-		orDash(m.Pool()), m.Generation(), m.NumSlots(), timeOr(m.UpdatedAt(), "never"))
+		orUnknown(m.Pool()), m.Generation(), m.NumSlots(), updated)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	warming := m.AnyWarming()
 	if warming {
@@ -112,7 +117,7 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap) {
 			row = fmt.Sprintf("%d\t(vacant)\t-\t-", slot)
 		}
 		if warming {
-			row += "\t" + warmingCell(m.Warming(slot))
+			row += "\t" + warmingCell(m.Warming(slot), now)
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -127,23 +132,23 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap) {
 	fmt.Fprintln(w, "SPARES:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, n := range spares {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", orDash(n.ID), orDash(n.Addr), orDash(n.AZ))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", orUnknown(n.ID), orDash(n.Addr), orDash(n.AZ))
 	}
 	tw.Flush()
 }
 
 // warmingCell is a slot's warm source in one cell: "-" when it does not
 // warm.
-func warmingCell(wm *cachenodes.Warming) string {
+func warmingCell(wm *cachenodes.Warming, now time.Time) string {
 	if wm == nil {
 		return "-"
 	}
-	return "from " + orDash(wm.NodeID) + " until " + timeOr(wm.Until, "-")
+	return "from " + orUnknown(wm.NodeID) + " until " + untilText(wm.Until, now)
 }
 
 // printRateLimit writes the readable form of the boot-limit document.
 func printRateLimit(w io.Writer, b ratelimit.Document, sent sentFields) {
-	fmt.Fprintf(w, "mode %s, limit %s boots/s, burst %s, hit rate %s\n", orDash(b.Mode),
+	fmt.Fprintf(w, "mode %s, limit %s boots/s, burst %s, hit rate %s\n", known(sent.has("mode"), orUnknown(b.Mode)),
 		known(sent.has("limit"), formatNumber(b.Limit)), known(sent.has("burst"), strconv.Itoa(b.Burst)),
 		knownHitRate(sent.has("hit_rate"), b.HitRate))
 	reason := b.Reason
@@ -153,19 +158,39 @@ func printRateLimit(w io.Writer, b ratelimit.Document, sent sentFields) {
 	fmt.Fprintf(w, "reason: %s\n", reason)
 }
 
-// printFrozen writes the outcome of a freeze: its reason.
-func printFrozen(w io.Writer, reason string) {
-	fmt.Fprintf(w, "frozen: %s\n", reason)
+// printFrozen writes the outcome of a freeze: its reason and who froze.
+func printFrozen(w io.Writer, doc controlloop.FreezeDoc) {
+	if doc.By == "" {
+		fmt.Fprintf(w, "frozen: %s\n", doc.Reason)
+		return
+	}
+	fmt.Fprintf(w, "frozen: %s (by %s)\n", doc.Reason, doc.By)
 }
 
-// known returns s, or "unknown" when the field was not sent.
+// unknownText is how every renderer says that a value is not known: not
+// sent, sent as null (a hit rate before any traffic), or empty where it
+// cannot be.
+const unknownText = "unknown"
+
+// known returns s, or unknownText when the field was not sent.
 func known(sent bool, s string) string {
 	if !sent {
-		return "unknown"
+		return unknownText
 	}
 	return s
 }
 
+// orUnknown returns s, or unknownText when it is empty: for a value that
+// is never empty when known (a node ID, who froze).
+func orUnknown(s string) string {
+	if s == "" {
+		return unknownText
+	}
+	return s
+}
+
+// orDash returns s, or "-" when it is empty: for a value whose absence
+// means none (no zone, no address of a vacant slot).
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -184,11 +209,11 @@ func formatHitRate(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64)
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// timeOr prints a time in RFC 3339, as the API sends it, and none for the
-// zero time.
+// timeOr prints a time in RFC 3339 to the second, and none for the zero
+// time.
 func timeOr(t time.Time, none string) string {
 	if t.IsZero() {
 		return none
 	}
-	return t.Format(time.RFC3339Nano)
+	return t.UTC().Format(time.RFC3339)
 }

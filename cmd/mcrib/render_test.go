@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +49,7 @@ leader:            yes (host-a:7070)
 frozen:            no
 auto-frozen:       no
 generation:        7
-last reconcile:    2026-11-29T13:00:00Z
+last reconcile:    2 s ago, at 2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
 slots unserved:    0
@@ -60,7 +63,7 @@ mc-9  127.0.0.1:11219  -   -     absent   no         down     3
 `},
 		{name: "frozen follower, every field sent", doc: troubled, want: `pool:              p2
 leader:            no (leader is host-b:7070)
-frozen:            yes: "deploy" by alice at 2026-11-29T12:00:00Z
+frozen:            yes: "deploy" by alice, 1 h ago, at 2026-11-29T12:00:00Z
 auto-frozen:       yes: 3 of 4 nodes absent
 discovery fault:   yes: consul listed no instance
 generation:        2
@@ -68,18 +71,18 @@ last reconcile:    never
 consul reachable:  no
 hit rate:          unknown
 slots unserved:    0
-boot limit:        -, 0 boots/s, burst 0
+boot limit:        unknown, 0 boots/s, burst 0
 vacant slots:      0
 blocked:           no replacement held back
 
-ID    ADDR            AZ  SLOT  CONSUL  REACHABLE  STATE  FLAPS
-mc-2  10.0.0.2:11211  -   -     -       no         held   0
+ID    ADDR            AZ  SLOT  CONSUL   REACHABLE  STATE  FLAPS
+mc-2  10.0.0.2:11211  -   -     unknown  no         held   0
 `},
 		{name: "fields not sent print as unknown", doc: troubled,
 			sent: sentFields{"pool": true, "generation": true, "nodes": true, "nodes.0": true, "nodes.0.id": true},
 			want: `pool:              p2
 leader:            no (leader is host-b:7070)
-frozen:            yes: "deploy" by alice at 2026-11-29T12:00:00Z
+frozen:            yes: "deploy" by alice, 1 h ago, at 2026-11-29T12:00:00Z
 auto-frozen:       yes: 3 of 4 nodes absent
 discovery fault:   yes: consul listed no instance
 generation:        2
@@ -88,18 +91,19 @@ consul reachable:  unknown
 hit rate:          unknown
 boot limit:        unknown
 
-ID    ADDR            AZ  SLOT  CONSUL  REACHABLE  STATE  FLAPS
-mc-2  10.0.0.2:11211  -   -     -       unknown    held   -
+ID    ADDR     AZ  SLOT  CONSUL   REACHABLE  STATE  FLAPS
+mc-2  unknown  -   -     unknown  unknown    held   unknown
 `},
 		{name: "boot limit without its numbers", doc: healthy,
 			sent: sentFields{"generation": true, "consul_reachable": true, "hit_rate": true, "boot_limit": true, "boot_limit.mode": true,
-				"nodes.0.reachable": true, "nodes.0.flaps": true, "nodes.1.reachable": true, "nodes.1.flaps": true},
+				"nodes.0.reachable": true, "nodes.0.flaps": true, "nodes.0.addr": true, "nodes.0.consul": true,
+				"nodes.1.reachable": true, "nodes.1.flaps": true, "nodes.1.addr": true, "nodes.1.consul": true},
 			want: `pool:              default
 leader:            yes (host-a:7070)
 frozen:            no
 auto-frozen:       no
 generation:        7
-last reconcile:    2026-11-29T13:00:00Z
+last reconcile:    2 s ago, at 2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
 boot limit:        auto, unknown boots/s, burst unknown
@@ -110,7 +114,7 @@ mc-9  127.0.0.1:11219  -   -     absent   no         down     3
 `},
 		{name: "no leader, frozen without a document, no nodes",
 			doc: statusDocument{Status: controlloop.Status{Frozen: true}, BootLimit: ratelimit.Document{Mode: "manual", Limit: 2.5, Burst: 1}},
-			want: `pool:              -
+			want: `pool:              unknown
 leader:            no (no leader known)
 frozen:            yes
 auto-frozen:       no
@@ -129,7 +133,7 @@ no nodes
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printStatus(&b, tt.doc, tt.sent)
+			printStatus(&b, tt.doc, tt.sent, testNow)
 			if b.String() != tt.want {
 				t.Errorf("printStatus\n got %q\nwant %q\n%s", b.String(), tt.want, b.String())
 			}
@@ -153,7 +157,7 @@ func TestPrintSlots(t *testing.T) {
 				{ID: "mc-4", Addr: "127.0.0.1:11214", AZ: "c"},
 			},
 			Spares: []cachenodes.Node{{ID: "mc-9", Addr: "127.0.0.1:11219", AZ: "b"}},
-		}, want: `pool default  generation 7  slots 4  updated 2026-11-29T13:00:00Z
+		}, want: `pool default  generation 7  slots 4  updated 2 s ago, at 2026-11-29T13:00:00Z
 
 SLOT  NODE      ADDR             AZ
 0     mc-1      127.0.0.1:11211  a
@@ -183,7 +187,7 @@ SPARES: none
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
-			printSlots(&b, m)
+			printSlots(&b, m, testNow)
 			if b.String() != tt.want {
 				t.Errorf("printSlots\n got %q\nwant %q\n%s", b.String(), tt.want, b.String())
 			}
@@ -205,7 +209,7 @@ func TestPrintRateLimit(t *testing.T) {
 		{name: "manual fraction, no reason", doc: ratelimit.Document{Mode: "manual", Limit: 0.25, Burst: 1, HitRate: ratelimit.RateOf(1)},
 			want: "mode manual, limit 0.25 boots/s, burst 1, hit rate 1.00\nreason: (none)\n"},
 		{name: "fields not sent", doc: ratelimit.Document{}, sent: sentFields{"reason": true},
-			want: "mode -, limit unknown boots/s, burst unknown, hit rate unknown\nreason: (none)\n"},
+			want: "mode unknown, limit unknown boots/s, burst unknown, hit rate unknown\nreason: (none)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,5 +219,47 @@ func TestPrintRateLimit(t *testing.T) {
 				t.Errorf("printRateLimit\n got %q\nwant %q", b.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestUnknownIsSaidOneWay runs the commands that show a hit rate, against
+// documents in which it is null, and checks that each says "unknown" and
+// never a number or another word for it.
+func TestUnknownIsSaidOneWay(t *testing.T) {
+	status := `{"pool":"default","leader":true,"hit_rate":null,"boot_limit":{"mode":"auto","limit":10,"burst":1,"hit_rate":null},` +
+		`"zones":[{"zone":"a","nodes":2,"slots":2,"unreachable":0,"absent":0,"hit_rate":null,"drain":null}],` +
+		`"nodes":[{"id":"mc-1","addr":"127.0.0.1:11211","az":"a","slot":0,"state":"serving"}]}`
+	ratelimitDoc := `{"mode":"auto","limit":10,"burst":1,"hit_rate":null,"reason":"new pool"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/ratelimit" {
+			fakeWriteJSON(w, http.StatusOK, ratelimitDoc)
+			return
+		}
+		fakeWriteJSON(w, http.StatusOK, status)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"status", []string{"hit rate:          unknown\n", "mc-1  127.0.0.1:11211  a   0     unknown  unknown    serving  unknown\n",
+			"a     2      2      0            0       unknown   -\n"}},
+		{"zones", []string{"a     2      2      0            0       unknown   -\n"}},
+		{"ratelimit", []string{"hit rate unknown\n"}},
+	} {
+		code, stdout, stderr := runCLI(t, nil, tc.cmd, "--addr", srv.URL)
+		if code != 0 {
+			t.Fatalf("mcrib %s: exit %d: %s", tc.cmd, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("mcrib %s lacks %q:\n%s", tc.cmd, w, stdout)
+			}
+		}
+		for _, bad := range []string{"0.00", "n/a", "N/A", "—", "null", "(unknown)"} {
+			if strings.Contains(stdout, bad) {
+				t.Errorf("mcrib %s says %q for an unknown value:\n%s", tc.cmd, bad, stdout)
+			}
+		}
 	}
 }

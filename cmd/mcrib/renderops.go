@@ -114,13 +114,5 @@ func heldNote(n controlloop.NodeStatus) string {
 	if d <= 0 {
 		return "held: its hold is over, replaced as soon as a spare, the replacement ceiling and the freezes allow"
 	}
-	return "held, replaced in " + secondsText(d) + " if it does not return"
-}
-
-// secondsText writes d as "22 s" below two minutes, else as Go does.
-func secondsText(d time.Duration) string {
-	if d < 2*time.Minute {
-		return strconv.Itoa(int(d/time.Second)) + " s"
-	}
-	return d.String()
+	return "held, replaced in " + span(d) + " if it does not return"
 }

@@ -29,7 +29,7 @@ func TestPrintStatusUnderFire(t *testing.T) {
 		BootLimit: ratelimit.Document{Mode: "manual", Limit: 50, Burst: 5},
 	}
 	var b bytes.Buffer
-	printStatus(&b, doc, nil)
+	printStatus(&b, doc, nil, testNow)
 	out := b.String()
 	for _, want := range []string{
 		"hit rate:          unknown\n",
@@ -96,7 +96,7 @@ func TestPrintStatusHeldAndUnserved(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	printStatus(&b, doc, nil)
+	printStatus(&b, doc, nil, testNow)
 	out := b.String()
 	for _, want := range []string{
 		"hit rate:          unknown\nslots unserved:    1 (vacant, or held by an unreachable node",

@@ -5,11 +5,12 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
 )
 
-// The readable forms of section 7's documents: the zones of the status
+// The readable forms of the zone documents: the zones of the status
 // document, a zone's drain entry and the outcome of a replace.
 
 // printZones writes one line per zone, then the zone alert when there is
@@ -44,27 +45,59 @@ func drainCell(e *controlloop.DrainEntry) string {
 	if e == nil {
 		return "-"
 	}
-	s := fmt.Sprintf("%s: %d of %d slots, target %d", orDash(e.State), e.Slots, e.BaselineSlots, e.TargetSlots)
+	s := drainProgress(e)
 	if e.Blocked != "" {
 		s += "; blocked: " + e.Blocked
 	}
 	return s
 }
 
+// drainProgress says where a zone's drain or return stands in the words
+// of what is left to do: "draining: 1 slot to move, 0 left of a baseline
+// of 1", then "drained: 1 slot moved, 0 left of a baseline of 1";
+// "returning: 2 slots to give back, 3 held of a baseline of 5".
+func drainProgress(e *controlloop.DrainEntry) string {
+	state := orUnknown(e.State)
+	if e.State == controlloop.DrainPaused {
+		state = "paused (an operator freeze holds it)"
+	}
+	held, base, target := e.Slots, e.BaselineSlots, e.TargetSlots
+	if e.Returning {
+		target = base
+	}
+	switch {
+	case held > target:
+		return fmt.Sprintf("%s: %s to move, %d left of a baseline of %d", state, slotCount(held-target), target, base)
+	case held < target:
+		return fmt.Sprintf("%s: %s to give back, %d held of a baseline of %d", state, slotCount(target-held), held, base)
+	case e.Returning:
+		return fmt.Sprintf("%s: back at its baseline of %s", state, slotCount(base))
+	}
+	return fmt.Sprintf("%s: %s moved, %d left of a baseline of %d", state, slotCount(base-held), held, base)
+}
+
+// slotCount is n slots in words: "1 slot", "3 slots".
+func slotCount(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return strconv.Itoa(n) + " slots"
+}
+
 // printDrainEntry writes a zone's drain entry as PUT or DELETE
 // /v1/drain/{zone} answered it; nil means the zone has no entry any more.
-func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry) {
+func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry, now time.Time) {
 	if e == nil {
 		fmt.Fprintf(w, "zone %s: not drained (it holds its slots again)\n", zone)
 		return
 	}
 	if e.Returning && e.Slots >= e.BaselineSlots {
-		fmt.Fprintf(w, "zone %s: back at its baseline of %d slots; its drain entry goes at the next pass\n", zone, e.BaselineSlots)
+		fmt.Fprintf(w, "zone %s: back at its baseline of %s; its drain entry goes at the next pass\n", zone, slotCount(e.BaselineSlots))
 		return
 	}
 	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e))
-	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orDash(e.StepInterval))
-	fmt.Fprintf(w, "  reason: %s (by %s at %s)\n", orDash(e.Reason), orDash(e.By), timeOr(e.At, "-"))
+	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orUnknown(e.StepInterval))
+	fmt.Fprintf(w, "  reason: %s (by %s, %s)\n", orUnknown(e.Reason), orUnknown(e.By), whenText(e.At, now))
 	if e.Warning != "" {
 		fmt.Fprintf(w, "  warning: %s\n", e.Warning)
 	}
@@ -74,11 +107,11 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry) {
 func printReplace(w io.Writer, r controlloop.ReplaceResult) {
 	// The answer says only warm or not: a cold move is either an old
 	// holder that did not answer or warm moves turned off.
-	how := "cold (" + orDash(r.From) + " did not answer, or --warm-for is 0s): the slot starts empty"
+	how := "cold (" + orUnknown(r.From) + " did not answer, or --warm-for is 0s): the slot starts empty"
 	if r.Warm {
-		how = "warm: " + orDash(r.From) + " stays the slot's warm source until --warm-for passes"
+		how = "warm: " + orUnknown(r.From) + " stays the slot's warm source until --warm-for passes"
 	}
-	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orDash(r.From), orDash(r.To), how)
+	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orUnknown(r.From), orUnknown(r.To), how)
 	if r.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", r.Warning)
 	}
@@ -87,7 +120,7 @@ func printReplace(w io.Writer, r controlloop.ReplaceResult) {
 // nodeStateCell is a node's state with its zone's drain and the slot it
 // warms, when there are.
 func nodeStateCell(n controlloop.NodeStatus) string {
-	s := orDash(n.State)
+	s := orUnknown(n.State)
 	if n.Warming != nil {
 		s += " (slot " + strconv.Itoa(*n.Warming) + ")"
 	}

@@ -150,7 +150,7 @@ func (c cli) sim(ctx context.Context, args []string) error {
 
 // poolShape reads the shape of the running pool at addr.
 func (c cli) poolShape(ctx context.Context, addr string) (sim.Shape, error) {
-	cl, err := newClient(addr, c.getenv)
+	cl, err := c.connect(&clientOptions{addr: addr})
 	if err != nil {
 		return sim.Shape{}, err
 	}

@@ -11,15 +11,14 @@ import (
 	"github.com/mcrib/mcrib/controlloop"
 )
 
-// The zone commands of CONTRACT.md section 1: zones, drain, undrain and
-// replace (section 7).
+// The zone commands: zones, drain, undrain and replace.
 
 // zones prints the zones of GET /v1/status, one line each; --json prints
 // the status document's "zones" array as it came.
 func (c cli) zones(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("zones")
-	asJSON := fs.Bool("json", false, "print the raw JSON array of zones")
-	cl, err := c.connectNoArgs(fs, addr, args)
+	fs, o := clientFlags("zones")
+	fs.Lookup("json").Usage = "print the status document's array of zones as it came"
+	cl, err := c.connectNoArgs(fs, o, args)
 	if err != nil {
 		return err
 	}
@@ -35,7 +34,7 @@ func (c cli) zones(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("reading the status document: %w", err)
 	}
-	if *asJSON {
+	if o.json {
 		raw := []byte(strings.TrimSpace(string(doc.Zones)))
 		if len(raw) == 0 || string(raw) == "null" {
 			raw = []byte("[]")
@@ -64,11 +63,11 @@ type drainRequest struct {
 
 // drain sends PUT /v1/drain/ZONE and prints the zone's entry.
 func (c cli) drain(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("drain")
-	reason := fs.String("reason", "", "why the zone is drained (required)")
-	percent := fs.Int("percent", 0, "share of the zone's slots to move off it, 1 to 100 (server default 100)")
-	step := fs.Int("step", 0, "share of the zone's slots one step moves, 1 to 100 (server default 10)")
-	every := fs.String("every", "", "time between steps, 1s to 1h (server default 30s)")
+	fs, o := clientFlags("drain")
+	reason := fs.String("reason", "", "why the zone is drained, up to 512 characters (required)")
+	percent := fs.Int("percent", 0, "share of the zone's slots to move off it, `P` from 1 to 100 (server default 100)")
+	step := fs.Int("step", 0, "share of the zone's slots one step moves, `S` from 1 to 100 (server default 10)")
+	every := fs.String("every", "", "time between steps, a duration `D` from 1s to 1h (server default 30s)")
 	explainFlag(fs, "percent", errNotInteger)
 	explainFlag(fs, "step", errNotInteger)
 	pos, err := parseClientArgs(fs, args)
@@ -95,7 +94,7 @@ func (c cli) drain(ctx context.Context, args []string) error {
 		}
 		req.StepInterval = every
 	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
@@ -104,12 +103,12 @@ func (c cli) drain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.printDrainAnswer(b, zone)
+	return c.printDrainAnswer(b, zone, o.json)
 }
 
 // undrain sends DELETE /v1/drain/ZONE and prints the zone's entry.
 func (c cli) undrain(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("undrain")
+	fs, o := clientFlags("undrain")
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
 		return err
@@ -118,7 +117,7 @@ func (c cli) undrain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
@@ -127,23 +126,28 @@ func (c cli) undrain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.printDrainAnswer(b, zone)
+	return c.printDrainAnswer(b, zone, o.json)
 }
 
-// printDrainAnswer prints zone's entry of a drain document.
-func (c cli) printDrainAnswer(b []byte, zone string) error {
+// printDrainAnswer prints zone's entry of a drain document, or the whole
+// answer as it came for --json.
+func (c cli) printDrainAnswer(b []byte, zone string, asJSON bool) error {
+	if asJSON {
+		c.printRaw(b)
+		return nil
+	}
 	var doc controlloop.DrainDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("reading the drain document: %w", err)
 	}
-	printDrainEntry(c.stdout, zone, doc.Zones[zone])
+	printDrainEntry(c.stdout, zone, doc.Zones[zone], c.now())
 	return nil
 }
 
 // replace sends POST /v1/nodes/NODE/replace and prints the move.
 func (c cli) replace(ctx context.Context, args []string) error {
-	fs, addr := clientFlags("replace")
-	reason := fs.String("reason", "", "why the node is replaced (required)")
+	fs, o := clientFlags("replace")
+	reason := fs.String("reason", "", "why the node is replaced, up to 512 characters (required)")
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
 		return err
@@ -155,7 +159,7 @@ func (c cli) replace(ctx context.Context, args []string) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usageError("--reason is required and must not be empty")
 	}
-	cl, err := newClient(*addr, c.getenv)
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
@@ -163,6 +167,10 @@ func (c cli) replace(ctx context.Context, args []string) error {
 	b, err := cl.post(ctx, "/v1/nodes/"+url.PathEscape(node)+"/replace", map[string]string{"reason": *reason})
 	if err != nil {
 		return err
+	}
+	if o.json {
+		c.printRaw(b)
+		return nil
 	}
 	var res controlloop.ReplaceResult
 	if err := json.Unmarshal(b, &res); err != nil {

@@ -23,7 +23,7 @@ const (
 
 	zonesOut = `ZONE    NODES  SLOTS  UNREACHABLE  ABSENT  HIT RATE  DRAIN
 a       4      3      0            0       0.93      -
-b       4      2      3            1       unknown   draining: 2 of 5 slots, target 0; blocked: no spare outside the drained zones
+b       4      2      3            1       unknown   draining: 2 slots to move, 0 left of a baseline of 5; blocked: no spare outside the drained zones
 (none)  1      0      0            0       unknown   -
 
 ALERT: 3 of 4 slot holders in zone b are unreachable; to take the cache off it: mcrib drain b --reason "…"
@@ -31,9 +31,9 @@ ALERT: 3 of 4 slot holders in zone b are unreachable; to take the cache off it: 
 
 	drainAnswerJSON = `{"zones":{"b":{"percent":50,"step_percent":25,"step_interval":"3s","reason":"link flapping","by":"ops",` +
 		`"at":"2026-11-29T13:00:00Z","baseline_slots":4,"slots":4,"target_slots":2,"state":"draining","blocked":""}}}`
-	drainOut = `zone b: draining: 4 of 4 slots, target 2
+	drainOut = `zone b: draining: 2 slots to move, 2 left of a baseline of 4
   pace: 50% of the zone's slots in steps of 25% every 3s
-  reason: link flapping (by ops at 2026-11-29T13:00:00Z)
+  reason: link flapping (by ops, 2 s ago, at 2026-11-29T13:00:00Z)
 `
 )
 
@@ -107,7 +107,7 @@ func TestZoneCommands(t *testing.T) {
 		{name: "drain unknown flag", args: []string{"drain", "b", "--reason=r", "--fast"}, wantCode: 2, wantStderr: "--fast"},
 		{name: "undrain", args: []string{"undrain", "b"},
 			body:       `{"zones":{"b":{"percent":100,"step_percent":10,"step_interval":"30s","reason":"r","by":"ops","at":"2026-11-29T13:00:00Z","baseline_slots":5,"slots":1,"target_slots":5,"state":"returning","blocked":""}}}`,
-			wantStdout: "zone b: returning: 1 of 5 slots, target 5\n  pace: 100% of the zone's slots in steps of 10% every 30s\n  reason: r (by ops at 2026-11-29T13:00:00Z)\n",
+			wantStdout: "zone b: returning: 4 slots to give back, 1 held of a baseline of 5\n  pace: 100% of the zone's slots in steps of 10% every 30s\n  reason: r (by ops, 2 s ago, at 2026-11-29T13:00:00Z)\n",
 			wantReq:    []seenRequest{{method: "DELETE", path: "/v1/drain/b", auth: auth}}},
 		{name: "undrain not drained", args: []string{"undrain", "b"}, code: 404, body: `{"error":"zone \"b\" is not drained"}`,
 			wantCode: 1, wantStderr: "is not drained", wantReq: []seenRequest{{method: "DELETE", path: "/v1/drain/b", auth: auth}}},
@@ -167,7 +167,7 @@ func TestStatusShowsZones(t *testing.T) {
 		"zone alert:", "mcrib drain b",
 		"warming (slot 3), drained",
 		"zones:\nZONE    NODES",
-		"draining: 2 of 5 slots, target 0",
+		"draining: 2 slots to move, 0 left of a baseline of 5",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status output lacks %q:\n%s", want, stdout)
@@ -189,12 +189,12 @@ func TestPrintSlotsShowsWarming(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	printSlots(&b, m)
-	want := `pool default  generation 3  slots 2  updated 2026-11-29T13:00:00Z
+	printSlots(&b, m, at.Add(90*time.Second))
+	want := `pool default  generation 3  slots 2  updated 90 s ago, at 2026-11-29T13:00:00Z
 
 SLOT  NODE  ADDR            AZ  WARMING
 0     mc-1  10.0.0.1:11211  a   -
-1     mc-7  10.0.0.7:11211  a   from mc-2 until 2026-11-29T13:02:00Z
+1     mc-7  10.0.0.7:11211  a   from mc-2 until 2026-11-29T13:02:00Z (in 30 s)
 
 SPARES: none
 `

@@ -1,0 +1,102 @@
+package dst
+
+import (
+	"encoding/json"
+
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/revert"
+)
+
+// onFlush checks a flush as memcached carries it out (invariants 2 and 7).
+func (c *checker) onFlush(n *mcNode, p *replicaProc) {
+	w := c.w
+	t := c.nodes[n.id]
+	holder := false
+	if m := p.loop.SlotMap(); m != nil {
+		for _, id := range n.ids() {
+			holder = holder || m.SlotOf(id) >= 0
+		}
+	}
+	kind := "placement"
+	if holder {
+		kind = "returning"
+	}
+	w.tr.add(w.now, "%s flushes %s (%s)", p.name(), n.id, kind)
+	if l := c.leader(); l != p {
+		c.fail(ruleInv7FlushByLeader, 0, "%s flushed %s while it did not hold the leader lock", p.name(), n.id)
+	}
+	if holder {
+		c.checkReturningFlush(t, p)
+	}
+	t.clean(w)
+}
+
+// checkReturningFlush checks the flush of a slot holder: the pool decided
+// it, and the node may have missed something.
+func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
+	w := c.w
+	since, seen := c.pending[p][t.n.id]
+	settle := 2*probeInterval + 2*maxSkew
+	switch {
+	case c.storedFlush(t.n.id), t.owe:
+	case t.oweEnded > 0 && w.now-t.oweEnded <= settle:
+		// A retry of a decided flush whose answer was lost.
+	case seen && since >= p.lead.termStart && since > t.cleanAt:
+		// Decided by this leader during its term.
+	case !seen && pendingIn(p.loop.Status(), t.n.id):
+		// Decided by this leader in this very pass.
+	case !seen:
+		c.fail(ruleInv2Undecided, 0, "%s flushed slot holder %s, which neither the pool nor %s itself had found owing a flush", p.name(), t.n.id, p.name())
+		return
+	case since < p.lead.termStart:
+		c.fail(ruleInv2Undecided, revert.FollowerFlush,
+			"%s flushed slot holder %s, a flush the pool never decided: the leader of the moment showed none pending; %s had shown it pending since %.3fs, before its term began at %.3fs (a follower's own decision)",
+			p.name(), t.n.id, p.name(), since.Seconds(), p.lead.termStart.Seconds())
+		return
+	default:
+		c.fail(ruleInv2Undecided, revert.FollowerFlush,
+			"%s flushed slot holder %s, a flush the pool never decided: %s showed it pending only from %.3fs, when the node was flushed (placed) at %.3fs, a mark of its own older than that flush",
+			p.name(), t.n.id, p.name(), since.Seconds(), t.cleanAt.Seconds())
+		return
+	}
+	thr := max(probeInterval-2*maxSkew, w.flushAfter-2*probeInterval-2*maxSkew)
+	from := t.settledClean(w.now, settle)
+	if longest := longestIn(t.disturbed, from, w.now, probeInterval); longest < thr {
+		c.fail(ruleInv2Needless, 0,
+			"%s flushed %s, whose memcached answered throughout since it was last clean at %.3fs (its longest disturbance %v, under the %v a decision needs)",
+			p.name(), t.n.id, from.Seconds(), longest, thr)
+	}
+}
+
+// pendingIn reports whether st shows node id flush_pending.
+func pendingIn(st controlloop.Status, id string) bool {
+	for _, ns := range st.Nodes {
+		if ns.ID == id {
+			return ns.FlushPending
+		}
+	}
+	return false
+}
+
+// storedFlush reports whether the flushes document in KV holds an entry
+// for id.
+func (c *checker) storedFlush(id string) bool {
+	e := c.w.consul.kv[poolKeys.Flushes()]
+	if e == nil {
+		return false
+	}
+	if e.modifyIndex != c.flushesIndex {
+		c.flushesIndex, c.flushes = e.modifyIndex, map[string]bool{}
+		var doc struct {
+			Flushes []struct {
+				NodeID string `json:"node_id"`
+			} `json:"flushes"`
+		}
+		if json.Unmarshal(e.value, &doc) == nil {
+			for _, f := range doc.Flushes {
+				c.flushes[f.NodeID] = true
+			}
+		}
+	}
+	return c.flushes[id]
+}
