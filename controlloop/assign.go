@@ -96,6 +96,9 @@ type ZoneStep struct {
 	Target int
 	// Size is the most slots one step moves.
 	Size int
+	// Moved are the slots the zone's drain steps moved off it, ascending:
+	// a return step gives these back first (undrain.go).
+	Moved []int
 }
 
 // StepOutcome is what Decide did of one zone's due step.
@@ -294,7 +297,7 @@ func Decide(in Input) Plan {
 	for _, ev := range moves {
 		if ev.Reason == ReasonReplace {
 			if !z.move(&plan, ev) {
-				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s", ev.Slot, ev.Node.ID)
+				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s: %s", ev.Slot, ev.Node.ID, noSpareWhy(in, idx, warm))
 			}
 			continue
 		}

@@ -65,19 +65,23 @@ func (l *Loop) drainedLocked() map[string]bool {
 
 // nextDrainLocked returns the drain document to store with next, or nil
 // when it does not change: the zones whose step moved a slot get
-// LastStepAt now, each zone's blocked is what stopped its step in this pass
-// (steps; cleared when the step went through or the zone is at its
-// target), so every replica answers it, and a returning zone that holds
-// its baseline again loses its entry. l.mu must be held.
+// LastStepAt now, each zone's moved_slots gains the slots its drain steps
+// moved off it and loses those it holds again, each zone's blocked is what
+// stopped its step in this pass (steps; cleared when the step went through
+// or the zone is at its target), so every replica answers it, and a
+// returning zone that holds its baseline again loses its entry. l.mu must
+// be held.
 func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *DrainDoc {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
 	stepped := map[string]bool{}
+	movedOff := map[string][]int{}
 	for _, p := range done {
 		switch p.Reason {
 		case ReasonDrain:
 			stepped[p.From.AZ] = true
+			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
 		case ReasonReturn:
 			stepped[p.Node.AZ] = true
 		}
@@ -90,6 +94,9 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 		if stepped[zone] {
 			t := now.UTC()
 			c.LastStepAt, changed = &t, true
+		}
+		if moved := movedSlots(e.MovedSlots, movedOff[zone], next, zone); !slices.Equal(moved, e.MovedSlots) {
+			c.MovedSlots, changed = moved, true
 		}
 		if c.Returning && held[zone] >= c.BaselineSlots {
 			changed = true
@@ -111,6 +118,38 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 		return nil
 	}
 	return &out
+}
+
+// movedSlots returns a zone's moved_slots after a pass: was, with the
+// slots its drain steps moved off it in the pass (off), less the slots it
+// holds in next (given back) and those next does not have; ascending,
+// without repeats, nil when none.
+func movedSlots(was, off []int, next *cachenodes.SlotMap, zone string) []int {
+	var out []int
+	for _, i := range slices.Concat(was, off) {
+		if next != nil && i < next.NumSlots() && next.Slot(i).AZ != zone {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// spareWarning says, for a drain entry that still moves toMove slots off
+// its zone (draining) with spares ready spares outside the drained zones,
+// that it takes the last of them or that none is left; "" when neither.
+func spareWarning(draining bool, toMove, spares int) string {
+	switch {
+	case spares == 0:
+		return lastSpareSentence(true)
+	case !draining || toMove < spares:
+		return ""
+	case toMove == spares:
+		return fmt.Sprintf("the drain takes the pool's last ready spare: %d slot(s) to move onto the %d ready spare(s) outside the drained zones; afterwards a node that fails leaves its slot vacant (%s)",
+			toMove, spares, spareHelp(true))
+	}
+	return fmt.Sprintf("the drain takes the pool's last ready spare: %d slots to move and only %d ready spare(s) outside the drained zones; the rest wait for a spare, and a node that fails leaves its slot vacant (%s)",
+		toMove, spares, spareHelp(true))
 }
 
 // zoneSlots counts the slots each zone holds in m.
@@ -256,15 +295,17 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 }
 
 // Drains returns the drain document as this process knows it, each entry
-// with its slots, target, state and blocked filled in ({"zones": {}} when
-// no zone is drained).
+// with its slots, target, slots to move, state, blocked, moved slots and
+// the ready spares left (with a warning when the drain takes the last of
+// them) filled in ({"zones": {}} when no zone is drained).
 func (l *Loop) Drains() DrainDoc {
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.drainsLocked()
+	return l.drainsLocked(now)
 }
 
-func (l *Loop) drainsLocked() DrainDoc {
+func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 	out := DrainDoc{Zones: map[string]*DrainEntry{}}
 	if l.drainCorrupt {
 		out.Corrupt = l.drainCorruptMessage(l.drainErr)
@@ -273,9 +314,19 @@ func (l *Loop) drainsLocked() DrainDoc {
 		return out
 	}
 	held := zoneSlots(l.current)
+	spares := 0
+	if len(l.drains.Zones) > 0 {
+		spares = l.readySparesLocked(now)
+	}
 	for zone, e := range l.drains.Zones {
 		c := *e
 		c.Slots, c.TargetSlots = held[zone], e.Target()
+		c.SlotsToMove = max(c.Slots-c.TargetSlots, c.TargetSlots-c.Slots)
+		c.SparesLeft = spares
+		c.Warning = spareWarning(c.Slots > c.TargetSlots, c.SlotsToMove, spares)
+		if c.MovedSlots == nil {
+			c.MovedSlots = []int{}
+		}
 		switch {
 		case l.freeze != nil:
 			c.State = DrainPaused

@@ -103,14 +103,22 @@ func TestDrainPacedAndReturned(t *testing.T) {
 		t.Fatalf("zone b took a slot back while drained")
 	}
 
-	// Undrain: back at the same pace, from the zones holding the most.
+	// The drain recorded the slots it moved off the zone.
+	if d := w.store.storedDrainDoc(t); !slices.Equal(d.Zones["az-b"].MovedSlots, []int{1, 4}) {
+		t.Fatalf("stored moved_slots %v, want [1 4]", d.Zones["az-b"].MovedSlots)
+	}
+
+	// Undrain: an undo at the same pace: the slots the drain moved come
+	// back, lowest first, into the zone's spares by ID.
 	doc, err := w.loop.Undrain(context.Background(), "az-b")
 	if err != nil || !doc.Zones["az-b"].Returning || doc.Zones["az-b"].TargetSlots != 2 || doc.Zones["az-b"].State != DrainReturning {
 		t.Fatalf("undrain: %+v, %v", doc.Zones["az-b"], err)
 	}
 	w.pass(OutcomeOK)
-	// a and c hold 3 each: a, the first by name, gives its highest slot.
-	w.wantStored(t, 6, []string{"a1", "c3", "c1", "a2", "b1", "c2"}, writes+3)
+	w.wantStored(t, 6, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+3)
+	if d := w.store.storedDrainDoc(t); !slices.Equal(d.Zones["az-b"].MovedSlots, []int{4}) {
+		t.Fatalf("stored moved_slots %v after slot 1 came back, want [4]", d.Zones["az-b"].MovedSlots)
+	}
 	w.clk.Advance(2 * time.Second)
 	w.probe()
 	w.pass(OutcomeOK)
@@ -120,7 +128,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	w.clk.Advance(time.Second)
 	w.probe()
 	w.pass(OutcomeOK)
-	w.wantStored(t, 7, []string{"a1", "c3", "c1", "a2", "b1", "b2"}, writes+4)
+	w.wantStored(t, 7, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+4)
 	if d := w.store.storedDrainDoc(t); d != nil {
 		t.Fatalf("the entry of a zone back at its baseline was kept: %+v", d.Zones)
 	}
@@ -134,7 +142,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 			over = append(over, e.Reason)
 		}
 	}
-	if len(over) != 1 || !strings.Contains(over[0], "zone az-b holds its baseline again") {
+	if len(over) != 1 || !strings.Contains(over[0], "zone az-b holds its baseline again") || !strings.Contains(over[0], "every slot its drain moved came back") {
 		t.Errorf("drain over events %q, want one for az-b", over)
 	}
 }
@@ -287,8 +295,10 @@ func TestDrainBlockedWithoutASpare(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(OutcomeOK)
-	if e := w.entry("az-b"); e.Slots != 1 || e.Blocked != "no spare outside the drained zones" {
-		t.Fatalf("entry %+v", e)
+	// The refusal names what would help.
+	const want = "no spare outside the drained zones: every node holds a slot or is in a drained zone (1 node); add a memcached to the service, or undrain a zone"
+	if e := w.entry("az-b"); e.Slots != 1 || e.Blocked != want {
+		t.Fatalf("entry %+v, want blocked %q", e, want)
 	}
 }
 
@@ -299,7 +309,7 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 	w2 := w.sibling()
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(OutcomeOK)
-	const want = "no spare outside the drained zones"
+	const want = "no spare outside the drained zones: every node holds a slot or is in a drained zone (1 node); add a memcached to the service, or undrain a zone"
 	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].Blocked != want {
 		t.Fatalf("stored drain document %+v, want blocked %q", d, want)
 	}

@@ -132,6 +132,11 @@ func parseStoredDrain(b []byte) (*DrainDoc, error) {
 		case e.Percent < 1 || e.Percent > 100 || e.StepPercent < 1 || e.StepPercent > 100 || e.BaselineSlots < 0:
 			return nil, fmt.Errorf("the drain entry of zone %q has a percent, step or baseline out of range", zone)
 		}
+		for _, slot := range e.MovedSlots {
+			if slot < 0 {
+				return nil, fmt.Errorf("the drain entry of zone %q moved slot %d, which no pool has", zone, slot)
+			}
+		}
 		if d, err := time.ParseDuration(e.StepInterval); err != nil || d < MinDrainStepInterval || d > MaxDrainStepInterval {
 			return nil, fmt.Errorf("the drain entry of zone %q has step_interval %q, not a duration from 1s to 1h", zone, e.StepInterval)
 		}
@@ -146,7 +151,7 @@ func storedDrain(d DrainDoc) DrainDoc {
 	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))} // never Corrupt
 	for zone, e := range d.Zones {
 		c := *e
-		c.Slots, c.TargetSlots, c.State = 0, 0, ""
+		c.Slots, c.TargetSlots, c.State, c.SlotsToMove, c.SparesLeft, c.Warning = 0, 0, "", 0, 0, ""
 		out.Zones[zone] = &c
 	}
 	return out

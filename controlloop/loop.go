@@ -79,11 +79,11 @@ type Loop struct {
 	drainCorrupt bool
 	drainGood    bool
 	drainErr     string
-	// zoneAlert names the zones more than half of whose holders are
-	// unreachable (zones.go).
+	// zoneAlert names the zones that alert: more than half of their slot
+	// holders, and at least two, unreachable (zones.go).
 	zoneAlert string
 	// alertZones holds each alerting zone's sentence, by zone: a zone
-	// entering it gets an event of its own.
+	// entering it gets an event of its own, and so does its end.
 	alertZones map[string]string
 	// zoneMeters measure each zone's hit rate from the stats readings
 	// (HitCounters), as the pool's is measured.
@@ -101,6 +101,10 @@ type Loop struct {
 	// remote places instants written by other hosts on this process's
 	// clock (remoteclock.go).
 	remote remoteClock
+	// moved is when a planned move last touched each slot (it moved, or
+	// its warming ended): HitCounters marks its nodes Planned for a while
+	// (plannedmoves.go).
+	moved map[int]time.Time
 	// stepBlockedAt is when a due drain or return step of each zone last
 	// moved nothing: it is not tried again for a probe interval.
 	stepBlockedAt map[string]time.Time

@@ -51,6 +51,12 @@ type Options struct {
 	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes
 	// every move cold.
 	WarmFor time.Duration
+	// SettleAfterMove is how long after a planned move, or after the end of
+	// its warming, HitCounters still marks the slot's node Planned, so that
+	// the boot limiter leaves it out of its input (plannedmoves.go); a slot
+	// is marked all the while it warms too. Zero: three probe intervals.
+	// mcrib serve gives three stats intervals.
+	SettleAfterMove time.Duration
 	// WarmTTL is the expiry of a value copied from the warm source into
 	// the new holder (--warm-ttl); the loop only carries it for the router
 	// configs (the mcrouter WarmUpRoute exptime).
@@ -93,8 +99,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("controlloop: Options.NumSlots must be at least 1")
 	case o.ProbeInterval <= 0:
 		return o, errors.New("controlloop: Options.ProbeInterval must be positive")
-	case o.WarmFor < 0 || o.WarmTTL < 0:
-		return o, errors.New("controlloop: Options.WarmFor and WarmTTL must not be negative")
+	case o.WarmFor < 0 || o.WarmTTL < 0 || o.SettleAfterMove < 0:
+		return o, errors.New("controlloop: Options.WarmFor, WarmTTL and SettleAfterMove must not be negative")
 	}
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {

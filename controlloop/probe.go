@@ -183,15 +183,18 @@ func (l *Loop) probeRound(ctx context.Context) {
 	l.Kick()
 }
 
-// HitCounters returns the hit counters of every node that holds a slot, as
-// its latest probe read them, and how many slot holders the latest probes
-// could not read (unreachable, or not probed yet). It has the shape of
-// ratelimit.StatsFunc, so the boot limiter measures the hit rate from the
-// loop's own probes instead of a second round of reads; the counters are
-// at most one probe interval old. It does no I/O. Each call is one stats
-// reading: it also feeds the per-zone hit-rate meters (zones.go) with the
-// counters of each zone's slot holders, so a zone's hit rate is as current
-// as the pool's.
+// HitCounters returns the hit counters of every node that holds a slot,
+// and of every warm source (marked ratelimit.Counters.WarmSourceOf with
+// the holder it warms), as their latest probes read them, and how many
+// slot holders the latest probes could not read (unreachable, or not
+// probed yet). The nodes of the slots planned moves touch are marked
+// Planned (plannedmoves.go). It has the shape of ratelimit.StatsFunc, so
+// the boot limiter measures the hit rate from the loop's own probes
+// instead of a second round of reads; the counters are at most one probe
+// interval old. It does no I/O. Each call is one stats reading: it also
+// feeds the per-zone hit-rate meters (zones.go) with the counters of each
+// zone's slots, a warming slot's warm source in its holder's zone, so a
+// zone's hit rate is as current as the pool's.
 func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int) {
 	now := l.clock.Now()
 	l.mu.Lock()
@@ -202,7 +205,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 	out := make(map[string]ratelimit.Counters, l.current.NumSlots())
 	unreadable := 0
 	zones := map[string]*zoneReading{}
-	for _, n := range l.current.Slots() {
+	for i, n := range l.current.Slots() {
 		if n.IsZero() {
 			continue
 		}
@@ -211,16 +214,36 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 			z = &zoneReading{nodes: map[string]ratelimit.Counters{}}
 			zones[n.AZ] = z
 		}
-		s, ok := l.tr.nodes[n.ID]
-		if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
+		c, ok := l.countersLocked(n.ID)
+		if !ok {
 			unreadable++
 			z.unreadable++
 			continue
 		}
-		c := ratelimit.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}
+		c.Planned = l.plannedLocked(i, now)
 		out[n.ID] = c
 		z.nodes[n.ID] = c
+		w := l.current.Warming(i)
+		if w == nil || l.current.SlotOf(w.NodeID) >= 0 {
+			continue // a warm source that holds a slot counts its own gets
+		}
+		if wc, ok := l.countersLocked(w.NodeID); ok {
+			wc.WarmSourceOf, wc.Planned = n.ID, true
+			out[w.NodeID] = wc
+			z.nodes[w.NodeID] = wc
+		}
 	}
 	l.observeZonesLocked(now, zones)
 	return out, unreadable
+}
+
+// countersLocked returns node id's counters as its latest probe read
+// them; ok is false when it could not be read (unreachable, or not probed
+// yet). l.mu must be held.
+func (l *Loop) countersLocked(id string) (ratelimit.Counters, bool) {
+	s, ok := l.tr.nodes[id]
+	if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
+		return ratelimit.Counters{}, false
+	}
+	return ratelimit.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}, true
 }

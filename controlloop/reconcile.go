@@ -116,6 +116,7 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 // map now current. l.mu must be held.
 func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time) *cachenodes.SlotMap {
 	if m != nil {
+		l.noteMovesLocked(l.current, m, now)
 		l.current, l.currentShift = m, shift
 	}
 	l.tr.ensure(l.current, now)
@@ -269,6 +270,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	if w.SlotMap != nil {
 		l.remote.wroteMap(next)
 	}
+	l.noteMovesLocked(d.prev, next, now)
 	l.current = next
 	l.owed = owed
 	switch {
@@ -278,11 +280,13 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		l.owedGood = owed
 	}
 	var over []string // zones whose return ended with this write
+	kept := map[string][]int{}
 	if w.Drain != nil {
 		if l.drains != nil {
-			for zone := range l.drains.Zones {
+			for zone, e := range l.drains.Zones {
 				if w.Drain.Zones[zone] == nil {
 					over = append(over, zone)
+					kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
 				}
 			}
 		}
@@ -298,12 +302,27 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.tr.prune(next, now)
 	l.lastReconcile, l.passErr = now, nil
-	l.noteReplaceLocked(d.plan, done)
+	drained := l.drainedLocked()
+	left := -1 // the ready spares after the pass, counted when it placed
+	if len(done) > 0 {
+		left = l.readySparesLocked(now)
+	}
+	tookLast := tookLastSpare(done, drained, left)
+	l.noteReplaceLocked(d.plan, done, left, tookLast)
 	l.mu.Unlock()
+	if tookLast && w.SlotMap != nil {
+		l.emitLastSpare(ctx, done, drained)
+	}
 	slices.Sort(over)
 	for _, zone := range over {
 		l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone)
-		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)})
+		reason := fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)
+		if k := kept[zone]; len(k) > 0 {
+			reason += fmt.Sprintf("; %d of the slots its drain moved (%s) stay where they are, and as many came from the zones holding the most", len(k), slotList(k))
+		} else {
+			reason += "; every slot its drain moved came back"
+		}
+		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: reason})
 	}
 	for _, ev := range replaced {
 		l.opts.Metrics.Replacement(ev.Reason)
@@ -349,6 +368,14 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		if _, was := l.alertZones[zone]; !was {
 			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
 			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
+		}
+	}
+	for _, zone := range slices.Sorted(maps.Keys(l.alertZones)) {
+		// Every alert has its end, naming the zone (section 7).
+		if _, still := alerts[zone]; !still {
+			over := l.alertOver(m, zone)
+			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
+			l.emit(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
 		}
 	}
 	l.alertZones = alerts

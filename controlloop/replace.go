@@ -64,14 +64,19 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 }
 
 // noteReplaceLocked records the outcome of the replace the pass carried
-// out, if any. l.mu must be held.
-func (l *Loop) noteReplaceLocked(plan Plan, done []Placement) {
+// out, if any: left ready spares after it, tookLast set when it took the
+// last of them. l.mu must be held.
+func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast bool) {
 	if l.replaceReq == nil {
 		return
 	}
 	for _, p := range done {
 		if p.Reason == ReasonReplace {
-			l.replaceOut = replaceOutcome{done: true, result: ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0}}
+			res := ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
+			if tookLast {
+				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains != nil && len(l.drains.Zones) > 0)
+			}
+			l.replaceOut = replaceOutcome{done: true, result: res}
 			return
 		}
 	}

@@ -49,7 +49,7 @@ func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[strin
 			if out == nil {
 				out = make(map[string]ZoneStep, len(l.drains.Zones))
 			}
-			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize()}
+			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
 		}
 	}
 	return out

@@ -36,6 +36,8 @@ type zoneIndex struct {
 	touched map[int]bool
 	warming map[int]bool
 	bySlot  [][]int // each zone's slots, ascending (built on demand)
+	// sources are the previous map's warm sources, by ID.
+	sources map[string]bool
 }
 
 // zone returns the number of zone name, adding it when new.
@@ -115,7 +117,7 @@ func endWarmings(in Input) warmState {
 // newZoneIndex indexes the zones of in for the placements of one pass:
 // vacated are the slots this pass empties, warm the warmings.
 func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState) *zoneIndex {
-	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.keep}
+	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.keep, sources: warm.sources}
 	var present []bool
 	for j := range in.Nodes {
 		if v := &in.Nodes[j]; v.Present {
@@ -283,9 +285,10 @@ func (z *zoneIndex) movable(k int) (slot, warming int) {
 
 // steps carries out the drain and return steps of z.in.Steps, zone by
 // zone in name order. A drain step moves the zone's highest-numbered slots
-// to spares of the undrained zones by the spread rule; a return step takes
-// the highest-numbered slot of the undrained zone holding the most (ties:
-// zone name) into the zone's own lowest-ID spare.
+// to spares of the undrained zones by the spread rule; a return step gives
+// back the slots the drain moved off the zone (undrain.go), then takes the
+// highest-numbered slot of the undrained zone holding the most (ties: zone
+// name), each into the zone's own lowest-ID spare.
 func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 	in := z.in
 	zones := make([]string, 0, len(in.Steps))
@@ -309,22 +312,31 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 			}
 			ev := z.stepMove(i, ReasonDrain, fmt.Sprintf("a drain step moves slot %d off zone %q", i, zone))
 			if !z.move(plan, ev) {
-				o.Blocked = "no spare outside the drained zones"
+				o.Blocked = "no spare outside the drained zones: " + noSpareWhy(*in, z.idx, warmState{sources: z.sources})
 				break
 			}
 			o.Moved++
 		}
 		for o.Moved < size && z.held[k] < st.Target {
 			if !z.hasSpare(k) {
-				o.Blocked = fmt.Sprintf("no spare in zone %q to give its slots back to", zone)
+				o.Blocked = z.noSpareBack(zone)
 				break
 			}
-			src := z.richest(k)
+			src, waiting := z.givenBack(k, st.Moved)
+			why := fmt.Sprintf("a return step gives slot %d, which the drain moved off it, back to zone %q", src, zone)
+			if src < 0 && waiting >= 0 {
+				o.Blocked = z.warmingBack(waiting, zone)
+				break
+			}
+			if src < 0 {
+				src = z.richest(k)
+				why = fmt.Sprintf("a return step gives slot %d back to zone %q", src, zone)
+			}
 			if src < 0 {
 				o.Blocked = "no slot of an undrained zone to give back"
 				break
 			}
-			ev := z.stepMove(src, ReasonReturn, fmt.Sprintf("a return step gives slot %d back to zone %q", src, zone))
+			ev := z.stepMove(src, ReasonReturn, why)
 			z.held[z.zone(z.idx.holderAZ(*in, src))]--
 			z.place(plan, ev, z.take(k))
 			o.Moved++

@@ -31,13 +31,19 @@ type Status struct {
 	ReplacementsBlocked  int          `json:"replacements_blocked"`
 	LastError            string       `json:"last_error"`
 	VacantSlots          int          `json:"vacant_slots"`
+	// SlotsUnserved counts the slots whose keys reach no memcached: vacant,
+	// or held by a node unreachable by the pool's verdict (section 7). The
+	// hit rate counts only the gets that reached a memcached; this is the
+	// share of the keys it leaves out.
+	SlotsUnserved int `json:"slots_unserved"`
 	// CorruptDocuments names the documents in Consul KV that do not parse
 	// ("slotmap", "freeze"); absent when none.
 	CorruptDocuments []string `json:"corrupt_documents,omitempty"`
 	// Zones has one entry per zone known, by zone name (section 7).
 	Zones []ZoneStatus `json:"zones"`
-	// ZoneAlert names the zone more than half of whose slot holders are
-	// unreachable, and the command that would drain it; "" when none.
+	// ZoneAlert names each zone more than half of whose slot holders, and
+	// at least two of them, are unreachable, with the command that would
+	// drain it; "" when none.
 	ZoneAlert string `json:"zone_alert,omitempty"`
 }
 
@@ -57,6 +63,12 @@ type NodeStatus struct {
 	// HoldRemainingSeconds counts down while a slot holder is absent and
 	// unreachable (0: due for replacement); null while it is not counting.
 	HoldRemainingSeconds *float64 `json:"hold_remaining_seconds"`
+	// HeldUntil is when the slot of a held node goes to a spare if the
+	// node does not return: the end of its hold, while the hold counts
+	// down (the node absent from Consul and unreachable); null otherwise.
+	// Past it, the replacement is due and waits only for a spare, the
+	// replacement ceiling or a freeze.
+	HeldUntil *time.Time `json:"held_until"`
 	// FlushPending is true while the flushes document names the node
 	// (invariant 2): its flush was decided and is not done yet, whatever it
 	// waits for (the node to answer, a freeze, the leader's next pass).
@@ -108,6 +120,9 @@ func (l *Loop) Status() Status {
 		for _, n := range l.current.Slots() {
 			if n.IsZero() {
 				st.VacantSlots++
+				st.SlotsUnserved++
+			} else if s, ok := l.tr.nodes[n.ID]; ok && !s.reachable {
+				st.SlotsUnserved++
 			}
 		}
 	}
@@ -141,7 +156,8 @@ func (l *Loop) Status() Status {
 			ns.Slot = &slot
 			if d, counting := l.tr.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now); counting {
 				secs := d.Seconds()
-				ns.HoldRemainingSeconds = &secs
+				until := now.Add(d).UTC()
+				ns.HoldRemainingSeconds, ns.HeldUntil = &secs, &until
 			}
 		}
 		owes := l.owesLocked(id)
@@ -159,7 +175,10 @@ func (l *Loop) Status() Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
-	st.Zones = l.zonesLocked(st.Nodes)
+	st.Zones = l.zonesLocked(st.Nodes, now)
+	for i := range st.Zones {
+		_, st.Zones[i].Alert = l.alertZones[st.Zones[i].Zone]
+	}
 	st.ZoneAlert = l.zoneAlert
 	return st
 }

@@ -67,7 +67,7 @@ func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
-	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
+	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
 		t.Fatalf("replace: %+v, %v", res, err)
 	}
 	m, _ := w.store.stored()
@@ -248,7 +248,7 @@ func TestWarmingSlotIsNotMovedAgain(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = 2 * time.Minute
 	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
-	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true}) {
+	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
 		t.Fatalf("replace: %+v, %v", res, err)
 	}
 	until := w.clk.Now().Add(2 * time.Minute)

@@ -84,9 +84,10 @@ func (r DrainRequest) IntervalText() string {
 }
 
 // DrainEntry is one zone's entry of the drain document, as stored in KV
-// and answered by GET /v1/drain. Slots, TargetSlots, State and Blocked are
-// filled in when answered; LastStepAt and Returning are the loop's
-// bookkeeping, stored so a new leader keeps the pace.
+// and answered by GET /v1/drain. Slots, TargetSlots, SlotsToMove, State,
+// SparesLeft and Warning are filled in when answered; LastStepAt,
+// Returning and MovedSlots are the loop's bookkeeping, stored so a new
+// leader keeps the pace and gives back what was moved.
 type DrainEntry struct {
 	Percent       int       `json:"percent"`
 	StepPercent   int       `json:"step_percent"`
@@ -104,6 +105,18 @@ type DrainEntry struct {
 	Returning bool `json:"returning,omitempty"`
 	// LastStepAt is when the last drain or return step moved a slot.
 	LastStepAt *time.Time `json:"last_step_at,omitempty"`
+	// MovedSlots are the slots the zone's drain steps moved off it and no
+	// return step gave back yet, ascending: a return step gives these back
+	// first ("Undrain undoes"). Answered as [] when none.
+	MovedSlots []int `json:"moved_slots"`
+	// SlotsToMove is how many slots the zone's steps still move: off it
+	// while draining, back to it while returning (0 at the target).
+	SlotsToMove int `json:"slots_to_move"`
+	// SparesLeft is the number of ready spares outside the drained zones,
+	// the nodes a replacement or a drain step can take; Warning says, in
+	// one sentence, when the drain takes the last of them ("" otherwise).
+	SparesLeft int    `json:"spares_left"`
+	Warning    string `json:"warning,omitempty"`
 }
 
 // Interval returns the entry's step interval (the default when unreadable).
@@ -145,6 +158,11 @@ type ReplaceResult struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	Warm bool   `json:"warm"`
+	// SparesLeft is the number of ready spares outside the drained zones
+	// after the replace; Warning says, in one sentence, that it took the
+	// last of them ("" otherwise).
+	SparesLeft int    `json:"spares_left"`
+	Warning    string `json:"warning,omitempty"`
 }
 
 // ZoneStatus is one entry of the status document's zones (section 7).
@@ -156,6 +174,10 @@ type ZoneStatus struct {
 	Absent      int         `json:"absent"`
 	HitRate     *float64    `json:"hit_rate"`
 	Drain       *DrainEntry `json:"drain"`
+	// Alert is true while the zone alerts: more than half of its slot
+	// holders, and at least two of them, unreachable (the status's
+	// zone_alert names it, with the command that would drain it).
+	Alert bool `json:"alert"`
 }
 
 // ParseDrainRequest reads the body of PUT /v1/drain/{zone}: a JSON object

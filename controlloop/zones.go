@@ -12,9 +12,18 @@ import (
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
-// KindZoneAlert is the event kind of a zone more than half of whose slot
-// holders became unreachable (CONTRACT.md section 7).
-const KindZoneAlert = "zone alert"
+// Event kinds of the zone alert (section 7): a zone more than half of
+// whose slot holders, and at least two of them, became unreachable at
+// once, and the end of that alert.
+const (
+	KindZoneAlert     = "zone alert"
+	KindZoneAlertOver = "zone alert over"
+)
+
+// minAlertHolders is the fewest unreachable slot holders of one zone that
+// raise its zone alert: one dead node is a node to replace (its hold says
+// when), not a zone to drain.
+const minAlertHolders = 2
 
 // zoneReading is one stats reading of a zone's slot holders.
 type zoneReading struct {
@@ -52,9 +61,9 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 	}
 }
 
-// zonesLocked returns the status document's zones: one per zone known, by
-// name, from the nodes' status. l.mu must be held.
-func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
+// zonesLocked returns the status document's zones at now: one per zone
+// known, by name, from the nodes' status. l.mu must be held.
+func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
 	byZone := map[string]*ZoneStatus{}
 	for _, n := range nodes {
 		z := byZone[n.AZ]
@@ -73,7 +82,7 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 			z.Absent++
 		}
 	}
-	drains := l.drainsLocked()
+	drains := l.drainsLocked(now)
 	out := make([]ZoneStatus, 0, len(byZone)+len(drains.Zones))
 	for zone, e := range drains.Zones {
 		if byZone[zone] == nil {
@@ -93,15 +102,14 @@ func (l *Loop) zonesLocked(nodes []NodeStatus) []ZoneStatus {
 	return out
 }
 
-// zoneAlertLocked names the zones of m more than half of whose slot
-// holders are unreachable, each with the command that would drain it:
-// one sentence by zone (nil when none). The zone "" cannot be drained and
-// is not named. l.mu must be held.
-func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
+// zoneHolders counts, by zone, the slot holders of m and how many of them
+// are unreachable by the pool's verdict. The zone "" is left out: it
+// cannot be drained. l.mu must be held.
+func (l *Loop) zoneHolders(m *cachenodes.SlotMap) (holders, down map[string]int) {
+	holders, down = map[string]int{}, map[string]int{}
 	if m == nil {
-		return nil
+		return holders, down
 	}
-	holders, down := map[string]int{}, map[string]int{}
 	for i := range m.NumSlots() {
 		n := m.Slot(i)
 		if n.IsZero() || n.AZ == "" {
@@ -112,20 +120,46 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 			down[n.AZ]++
 		}
 	}
+	return holders, down
+}
+
+// alerting reports whether a zone with holders slot holders, down of them
+// unreachable, raises the zone alert: more than half of them, and at least
+// minAlertHolders.
+func alerting(holders, down int) bool {
+	return 2*down > holders && down >= minAlertHolders
+}
+
+// zoneAlertLocked names the zones of m that alert (more than half of their
+// slot holders, and at least two, unreachable), each with the command that
+// would drain it: one sentence by zone (nil when none). l.mu must be held.
+func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
+	holders, down := l.zoneHolders(m)
 	var out map[string]string
 	for zone, n := range holders {
-		if 2*down[zone] > n {
-			if out == nil {
-				out = map[string]string{}
-			}
-			if l.drains != nil && l.drains.Zones[zone] != nil {
-				out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; it is being drained already (mcrib drain %s; mcrib zones shows its progress)", zone, down[zone], n, zone)
-				continue
-			}
-			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone)
+		if !alerting(n, down[zone]) {
+			continue
 		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if l.drains != nil && l.drains.Zones[zone] != nil {
+			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; it is being drained already (mcrib drain %s; mcrib zones shows its progress)", zone, down[zone], n, zone)
+			continue
+		}
+		out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; to move its slots off it: mcrib drain %s --reason \"…\"", zone, down[zone], n, zone)
 	}
 	return out
+}
+
+// alertOver says, in one sentence, why zone's alert ended over m.
+// l.mu must be held.
+func (l *Loop) alertOver(m *cachenodes.SlotMap, zone string) string {
+	holders, down := l.zoneHolders(m)
+	if holders[zone] == 0 {
+		return fmt.Sprintf("zone %s: its zone alert is over: it holds no slot any more", zone)
+	}
+	return fmt.Sprintf("zone %s: its zone alert is over: %d of %d slot holders unreachable now", zone, down[zone], holders[zone])
 }
 
 // joinAlerts is the zone alert of the status: the zones' sentences in

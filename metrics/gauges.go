@@ -36,6 +36,10 @@ type Gauges struct {
 	Leader, Frozen, AutoFrozen, DiscoveryFault, ConsulReachable, Ready bool
 	// VacantSlots is the number of slots without a node (mcrib_vacant_slots).
 	VacantSlots int
+	// SlotsUnserved is the number of slots whose keys reach no memcached:
+	// vacant, or held by an unreachable node (mcrib_slots_unserved). The
+	// hit rate counts only the gets that reached one.
+	SlotsUnserved int
 	// ReplacementsBlocked is the number of replacements due but held back
 	// by a freeze or the replacement ceiling (mcrib_replacements_blocked).
 	ReplacementsBlocked int
@@ -65,7 +69,8 @@ type Gauges struct {
 	// controlloop.CorruptDocuments).
 	CorruptDocuments []string
 	// Zones has one entry per zone known (mcrib_zone_slots,
-	// mcrib_zone_unreachable_nodes, mcrib_zone_hit_ratio, labelled zone).
+	// mcrib_zone_unreachable_nodes, mcrib_zone_hit_ratio, mcrib_zone_alert,
+	// labelled zone).
 	Zones []ZoneGauges
 }
 
@@ -82,6 +87,10 @@ type ZoneGauges struct {
 	// HitRate is its hit rate, 0..1; nil while unknown, which exports no
 	// mcrib_zone_hit_ratio series for the zone.
 	HitRate *float64
+	// Alert is true while mcrib's zone alert names the zone: more than
+	// half of its slot holders, and at least two, unreachable
+	// (mcrib_zone_alert: 1, else 0).
+	Alert bool
 }
 
 // unixSeconds is t as fractional Unix seconds, 0 for the zero time.

@@ -202,6 +202,8 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_consul_reachable":       "1 when the last Consul read succeeded.",
 		"mcrib_ready":                  "1 when /readyz answers 200.",
 		"mcrib_vacant_slots":           "Slots without a node.",
+		"mcrib_slots_unserved":         "Slots whose keys reach no memcached: vacant, or held by an unreachable node.",
+		"mcrib_zone_alert":             "1 while the zone alert names the zone: more than half of its slot holders, and at least two, unreachable.",
 		"mcrib_replacements_blocked":   "Replacements due but held back by a freeze or the replacement ceiling.",
 		"mcrib_nodes":                  "Cache nodes by state (serving, held, spare, flushing, down, warming).",
 		"mcrib_boot_limit_manual":      "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
@@ -248,6 +250,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_consul_reachable"], boolValue(g.ConsulReachable))
 		o.ObserveInt64(ig["mcrib_ready"], boolValue(g.Ready))
 		o.ObserveInt64(ig["mcrib_vacant_slots"], int64(g.VacantSlots))
+		o.ObserveInt64(ig["mcrib_slots_unserved"], int64(g.SlotsUnserved))
 		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
 		known := nodeStates()
 		for _, state := range known {
@@ -274,6 +277,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 			zone := metric.WithAttributes(attribute.String("zone", z.Zone))
 			o.ObserveInt64(ig["mcrib_zone_slots"], int64(z.Slots), zone)
 			o.ObserveInt64(ig["mcrib_zone_unreachable_nodes"], int64(z.Unreachable), zone)
+			o.ObserveInt64(ig["mcrib_zone_alert"], boolValue(z.Alert), zone)
 			if z.HitRate != nil {
 				o.ObserveFloat64(fg["mcrib_zone_hit_ratio"], *z.HitRate, zone)
 			}

@@ -45,6 +45,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_flushes_pending":                     "gauge",
 	"mcrib_slotmap_updated_timestamp_seconds":   "gauge",
 	"mcrib_kv_corrupt_documents":                "gauge",
+	"mcrib_slots_unserved":                      "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.

@@ -10,9 +10,9 @@ func TestZoneGauges(t *testing.T) {
 	_, h := newRecorder(t, func() Gauges {
 		return Gauges{Zones: []ZoneGauges{
 			{Zone: "a", Slots: 3, Unreachable: 0, HitRate: &hit},
-			{Zone: "b", Slots: 2, Unreachable: 3},
+			{Zone: "b", Slots: 2, Unreachable: 3, Alert: true},
 			{Zone: "", Slots: 0, Unreachable: 1},
-		}}
+		}, SlotsUnserved: 2}
 	})
 	samples, families := scrape(t, h)
 	wantLines(t, samples,
@@ -24,8 +24,12 @@ func TestZoneGauges(t *testing.T) {
 		`mcrib_zone_unreachable_nodes{zone=""} 1`,
 		`mcrib_zone_hit_ratio{zone="a"} 0.93`,
 		`mcrib_nodes{state="warming"} 0`,
+		`mcrib_zone_alert{zone="a"} 0`,
+		`mcrib_zone_alert{zone="b"} 1`,
+		`mcrib_zone_alert{zone=""} 0`,
+		`mcrib_slots_unserved 2`,
 	)
-	for _, name := range []string{"mcrib_zone_slots", "mcrib_zone_unreachable_nodes", "mcrib_zone_hit_ratio"} {
+	for _, name := range []string{"mcrib_zone_slots", "mcrib_zone_unreachable_nodes", "mcrib_zone_hit_ratio", "mcrib_zone_alert", "mcrib_slots_unserved"} {
 		if families[name] != "gauge" {
 			t.Errorf("family %s is %q, want a gauge", name, families[name])
 		}

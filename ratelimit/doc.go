@@ -41,6 +41,17 @@
 // in the status and the boot-limit document) until an interval has gets
 // again.
 //
+// During a warm move the hit rate counts what applications see: a get
+// that misses a warming slot's new holder and hits its warm source is one
+// get and one hit; the warm source's own gets are not counted again
+// (warmpair.go says how, from what the clients do on a warm read). The
+// controller's input, and the slow start's, leave out the nodes of the
+// slots a planned move touched (a drain or return step, a replace, a
+// maintenance move: while the slot warms and a few intervals after the move
+// or its warming's end, also for a cold move), so that no planned move cuts
+// the limit by itself, while a fall of the other slots' hit rate still
+// does.
+//
 // # Controller
 //
 // With I the stats interval, Low the --hit-rate-low and Target the

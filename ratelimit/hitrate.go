@@ -27,6 +27,17 @@ type Counters struct {
 	Misses uint64
 	PID    int64
 	Uptime time.Duration
+	// WarmSourceOf, when set, names the node (a key of the same reading)
+	// whose slot this node warms as its warm source: the two are counted
+	// as the one slot applications read (warmpair.go), and this node's
+	// own gets are not counted again. Empty for a slot holder.
+	WarmSourceOf string
+	// Planned marks a node whose slot a planned move (a drain or return
+	// step, a replace, a maintenance move) touched recently: it warms, or
+	// moved or ended its warming a short while ago. A meter that leaves
+	// planned moves out (HitRateMeter.LeavesOutPlanned) keeps its counters
+	// as the baseline of the next interval and counts nothing of it.
+	Planned bool
 }
 
 // nodeCounters is the last reading of one node and when it was seen.
@@ -46,9 +57,19 @@ type nodeCounters struct {
 // weight 0.2), so a quiet interval barely moves the value; an interval without any
 // traffic leaves it unchanged.
 //
-// The zero value is ready to use. A HitRateMeter is not safe for concurrent
-// use.
+// A node marked as a warm source (Counters.WarmSourceOf) is counted with
+// the slot holder it warms as the one slot applications read: a get the
+// warm source answered is a hit, and the warm source's own gets are not
+// counted again (warmpair.go).
+//
+// The zero value is ready to use and counts every node. A HitRateMeter is
+// not safe for concurrent use.
 type HitRateMeter struct {
+	// LeavesOutPlanned makes the meter leave out the nodes marked Planned:
+	// the boot limiter's input, so that no planned move cuts the limit by
+	// itself while a fall of the other slots' hit rate still does.
+	LeavesOutPlanned bool
+
 	nodes   map[string]nodeCounters
 	round   uint64
 	rate    float64
@@ -79,13 +100,36 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 	// Sums in float64: counters near 2^64 (a bogus reply, a node whose
 	// counters wrapped) must not overflow into a small total.
 	var hits, misses float64
+	deltas := make(map[string]pairDelta, len(nodes))
 	for id, c := range nodes {
 		if prev, seen := m.nodes[id]; seen {
 			h, ms := delta(prev.c, c)
-			hits += float64(h)
-			misses += float64(ms)
+			deltas[id] = pairDelta{hits: h, misses: ms}
 		}
 		m.nodes[id] = nodeCounters{c: c, seen: m.round}
+	}
+	var sources map[string]pairDelta // warm sources' increases, by the holder they warm
+	for id, c := range nodes {
+		if c.WarmSourceOf == "" {
+			continue
+		}
+		if d, ok := deltas[id]; ok {
+			if sources == nil {
+				sources = make(map[string]pairDelta)
+			}
+			sources[c.WarmSourceOf] = d
+		}
+	}
+	for id, c := range nodes {
+		d, ok := deltas[id]
+		if !ok || c.WarmSourceOf != "" || (m.LeavesOutPlanned && c.Planned) {
+			continue // a baseline, counted with its holder, or left out
+		}
+		if src, warms := sources[id]; warms {
+			d.hits, d.misses = applicationView(d, src)
+		}
+		hits += float64(d.hits)
+		misses += float64(d.misses)
 	}
 	for id, n := range m.nodes {
 		if m.round-n.seen >= forgetAfter {

@@ -28,9 +28,10 @@ var (
 	ErrRunning = errors.New("ratelimit: already running")
 )
 
-// StatsFunc reads the counters of every serving memcached node, keyed by
-// node ID, and says how many serving nodes could not be read. It should
-// return when ctx ends.
+// StatsFunc reads the counters of every serving memcached node and of
+// every warm source (marked Counters.WarmSourceOf), keyed by node ID, and
+// says how many serving nodes could not be read. It marks Planned the
+// nodes of the slots planned moves touch. It should return when ctx ends.
 type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
 
 // ServiceOptions configures a Service. Config is required, and so are
@@ -108,7 +109,12 @@ type Service struct {
 	followed uint64      // X-Consul-Index of the last reading the watch delivered
 	ctrl     *Controller // nil while not leading
 
-	meter HitRateMeter // used by the control loop only
+	// meter measures the pool's hit rate, what applications see (HitRate,
+	// the document's hit_rate); input is the boot limiter's input, the
+	// same less the slots planned moves touch (Counters.Planned). Both are
+	// used by the control loop only.
+	meter HitRateMeter
+	input HitRateMeter
 }
 
 // NewService checks opts and returns a Service; nothing runs before Run.
@@ -133,6 +139,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		log:      opts.Logger,
 		stats:    opts.Stats,
 		isLeader: opts.IsLeader,
+		input:    HitRateMeter{LeavesOutPlanned: true},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -497,19 +504,25 @@ func (s *Service) tick(ctx context.Context) {
 }
 
 // Tick runs one stats interval ending at now: it folds nodes (the serving
-// nodes' counters; unreadable, how many could not be read) into the hit
-// rate, gives the boot-surge slow start its reading and, while this
-// process leads, steps the controller and writes a change of the document
-// with check-and-set. An interval whose counters hold no gets is no
-// reading: the controller holds and HitRate says unknown. A process that
+// nodes' counters and their warm sources'; unreadable, how many serving
+// nodes could not be read) into the hit rate, gives the boot-surge slow
+// start its reading and, while this process leads, steps the controller
+// and writes a change of the document with check-and-set. The hit rate
+// counts every slot as applications see it; the controller and the slow
+// start read the same less the nodes marked Planned (Counters.Planned),
+// so that no planned move cuts the limit by itself. An interval whose
+// counters hold no gets is no reading: the controller holds and HitRate
+// says unknown (the controller also holds when only planned moves' slots
+// had gets). A process that
 // does not lead keeps its slow start reset, so that once it leads it
 // takes the steady load it inherits for no surge and admits at the stored
 // limit and burst from its first boot. Run calls Tick every interval; the
 // simulation calls it with readings and times of its own.
 func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, unreadable int) {
 	rate, ok := s.meter.Observe(now, nodes, unreadable)
-	raw, haveRaw := s.meter.Interval()
-	level, judge := s.slow.Reading(now, ok && haveRaw)
+	in, inOK := s.input.Observe(now, nodes, unreadable)
+	raw, haveRaw := s.input.Interval()
+	level, judge := s.slow.Reading(now, inOK && haveRaw)
 	s.mu.Lock()
 	s.hitRate, s.haveRate, s.unreadable = rate, ok, unreadable
 	loaded, doc := s.loaded, s.doc
@@ -539,8 +552,8 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 		s.ctrl = NewController(s.cfg, doc)
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
-	if ok {
-		s.decide(ctx, now, rate, surge{judge: judge, raw: raw, level: level})
+	if inOK {
+		s.decide(ctx, now, in, surge{judge: judge, raw: raw, level: level})
 	}
 }
 

@@ -44,7 +44,9 @@ func newBootLimiter(cfg Config, loop *controlloop.Loop, now time.Time) *bootLimi
 		adm:  ratelimit.NewAdmitter(doc.Limit, doc.Burst),
 		ctrl: ratelimit.NewController(cc, doc),
 		slow: slow,
-		loop: loop,
+		// The boot limiter's input, as mcrib serve's: planned moves left out.
+		meter: ratelimit.HitRateMeter{LeavesOutPlanned: true},
+		loop:  loop,
 	}
 }
 

@@ -58,6 +58,7 @@ func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		WarmFor:                  warmFor(cfg),
+		SettleAfterMove:          3 * cfg.StatsInterval,
 		Store:                    &memStore{},
 		Discovery:                noDiscovery{},
 		Prober:                   prober{w: w, flushes: &p.flushN},

@@ -181,6 +181,14 @@
 
     setText(byId("hitrate"), fmtRate(st.hit_rate));
 
+    // The hit rate counts the gets that reached a memcached; the slots
+    // whose keys reach none stand beside it.
+    const unserved = byId("unserved");
+    const nu = num(st.slots_unserved);
+    setText(unserved, nu === null ? "—" : String(nu));
+    setClass(unserved, "bad", nu !== null && nu > 0);
+    setClass(unserved, "good", nu === 0);
+
     const vacant = byId("vacant");
     const nv = num(st.vacant_slots);
     setText(vacant, nv === null ? "—" : String(nv));
@@ -264,12 +272,30 @@
     const td = el("td", null, el("span", "pill state-" + state.replace(/[^a-z]/g, ""), state));
     const absent = ageOf(n.absent_since);
     if (absent !== null) td.append(el("span", "muted small", " absent " + fmtAge(absent)));
+    const held = heldSentence(n);
     const hold = num(n.hold_remaining_seconds);
-    if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
+    if (held !== "") td.append(el("span", "pill state-hold", held));
+    else if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
     if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", "flush pending"));
     if (num(n.warming) !== null) td.append(el("span", "pill state-warmsource", "warm source of slot " + n.warming));
     if (n.drained === true) td.append(el("span", "pill state-drained", "zone drained"));
     return td;
+  }
+
+  // heldSentence says what a held node waits for: when its slot goes to a
+  // spare if it does not return (held_until), or that it keeps the slot
+  // while it answers; "" for a node that is not held, or a server that
+  // does not send held_until.
+  function heldSentence(n) {
+    if (str(n.state) !== "held") return "";
+    if (typeof n.held_until === "string" && n.held_until !== "") {
+      const hold = num(n.hold_remaining_seconds);
+      const left = hold !== null ? Math.ceil(hold) : Math.ceil((Date.parse(n.held_until) - serverNow()) / 1000);
+      if (!(left > 0)) return "held: its hold is over, replaced as soon as a spare allows";
+      return "held, replaced in " + fmtAge(left) + " if it does not return";
+    }
+    if (n.reachable === true && num(n.hold_remaining_seconds) === null) return "held: absent from Consul but answering, it keeps its slot";
+    return "";
   }
 
   function reachableCell(n) {
@@ -293,7 +319,7 @@
   function nodeSig(n) {
     if (!n) return "";
     return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since),
-      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming].join("|");
+      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming, str(n.held_until)].join("|");
   }
 
   // nodeCell shows a slot's holder and, while the slot warms, the old
@@ -315,7 +341,12 @@
     const state = str(d.state) || "unknown";
     const td = el("td", null, el("span", "pill drain-" + state.replace(/[^a-z]/g, ""), state),
       " " + fmtNum(d.slots) + " of " + fmtNum(d.baseline_slots) + " slots, target " + fmtNum(d.target_slots));
+    const toMove = num(d.slots_to_move);
+    if (toMove !== null) td.append(" · " + toMove + (toMove === 1 ? " slot" : " slots") + " to move");
+    const moved = Array.isArray(d.moved_slots) ? d.moved_slots.filter((x) => num(x) !== null) : [];
+    if (moved.length > 0) td.append(el("span", "muted small", " · moved off: slot" + (moved.length > 1 ? "s " : " ") + moved.join(", ")));
     if (str(d.blocked) !== "") td.append(el("span", "pill state-blocked", "blocked: " + str(d.blocked)));
+    if (str(d.warning) !== "") td.append(el("div", "warn-text small", "warning: " + str(d.warning)));
     td.append(el("div", "muted small", fmtNum(d.step_percent) + " % every " + (str(d.step_interval) || "?") +
       (str(d.reason) !== "" ? " · reason: " + str(d.reason) : "")));
     return td;
@@ -458,6 +489,46 @@
     setClass(count, "bad", spares.length === 0);
     setClass(count, "good", spares.length > 0);
 
+    // Warm sources: nodes that gave their slot away in a planned move and
+    // still serve as its new holder's warm source (also in a drained zone).
+    const warmSlots = new Map();
+    if (sm && Array.isArray(sm.slots)) {
+      sm.slots.forEach((entry, i) => {
+        const w = entry && typeof entry === "object" && entry.warming && typeof entry.warming === "object" ? entry.warming : null;
+        if (w) warmSlots.set(str(w.node_id), { slot: num(entry.slot) === null ? i : entry.slot, until: str(w.until), to: str(entry.node_id) });
+      });
+    }
+    const sources = [];
+    for (const [id, n] of nodes) {
+      if (str(n.state) === "warming" || num(n.warming) !== null) sources.push({ id: id, n: n, w: warmSlots.get(id) || null });
+    }
+    const sourceRows = sources.map((s) => ({
+      sig: [s.id, nodeSig(s.n), s.w ? s.w.slot + s.w.until + s.w.to : ""].join("|"),
+      build: () => {
+        const slot = s.w ? s.w.slot : num(s.n.warming);
+        const until = s.w ? Date.parse(s.w.until) : NaN;
+        const warms = "slot " + (slot === null ? "?" : slot) + (s.w && s.w.to ? " for " + s.w.to : "") +
+          (isNaN(until) ? "" : " until " + fmtUTC(until));
+        const tr = el("tr", null,
+          el("td", "mono", s.id),
+          el("td", "mono", str(s.n.addr)),
+          el("td", null, str(s.n.az) || "—"),
+          el("td", null, warms),
+          stateCell(s.n),
+          reachableCell(s.n),
+          consulCell(s.n));
+        tr.setAttribute("data-node", s.id);
+        return tr;
+      },
+    }));
+    if (!st) {
+      sourceRows.push(emptyRow(7, "unknown: v1/status has not answered yet"));
+    } else if (sourceRows.length === 0) {
+      sourceRows.push(emptyRow(7, "none: no slot warms"));
+    }
+    syncRows(byId("warmsources"), sourceRows);
+    setText(byId("warmsources-summary"), st ? "(" + sources.length + ")" : "");
+
     const downRows = down.map((n) => ({
       sig: [n.id, n.addr, n.az, nodeSig(n)].join("|"),
       build: () => {
@@ -542,6 +613,7 @@
     setClass(byId("slots-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("spares-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("down-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("warmsources-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("zones-panel"), "stale", !fresh.status && last.status);
     setClass(byId("bootlimit-panel"), "stale", !fresh.ratelimit && last.ratelimit);
     setClass(document.body, "failing", failures.length > 0);

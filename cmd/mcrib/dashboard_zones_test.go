@@ -104,4 +104,6 @@ func TestDashboardShowsZones(t *testing.T) {
 	if !strings.Contains(spares, "mc-9") || !strings.Contains(spares, "zone drained") || strings.Contains(spares, "mc-2") {
 		t.Errorf("#spares = %q, want mc-9 marked drained and not the warm source mc-2", spares)
 	}
+	// The drained warm source has a node table of its own.
+	dashWantContains(t, d, "warmsources", "mc-2", "10.0.1.2:11211", "slot 3 for mc-4 until 2026-11-29 13:02:00 UTC", "zone drained")
 }

@@ -58,6 +58,9 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 	line("last reconcile", last)
 	line("consul reachable", known(sent.has("consul_reachable"), yesNo(s.ConsulReachable)))
 	line("hit rate", knownHitRate(sent.has("hit_rate"), s.HitRate))
+	if sent.has("slots_unserved") {
+		line("slots unserved", unservedText(s.SlotsUnserved))
+	}
 	if sent.has("boot_limit") {
 		b, bs := s.BootLimit, sent.under("boot_limit")
 		line("boot limit", fmt.Sprintf("%s, %s boots/s, burst %s", known(bs.has("mode"), orUnknown(b.Mode)),

@@ -52,6 +52,7 @@ generation:        7
 last reconcile:    2 s ago, at 2026-11-29T13:00:00Z
 consul reachable:  yes
 hit rate:          0.97
+slots unserved:    0
 boot limit:        auto, 1000 boots/s, burst 100
 vacant slots:      0
 blocked:           no replacement held back
@@ -69,6 +70,7 @@ generation:        2
 last reconcile:    never
 consul reachable:  no
 hit rate:          unknown
+slots unserved:    0
 boot limit:        unknown, 0 boots/s, burst 0
 vacant slots:      0
 blocked:           no replacement held back
@@ -120,6 +122,7 @@ generation:        0
 last reconcile:    never
 consul reachable:  no
 hit rate:          unknown
+slots unserved:    0
 boot limit:        manual, 2.5 boots/s, burst 1
 vacant slots:      0
 blocked:           no replacement held back

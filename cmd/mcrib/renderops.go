@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcrib/mcrib/controlloop"
 )
 
 // statusFacts returns the lines of the status document an operator under
@@ -44,7 +46,10 @@ func printNodeNotes(w io.Writer, s statusDocument) {
 	var lines []string
 	for _, n := range s.Nodes {
 		var notes []string
-		if n.HoldRemainingSeconds != nil {
+		if held := heldNote(n); held != "" {
+			notes = append(notes, held)
+		}
+		if n.HoldRemainingSeconds != nil && n.HeldUntil == nil {
 			d := time.Duration(*n.HoldRemainingSeconds * float64(time.Second)).Round(time.Second)
 			if d <= 0 {
 				notes = append(notes, "hold over: due for replacement")
@@ -79,4 +84,35 @@ func knownHitRate(sent bool, rate *float64) string {
 		return "unknown"
 	}
 	return formatHitRate(*rate)
+}
+
+// unservedText is the slots_unserved line: how many slots' keys reach no
+// memcached, which the hit rate leaves out.
+func unservedText(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	return strconv.Itoa(n) + " (vacant, or held by an unreachable node: their keys reach no memcached, and the hit rate counts only the gets that reached one)"
+}
+
+// heldNote is the sentence of a held node: when its slot goes to a spare
+// if it does not return, or that it keeps the slot while it answers; ""
+// for a node that is not held.
+func heldNote(n controlloop.NodeStatus) string {
+	switch {
+	case n.State != controlloop.StateHeld:
+		return ""
+	case n.HeldUntil == nil && n.HoldRemainingSeconds == nil && n.Reachable:
+		return "held: absent from Consul but it answers, so it keeps its slot and its contents"
+	case n.HeldUntil == nil:
+		return "" // not counting, or an older mcrib (the hold's countdown says it)
+	}
+	d := time.Until(*n.HeldUntil).Round(time.Second) // a server that sent held_until sent the countdown too
+	if n.HoldRemainingSeconds != nil {
+		d = time.Duration(*n.HoldRemainingSeconds * float64(time.Second)).Round(time.Second)
+	}
+	if d <= 0 {
+		return "held: its hold is over, replaced as soon as a spare, the replacement ceiling and the freezes allow"
+	}
+	return "held, replaced in " + span(d) + " if it does not return"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/ratelimit"
@@ -74,5 +75,40 @@ func TestStatusHitRateIsNullBeforeTraffic(t *testing.T) {
 		if !strings.HasPrefix(string(b[strings.Index(string(b), `"hit_rate"`):]), tc.want) {
 			t.Errorf("measured %v: document %s, want %s", tc.known, b, tc.want)
 		}
+	}
+}
+
+// TestPrintStatusHeldAndUnserved: a held node says when its slot goes to
+// a spare if it does not return (or that it keeps it while it answers),
+// and slots_unserved stands beside the hit rate.
+func TestPrintStatusHeldAndUnserved(t *testing.T) {
+	slot := func(n int) *int { return &n }
+	secs := func(f float64) *float64 { return &f }
+	until := time.Now().Add(22 * time.Second)
+	doc := statusDocument{
+		Status: controlloop.Status{
+			Pool: "default", Leader: true, SlotsUnserved: 1,
+			Nodes: []controlloop.NodeStatus{
+				{ID: "mc-1", Slot: slot(0), State: "held", HoldRemainingSeconds: secs(21.8), HeldUntil: &until},
+				{ID: "mc-2", Slot: slot(1), State: "held", Reachable: true},
+				{ID: "mc-3", Slot: slot(2), State: "held", HoldRemainingSeconds: secs(0), HeldUntil: &until},
+			},
+		},
+	}
+	var b bytes.Buffer
+	printStatus(&b, doc, nil, testNow)
+	out := b.String()
+	for _, want := range []string{
+		"hit rate:          unknown\nslots unserved:    1 (vacant, or held by an unreachable node",
+		"  mc-1: held, replaced in 22 s if it does not return\n",
+		"  mc-2: held: absent from Consul but it answers, so it keeps its slot and its contents\n",
+		"  mc-3: held: its hold is over, replaced as soon as a spare, the replacement ceiling and the freezes allow\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hold ends in") {
+		t.Errorf("the held sentence is said twice:\n%s", out)
 	}
 }

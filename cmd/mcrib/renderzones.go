@@ -98,6 +98,9 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry, now ti
 	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e))
 	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orUnknown(e.StepInterval))
 	fmt.Fprintf(w, "  reason: %s (by %s, %s)\n", orUnknown(e.Reason), orUnknown(e.By), whenText(e.At, now))
+	if e.Warning != "" {
+		fmt.Fprintf(w, "  warning: %s\n", e.Warning)
+	}
 }
 
 // printReplace writes the outcome of a replace.
@@ -109,6 +112,9 @@ func printReplace(w io.Writer, r controlloop.ReplaceResult) {
 		how = "warm: " + orUnknown(r.From) + " stays the slot's warm source until --warm-for passes"
 	}
 	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orUnknown(r.From), orUnknown(r.To), how)
+	if r.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", r.Warning)
+	}
 }
 
 // nodeStateCell is a node's state with its zone's drain and the slot it

@@ -94,6 +94,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		WarmFor:                  cfg.WarmFor,
 		WarmTTL:                  cfg.WarmTTL,
+		SettleAfterMove:          3 * cfg.StatsInterval,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
 		TwemproxyConfig:          cfg.TwemproxyConfig,
@@ -262,6 +263,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		ConsulReachable:     st.ConsulReachable,
 		Ready:               loop.Ready() == nil,
 		VacantSlots:         st.VacantSlots,
+		SlotsUnserved:       st.SlotsUnserved,
 		ReplacementsBlocked: st.ReplacementsBlocked,
 		NodesByState:        map[string]int{},
 		BootLimit:           doc.Limit,
@@ -283,7 +285,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		g.HitRate = math.NaN()
 	}
 	for _, z := range st.Zones {
-		g.Zones = append(g.Zones, metrics.ZoneGauges{Zone: z.Zone, Slots: z.Slots, Unreachable: z.Unreachable, HitRate: z.HitRate})
+		g.Zones = append(g.Zones, metrics.ZoneGauges{Zone: z.Zone, Slots: z.Slots, Unreachable: z.Unreachable, HitRate: z.HitRate, Alert: z.Alert})
 	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcclient"
+)
+
+// The operator's dashboard at 3 a.m. (issue 21), on real stacks: a lone
+// dead holder raises no zone banner and says when its slot goes to a
+// spare; a drained zone's warm sources are listed; a warm drain under a
+// cache-aside load keeps the boot limit steady. With MCRIB_SCREENSHOT set
+// (or MCRIB_SCREENSHOT_DIR, the directory to write to; /tmp otherwise)
+// each writes its screenshot, docs/dashboard-*.png by name.
+
+// dashStack is a Consul dev agent, memcached in zones (mc-<zone>-<i>) and
+// mcrib serve in this process.
+type dashStack struct {
+	base  string
+	nodes map[string]*testenv.Memcached
+}
+
+func startDashStack(t *testing.T, zones []string, perZone int, args ...string) *dashStack {
+	t.Helper()
+	consul := testenv.StartConsul(t)
+	s := &dashStack{nodes: map[string]*testenv.Memcached{}}
+	for _, z := range zones {
+		for i := range perZone {
+			id := fmt.Sprintf("mc-%s-%d", z, i+1)
+			s.nodes[id] = testenv.StartMemcached(t)
+			testenv.Register(t, consul.Client, s.nodes[id], testenv.Registration{ID: id, Meta: map[string]string{"az": z}})
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg, err := parseServeConfig(append([]string{"--consul", consul.HTTPAddr, "--listen", addr}, args...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	logs := &strings.Builder{}
+	var logMu sync.Mutex
+	wg.Go(func() {
+		w := writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
+		if err := runServe(ctx, cfg, io.Discard, w); err != nil {
+			t.Errorf("mcrib serve: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if t.Failed() {
+			logMu.Lock()
+			t.Logf("mcrib log:\n%s", dashTail(logs.String(), 6000))
+			logMu.Unlock()
+		}
+	})
+	s.base = "http://" + addr
+	return s
+}
+
+// status reads GET /v1/status.
+func (s *dashStack) status() (statusDocument, bool) {
+	var st statusDocument
+	return st, stackGet(s.base+"/v1/status", &st)
+}
+
+// stackCall sends method path with a JSON body to base and returns the
+// status and the body.
+func stackCall(base, method, path, body string) (int, string, error) {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// dashShot writes a screenshot of the page at base named name (under
+// docs/ in the repository) when MCRIB_SCREENSHOT or MCRIB_SCREENSHOT_DIR
+// is set.
+func dashShot(t *testing.T, bin, base, name, size string) {
+	t.Helper()
+	dir := os.Getenv("MCRIB_SCREENSHOT_DIR")
+	if dir == "" && os.Getenv("MCRIB_SCREENSHOT") == "" {
+		return
+	}
+	if dir == "" {
+		dir = "/tmp"
+	}
+	shot := filepath.Join(dir, name)
+	os.Remove(shot)
+	dashRunChromium(t, bin, "--screenshot="+shot, "--window-size="+size, base+"/")
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", shot, err)
+	}
+	t.Logf("screenshot written to %s", shot)
+}
+
+// TestDashboardLoneDeadHolder: the memcached of the one slot holder of
+// zone b dies. That is a node to replace, not a zone to drain: no zone
+// banner and no zone alert; its slot row says "held, replaced in … if it
+// does not return", and the band counts one slot unserved.
+func TestDashboardLoneDeadHolder(t *testing.T) {
+	bin := dashChromium(t)
+	s := startDashStack(t, []string{"a", "b", "c"}, 2, "--slots", "4", "--hold", "60s",
+		"--probe-interval", "200ms", "--stats-interval", "200ms")
+	var victim string
+	testenv.Eventually(t, 30*time.Second, "4 slots filled, zone b holding one", func() bool {
+		st, ok := s.status()
+		if !ok {
+			return false
+		}
+		held := 0
+		for _, n := range st.Nodes {
+			if n.Slot != nil && n.AZ == "b" {
+				held++
+				victim = n.ID
+			}
+		}
+		return held == 1 && st.VacantSlots == 0 && len(st.Nodes) == 6
+	})
+	s.nodes[victim].Kill(t)
+	testenv.Eventually(t, 20*time.Second, victim+" held with held_until", func() bool {
+		st, ok := s.status()
+		if !ok {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if n.ID == victim {
+				return n.State == controlloop.StateHeld && n.HeldUntil != nil && !n.Reachable
+			}
+		}
+		return false
+	})
+	st, _ := s.status()
+	if st.ZoneAlert != "" || strings.Contains(st.AutoFreezeReason, "mcrib drain") || st.SlotsUnserved != 1 {
+		t.Fatalf("status: zone alert %q, automatic freeze %q, slots unserved %d; want no alert and 1 unserved", st.ZoneAlert, st.AutoFreezeReason, st.SlotsUnserved)
+	}
+
+	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
+	dashWantShown(t, d, "zonealert-banner", false)
+	dashWantText(t, d, "unserved", "1")
+	var row *dashNode
+	for _, tr := range d.byID(t, "slots").elementsNamed("tr") {
+		if strings.Contains(tr.text(), victim) {
+			row = tr
+		}
+	}
+	if row == nil {
+		t.Fatalf("no slot row names %s:\n%s", victim, d.byID(t, "slots").text())
+	}
+	if txt := row.text(); !strings.Contains(txt, "held, replaced in ") || !strings.Contains(txt, " if it does not return") || !strings.Contains(txt, "NO") {
+		t.Errorf("%s's slot row %q: want it held, unreachable, with when it is replaced", victim, txt)
+	}
+	if strings.Contains(d.find(func(n *dashNode) bool { return n.tag == "body" }).text(), "ZONE ALERT:") && d.byID(t, "zonealert-banner").shown() {
+		t.Errorf("a zone alert is shown for one dead holder")
+	}
+	dashShot(t, bin, s.base, "dashboard-lone-dead-holder.png", "1440,1000")
+}
+
+// dashLoad is a cache-aside load through mcclient: Zipf reads of keys,
+// a miss read from the "database" and set.
+type dashLoad struct {
+	c            *mcclient.Client
+	keys         uint64
+	reads, miss  atomic.Int64
+	errs         atomic.Int64
+	opsPerWorker int // a second
+}
+
+func (l *dashLoad) key(k uint64) string { return fmt.Sprintf("dash-%06d", k) }
+
+func (l *dashLoad) run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 21))
+			z := rand.NewZipf(r, 1.1, 1, l.keys-1)
+			tick := time.NewTicker(time.Second / time.Duration(l.opsPerWorker))
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				name := l.key(z.Uint64())
+				l.reads.Add(1)
+				if _, err := l.c.Get(name); err != nil {
+					l.miss.Add(1)
+					if !errors.Is(err, memcache.ErrCacheMiss) {
+						l.errs.Add(1)
+					}
+					l.c.Set(&memcache.Item{Key: name, Value: []byte("db:" + name)})
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestDashboardDrainUnderLoad: a cache-aside load runs through mcclient;
+// zone a (two of four slots) is drained warm in one step. While its slots
+// warm, the Warm sources table lists its two nodes, each marked as a warm
+// source of its slot in a drained zone, and the zone's row says it is
+// drained with nothing left to move; the boot limit stays at the ceiling
+// through the drain, as the history the page draws shows.
+func TestDashboardDrainUnderLoad(t *testing.T) {
+	bin := dashChromium(t)
+	s := startDashStack(t, []string{"a", "b", "c"}, 3, "--slots", "4", "--hold", "60s", "--warm-for", "40s",
+		"--probe-interval", "200ms", "--stats-interval", "500ms")
+	testenv.Eventually(t, 30*time.Second, "4 slots filled, zone a holding two", func() bool {
+		st, ok := s.status()
+		if !ok || st.VacantSlots != 0 {
+			return false
+		}
+		for _, z := range st.Zones {
+			if z.Zone == "a" {
+				return z.Slots == 2
+			}
+		}
+		return false
+	})
+	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: s.base, WaitTime: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := mcclient.New(mcclient.Options{Source: f, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { c.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
+	if err := c.WaitForSlotMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := &dashLoad{c: c, keys: 20_000, opsPerWorker: 250}
+	for k := range l.keys {
+		c.Set(&memcache.Item{Key: l.key(k), Value: []byte("db")})
+	}
+	wg.Go(func() { l.run(ctx, 4) })
+
+	limit := func() float64 {
+		var doc struct {
+			Limit float64 `json:"limit"`
+		}
+		stackGet(s.base+"/v1/ratelimit", &doc)
+		return doc.Limit
+	}
+	testenv.Eventually(t, 30*time.Second, "the hit rate measured under the load", func() bool {
+		st, ok := s.status()
+		return ok && st.HitRate != nil && *st.HitRate > 0.9 && l.reads.Load() > 5000
+	})
+	before := limit()
+	put := time.Now()
+	code, body, err := stackCall(s.base, "PUT", "/v1/drain/a", `{"reason":"INC-2107: link to a flapping","step_percent":100,"step_interval":"2s"}`)
+	if err != nil || code != 200 {
+		t.Fatalf("PUT /v1/drain/a: %d %s %v", code, body, err)
+	}
+	var sources []string
+	testenv.Eventually(t, 20*time.Second, "zone a drained, its two nodes warm sources", func() bool {
+		st, ok := s.status()
+		if !ok {
+			return false
+		}
+		sources = sources[:0]
+		for _, n := range st.Nodes {
+			if n.AZ == "a" && n.State == controlloop.StateWarming && n.Drained {
+				sources = append(sources, n.ID)
+			}
+		}
+		return len(sources) == 2
+	})
+	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
+	rows := d.byID(t, "warmsources").elementsNamed("tr")
+	if len(rows) != 2 {
+		t.Fatalf("#warmsources has %d rows, want the 2 warm sources %v:\n%s", len(rows), sources, d.byID(t, "warmsources").text())
+	}
+	for i, id := range sources {
+		txt := rows[i].text()
+		for _, want := range []string{id, "warming", "warm source of slot", "zone drained", "until"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("warm source row %q lacks %q", txt, want)
+			}
+		}
+	}
+	dashWantContains(t, d, "zones", "drained", "0 of 2 slots", "0 slots to move")
+	dashShot(t, bin, s.base, "dashboard-drain-warm-source.png", "1440,1300")
+
+	// Through the warmings and after: the boot limit holds.
+	lowest := before
+	for time.Since(put) < 50*time.Second {
+		lowest = min(lowest, limit())
+		time.Sleep(100 * time.Millisecond)
+	}
+	var h eventlog.Series
+	if !stackGet(s.base+"/v1/history", &h) {
+		t.Fatal("GET /v1/history failed")
+	}
+	for i, at := range h.At {
+		if at.After(put) {
+			lowest = min(lowest, h.BootLimit[i])
+		}
+	}
+	t.Logf("boot limit %v before the drain, lowest %v through it; %d reads, %d misses, %d errors", before, lowest, l.reads.Load(), l.miss.Load(), l.errs.Load())
+	if lowest != before {
+		t.Errorf("the warm drain moved the boot limit from %v down to %v", before, lowest)
+	}
+	d = dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
+	dashWantContains(t, d, "chart-bootlimit", fmt.Sprintf("limit %v", before))
+	dashWantContains(t, d, "bl-limit", fmt.Sprintf("%v boots/s", before))
+	dashShot(t, bin, s.base, "dashboard-drain-under-load.png", "1440,1700")
+}

@@ -1,0 +1,292 @@
+package controlloop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/ratelimit"
+)
+
+// docStore is a ratelimit.DocumentStore in memory.
+type docStore struct {
+	mu     sync.Mutex
+	raw    []byte
+	modify uint64
+}
+
+func (d *docStore) Key() string { return "mcrib/p/bootlimit" }
+
+func (d *docStore) Load(context.Context) (ratelimit.Snapshot, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	snap := ratelimit.Snapshot{LastIndex: d.modify}
+	if d.raw == nil {
+		return snap, nil
+	}
+	snap.Found, snap.ModifyIndex = true, d.modify
+	doc, err := ratelimit.ParseDocument(d.raw)
+	snap.Doc = doc
+	return snap, err
+}
+
+func (d *docStore) CAS(_ context.Context, doc ratelimit.Document, index uint64) (bool, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if index != d.modify {
+		return false, nil
+	}
+	d.modify++
+	d.raw = b
+	return true, nil
+}
+
+// cacheAside is a cache-aside load of 1,000 gets a second on every slot,
+// played on the fake prober's counters: a node that holds all of a slot's
+// keys serves 95% of its gets (the rest were invalidated by writes); a
+// node placed into a slot starts empty (its placement flushed it) and
+// fills as the slot is read: each second a fifth of what it lacks. While a
+// slot warms, its new holder's misses go to the warm source, which keeps
+// what it had: a hit there is copied into the new holder and read again
+// (mcclient's re-check), a hit for the application.
+type cacheAside struct {
+	w      *world
+	fill   map[string]float64 // node ID → share of its slot's keys it holds
+	slotOf map[string]int     // node ID → slot it held in the last second
+	hits   map[string]uint64
+	misses map[string]uint64
+	// apps counts what the applications saw in the last second.
+	appHits, appGets float64
+}
+
+const (
+	loadGets   = 1000.0
+	loadSteady = 0.95
+	loadRefill = 0.2
+)
+
+func newCacheAside(w *world) *cacheAside {
+	l := &cacheAside{w: w, fill: map[string]float64{}, slotOf: map[string]int{}, hits: map[string]uint64{}, misses: map[string]uint64{}}
+	for i, n := range w.loop.SlotMap().Slots() {
+		l.fill[n.ID], l.slotOf[n.ID] = 1, i
+	}
+	return l
+}
+
+// second plays one second of load on the current map.
+func (l *cacheAside) second() {
+	m := l.w.loop.SlotMap()
+	l.appHits, l.appGets = 0, 0
+	held := map[string]int{}
+	for i, n := range m.Slots() {
+		if n.IsZero() {
+			continue
+		}
+		held[n.ID] = i
+		if s, ok := l.slotOf[n.ID]; !ok || s != i {
+			l.fill[n.ID] = 0 // placed: flushed first
+		}
+		fromHolder := loadGets * loadSteady * l.fill[n.ID]
+		hits := fromHolder
+		missed := loadGets - fromHolder
+		if ws := m.Warming(i); ws != nil {
+			// Forwarded to the warm source: it answers what it holds and
+			// the new holder lacks; each answer is read twice.
+			fromSource := math.Max(0, loadGets*loadSteady*l.fill[ws.NodeID]-fromHolder)
+			l.hits[ws.NodeID] += uint64(2 * fromSource)
+			l.misses[ws.NodeID] += uint64(missed - fromSource)
+			hits += fromSource
+		}
+		l.hits[n.ID] += uint64(fromHolder)
+		l.misses[n.ID] += uint64(missed)
+		l.appHits += hits
+		l.appGets += loadGets
+		l.fill[n.ID] += (1 - l.fill[n.ID]) * loadRefill
+		if m.Warming(i) != nil {
+			// The copies fill the new holder as fast as the misses do.
+			l.fill[n.ID] += (1 - l.fill[n.ID]) * loadRefill
+		}
+	}
+	l.slotOf = held
+	for id := range l.hits {
+		l.w.prober.setCounters(cacheNode(id).Addr, l.hits[id], l.misses[id])
+	}
+}
+
+// flushZone empties the nodes of zone, as a memcached restart that keeps
+// the pid would (no planned move: the slots keep their holders).
+func (l *cacheAside) flushZone(zone string) {
+	for id := range l.fill {
+		if cacheNode(id).AZ == zone {
+			l.fill[id] = 0
+		}
+	}
+}
+
+// limiterRun is a boot limiter over the loop's hit counters, with the real
+// controller in auto mode, ticking every second (--stats-interval 1s).
+type limiterRun struct {
+	svc *ratelimit.Service
+}
+
+func newLimiterRun(t *testing.T, w *world) *limiterRun {
+	t.Helper()
+	svc, err := ratelimit.NewService(ratelimit.ServiceOptions{
+		Store:  &docStore{},
+		Config: ratelimit.ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: time.Second},
+		Clock:  w.clk,
+		Stats:  w.loop.HitCounters,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &limiterRun{svc: svc}
+}
+
+func (r *limiterRun) tick(w *world) float64 {
+	nodes, unreadable := w.loop.HitCounters(context.Background())
+	r.svc.Tick(context.Background(), w.clk.Now(), nodes, unreadable)
+	return r.svc.Document().Limit
+}
+
+// TestBootLimitHeldThroughADrainUnderLoad drains a zone under a
+// cache-aside load with the boot limiter's real controller in auto mode:
+// the limit stays where it was before the drain, warm and cold, while a
+// fall of the hit rate of slots no planned move touched still cuts it.
+// The pool's hit rate is what the applications see.
+func TestBootLimitHeldThroughADrainUnderLoad(t *testing.T) {
+	for _, warmFor := range []time.Duration{20 * time.Second, 0} {
+		t.Run(fmt.Sprintf("warm for %s", warmFor), func(t *testing.T) {
+			w := leadingWorld(t, []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3", "c3"}, "a4", "a5", "c4", "c5")
+			w.loop.opts.WarmFor = warmFor
+			load := newCacheAside(w)
+			lim := newLimiterRun(t, w)
+			step := func() (limit float64) {
+				w.clk.Advance(time.Second)
+				load.second()
+				w.probe()
+				w.pass(OutcomeOK)
+				return lim.tick(w)
+			}
+			for range 10 {
+				step()
+			}
+			before := lim.svc.Document().Limit
+			if rate, ok := lim.svc.HitRate(); !ok || math.Abs(rate-loadSteady) > 0.01 {
+				t.Fatalf("steady hit rate %v (known %v), want %v", rate, ok, loadSteady)
+			}
+			w.drain("az-b", 100, 33, 10*time.Second)
+			lowest, lowestRate, lowestApp, lowestZone := before, 1.0, 1.0, 1.0
+			for range 90 {
+				lowest = min(lowest, step())
+				rate, _ := lim.svc.HitRate()
+				lowestRate = min(lowestRate, rate)
+				lowestApp = min(lowestApp, load.appHits/load.appGets)
+				for _, z := range w.loop.Status().Zones {
+					if z.HitRate != nil && z.Zone != "az-b" {
+						lowestZone = min(lowestZone, *z.HitRate)
+					}
+				}
+			}
+			if e := w.entry("az-b"); e == nil || e.State != DrainDrained {
+				t.Fatalf("zone b not drained after 90 s: %+v", e)
+			}
+			t.Logf("boot limit %v before the drain, lowest %v during it; lowest hit rate %.3f (the applications': %.3f)", before, lowest, lowestRate, lowestApp)
+			if lowest != before {
+				t.Errorf("the drain cut the boot limit from %v to %v", before, lowest)
+			}
+			if warmFor > 0 && lowestRate < lowestApp-0.02 {
+				t.Errorf("the pool's hit rate fell to %.3f during the warm drain, the applications' only to %.3f", lowestRate, lowestApp)
+			}
+			if warmFor > 0 && lowestZone < lowestApp-0.02 {
+				t.Errorf("the hit rate of a zone taking zone b's slots fell to %.3f during the warm drain, the applications' only to %.3f", lowestZone, lowestApp)
+			}
+			// A fall of the other slots' hit rate still cuts the limit.
+			load.flushZone("az-a")
+			cut := before
+			for range 5 {
+				cut = min(cut, step())
+			}
+			if cut >= before {
+				t.Errorf("zone a's slots went cold, no planned move, and the limit stayed at %v", cut)
+			}
+		})
+	}
+}
+
+// TestHitCountersMarkPlannedMoves: a warm replace marks the slot's new
+// holder Planned and gives its warm source's counters, marked as its warm
+// source; when the warming ends the source leaves the reading and the
+// holder stays marked for the settle time (three probe intervals), on the
+// leader and on a follower alike. A replacement of a holder that stopped
+// answering is no planned move.
+func TestHitCountersMarkPlannedMoves(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2", "c2")
+	w.loop.opts.WarmFor = 10 * time.Second
+	f := w.sibling()
+	if _, err := w.loop.Replace(context.Background(), "b1", "retire it", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	w.probe()
+	f.pass(OutcomeFollower)
+	f.probe()
+	for _, l := range []*world{w, f} {
+		got, _ := l.loop.HitCounters(context.Background())
+		if c := got["b2"]; !c.Planned || c.WarmSourceOf != "" {
+			t.Errorf("the new holder b2: %+v, want Planned", c)
+		}
+		if c, ok := got["b1"]; !ok || c.WarmSourceOf != "b2" || !c.Planned {
+			t.Errorf("the warm source b1: %+v (listed %v), want its counters, warm source of b2", c, ok)
+		}
+		if got["a1"].Planned || got["c1"].Planned {
+			t.Errorf("slots no move touched are marked: %+v", got)
+		}
+	}
+	w.clk.Advance(10 * time.Second)
+	w.probe()
+	w.pass(OutcomeOK)
+	f.probe()
+	f.pass(OutcomeFollower)
+	for _, l := range []*world{w, f} {
+		got, _ := l.loop.HitCounters(context.Background())
+		if _, ok := got["b1"]; ok {
+			t.Errorf("b1 still counted after its warming ended: %+v", got)
+		}
+		if !got["b2"].Planned {
+			t.Errorf("b2 not marked right after its warming ended: %+v", got["b2"])
+		}
+	}
+	w.clk.Advance(3 * time.Second)
+	for _, l := range []*world{w, f} {
+		if got, _ := l.loop.HitCounters(context.Background()); got["b2"].Planned {
+			t.Errorf("b2 still marked three probe intervals after its warming ended")
+		}
+	}
+
+	// c1 stops answering and leaves Consul: its hold ends, c2 takes its
+	// slot. No plan: not marked.
+	w.away("c1")
+	w.answer("a1", "b1", "b2", "c2")
+	for range 61 {
+		w.clk.Advance(time.Second)
+		w.probe()
+		w.pass(OutcomeOK)
+	}
+	if m := w.loop.SlotMap(); m.Slot(2).ID != "c2" {
+		t.Fatalf("c1 not replaced: %v", slotIDs(m))
+	}
+	if got, _ := w.loop.HitCounters(context.Background()); got["c2"].Planned {
+		t.Errorf("a replacement of a holder that stopped answering is marked as a planned move")
+	}
+}

@@ -1,0 +1,164 @@
+package ratelimit
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// TestApplicationView: the hits and misses applications saw of a warming
+// slot, from the increases of its new holder and its warm source.
+func TestApplicationView(t *testing.T) {
+	tests := []struct {
+		name                 string
+		holder, source       pairDelta
+		wantHits, wantMisses uint64
+	}{
+		// 1000 gets, 500 missed the new holder and went to the warm
+		// source; 450 hit there, each read twice (mcclient re-checks a
+		// copy), 50 missed: the applications saw 950 hits.
+		{"mcclient re-checks each copy", pairDelta{500, 500}, pairDelta{900, 50}, 950, 50},
+		// mcrouter's WarmUpRoute reads the warm source once.
+		{"mcrouter reads once", pairDelta{500, 500}, pairDelta{450, 50}, 950, 50},
+		// A router that does not warm (twemproxy) forwards nothing: every
+		// miss of the new holder is the application's.
+		{"nothing forwarded", pairDelta{500, 500}, pairDelta{0, 0}, 500, 500},
+		// 100 of 500 misses not forwarded (a client's until passed) by a
+		// router that reads the warm source once: those are misses too.
+		{"some not forwarded", pairDelta{500, 500}, pairDelta{380, 20}, 880, 120},
+		// The two stats reads are up to a probe interval apart: the warm
+		// source may count more misses than the holder in one interval.
+		{"the source read later", pairDelta{900, 100}, pairDelta{10, 150}, 900, 100},
+		{"no traffic", pairDelta{}, pairDelta{}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, m := applicationView(tt.holder, tt.source)
+			if h != tt.wantHits || m != tt.wantMisses {
+				t.Fatalf("applicationView(%+v, %+v) = %d hits, %d misses; want %d, %d", tt.holder, tt.source, h, m, tt.wantHits, tt.wantMisses)
+			}
+			if h+m != tt.holder.hits+tt.holder.misses {
+				t.Fatalf("%d gets counted, the new holder had %d: the warm source's gets were counted again", h+m, tt.holder.hits+tt.holder.misses)
+			}
+		})
+	}
+}
+
+// warmingPool is a reading of a pool of slot holder a (0.95) and a slot
+// warming on new holder n from warm source w, after i intervals of 1000
+// gets each: n misses half of its gets, w answers 9 in 10 of them (and
+// mcclient reads each copy twice), so applications see 0.95 everywhere.
+// planned marks n and w Planned.
+func warmingPool(i uint64, planned bool) map[string]Counters {
+	c := func(hits, misses uint64) Counters {
+		return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
+	}
+	n, w := c(500*i, 500*i), c(900*i, 50*i)
+	w.WarmSourceOf = "n"
+	n.Planned, w.Planned = planned, planned
+	return map[string]Counters{"a": c(950*i, 50*i), "n": n, "w": w}
+}
+
+// TestHitRateMeterCountsWarmReadsAsApplicationsDo: a get the warm source
+// answered is a hit and the warm source's gets are not counted again, so
+// the pool's hit rate stays at what applications see (0.95) where the raw
+// counters say 0.797.
+func TestHitRateMeterCountsWarmReadsAsApplicationsDo(t *testing.T) {
+	var m HitRateMeter
+	m.Observe(t0, warmingPool(0, true), 0)
+	rate, ok := m.Observe(t0.Add(time.Second), warmingPool(1, true), 0)
+	if !ok || math.Abs(rate-0.95) > 1e-9 {
+		t.Fatalf("pool hit rate during a warm move %v (ok %v), want 0.95 as applications see it", rate, ok)
+	}
+	if m.Requests() != 2000 {
+		t.Errorf("%d gets counted, want 2000: the warm source's gets counted again", m.Requests())
+	}
+}
+
+// TestHitRateMeterLeavesOutPlanned: the boot limiter's input leaves out
+// the nodes planned moves touch, keeping their counters as the next
+// interval's baseline, so that what they counted meanwhile is never
+// counted when they are counted again.
+func TestHitRateMeterLeavesOutPlanned(t *testing.T) {
+	c := func(hits, misses uint64) Counters {
+		return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
+	}
+	m := HitRateMeter{LeavesOutPlanned: true}
+	var all HitRateMeter
+	reading := func(n int, b Counters, planned bool) map[string]Counters {
+		b.Planned = planned
+		return map[string]Counters{"a": c(uint64(950*n), uint64(50*n)), "b": b}
+	}
+	at := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	m.Observe(at(0), reading(0, c(0, 0), false), 0)
+	all.Observe(at(0), reading(0, c(0, 0), false), 0)
+	// b moved cold: it misses everything for two intervals.
+	for n, b := range []Counters{c(0, 1000), c(0, 2000)} {
+		r := reading(n+1, b, true)
+		got, ok := m.Observe(at(n+1), r, 0)
+		if !ok || math.Abs(got-0.95) > 1e-9 {
+			t.Fatalf("interval %d: input %v (ok %v), want 0.95: a planned move's node is left out", n+1, got, ok)
+		}
+		if pool, _ := all.Observe(at(n+1), r, 0); pool > 0.9 {
+			t.Fatalf("interval %d: the pool's hit rate %v did not count b's misses", n+1, pool)
+		}
+	}
+	// Counted again: only this interval's increase (900 hits, 100 misses).
+	got, ok := m.Observe(at(3), reading(3, c(900, 2100), false), 0)
+	if want := 0.95 + 0.5*(0.925-0.95); !ok || math.Abs(got-want) > 1e-9 {
+		t.Fatalf("input after the move settled %v (ok %v), want %v: b's misses while left out were counted", got, ok, want)
+	}
+	// Only planned nodes had gets: no reading.
+	m2 := HitRateMeter{LeavesOutPlanned: true}
+	m2.Observe(at(0), map[string]Counters{"b": {Planned: true}}, 0)
+	if _, ok := m2.Observe(at(1), map[string]Counters{"b": {Misses: 100, Planned: true}}, 0); ok {
+		t.Fatal("a reading of planned nodes alone is a reading")
+	}
+}
+
+// TestServiceLimitHoldsThroughAPlannedMove: with the controller in auto
+// mode at 500 boots/s, a planned move that makes its slot miss everything
+// moves the pool's hit rate (what applications see) but not the limit;
+// the same fall of a slot no planned move touched cuts it.
+func TestServiceLimitHoldsThroughAPlannedMove(t *testing.T) {
+	cfg := ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: time.Second}
+	c := func(hits, misses uint64) Counters {
+		return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
+	}
+	for _, planned := range []bool{true, false} {
+		s := newStepped(t, cfg)
+		s.leading.Store(true)
+		start, _ := json.Marshal(Document{Mode: ModeAuto, Limit: 500, Burst: 50, Floor: 10, Ceiling: 1000, UpdatedAt: t0.Add(-time.Hour), AutoLimit: 500})
+		s.store.put(start)
+		if err := s.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Two slots at 0.85 (between low and target: the limit holds).
+		var h1, m1, h2, m2 uint64
+		for range 4 {
+			h1, m1, h2, m2 = h1+850, m1+150, h2+850, m2+150
+			s.tick(map[string]Counters{"a": c(h1, m1), "b": c(h2, m2)})
+		}
+		// Slot b goes cold.
+		low := math.Inf(1)
+		for range 6 {
+			h1, m1, m2 = h1+850, m1+150, m2+1000
+			b := c(h2, m2)
+			b.Planned = planned
+			s.tick(map[string]Counters{"a": c(h1, m1), "b": b})
+			low = min(low, s.store.stored(t).Limit)
+		}
+		rate, _ := s.HitRate()
+		if rate > 0.6 {
+			t.Fatalf("planned %v: the pool's hit rate %v does not show slot b's misses", planned, rate)
+		}
+		switch {
+		case planned && low != 500:
+			t.Errorf("a planned move cut the boot limit to %v (hit rate %v)", low, rate)
+		case !planned && low >= 500:
+			t.Errorf("slot b's fall, no planned move, left the limit at %v", low)
+		}
+	}
+}
