@@ -128,7 +128,7 @@
       }
       flush();
       const latest = n ? vals[n - 1] : null;
-      legend.push(s.label + " " + (typeof latest === "number" && isFinite(latest) ? c.fmt(latest) : "—"));
+      legend.push(s.label + " " + (typeof latest === "number" && isFinite(latest) ? c.fmt(latest) : "unknown"));
     }
     if (!root.querySelector("polyline, circle")) {
       root.append(svg("text", { x: W / 2, y: H / 2, class: "chart-label chart-empty" }, c.empty || "no data yet"));

@@ -64,7 +64,7 @@
 
   function fmtRate(v) {
     const n = num(v);
-    return n === null ? "—" : (n * 100).toFixed(1) + " %";
+    return n === null ? "unknown" : (n * 100).toFixed(1) + " %";
   }
 
   // fmtSeconds renders an age in seconds, with minutes or hours added

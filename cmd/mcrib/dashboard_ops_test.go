@@ -10,7 +10,7 @@ import (
 )
 
 // TestDashboardShowsWaitsAndUnknowns runs the page in Chromium against the
-// fake API: before any traffic the hit rate reads "—" (not 0 %), a held
+// fake API: before any traffic the hit rate reads "unknown" (not 0 %), a held
 // slot holder shows its hold countdown, a returning one its pending flush,
 // the hit-rate chart says the rate is unknown, and the decisions are
 // listed newest first with their markup shown as text.
@@ -48,8 +48,8 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	fake.mu.Unlock()
 
 	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", srv.URL+"/"))
-	dashWantText(t, d, "hitrate", "—")
-	dashWantText(t, d, "bl-hitrate", "—")
+	dashWantText(t, d, "hitrate", "unknown")
+	dashWantText(t, d, "bl-hitrate", "unknown")
 	rows := d.byID(t, "slots").elementsNamed("tr")
 	if len(rows) != 4 {
 		t.Fatalf("#slots has %d rows, want 4", len(rows))
@@ -62,7 +62,7 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 			t.Errorf("slot row %d = %q, want %q", c.row, rows[c.row].text(), c.want)
 		}
 	}
-	dashWantContains(t, d, "chart-hitrate", "unknown: no traffic measured yet", "hit rate —")
+	dashWantContains(t, d, "chart-hitrate", "unknown: no traffic measured yet", "hit rate unknown")
 	dashWantContains(t, d, "chart-boots", "admitted 0", "refused 9")
 	dashWantContains(t, d, "chart-bootlimit", "limit 250")
 	dashWantShown(t, d, "ops-error", false)
