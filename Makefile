@@ -121,7 +121,7 @@ FUZZMINIMIZETIME ?= 1000x
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) scripts/fuzz.sh
 
-# The simulator's reports (README "Simulator"): the 2-hour agent rollout of
+# The simulator's reports (docs/simulation.md): the 2-hour agent rollout of
 # 500 nodes, every read simulated and then 1 read in 20 (the speed figure),
 # the observer and node faults, the cold-start sweep of static boot
 # limits against the adaptive one, and what the slow start costs a deploy
