@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/backoff"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
 )
 

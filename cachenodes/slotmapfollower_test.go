@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/internal/testenv"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // TestConfigGenerations checks that each config file asked for reports the

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/flapdamp"
 	"github.com/mcrib/mcrib/internal/backoff"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/ratelimit"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // plainRouterConfig is the mcrouter config of poolMap(t, "default",

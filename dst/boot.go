@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/controlloop"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 

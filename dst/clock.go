@@ -3,7 +3,7 @@ package dst
 import (
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // maxSkew bounds each host's clock offset from the simulated time: every

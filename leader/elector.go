@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/backoff"
-	"github.com/mcrib/mcrib/internal/clock"
 )
 
 // Elector campaigns for the leader lock of one pool and reports who leads.

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 

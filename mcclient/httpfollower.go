@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
 	"github.com/mcrib/mcrib/internal/revert"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 

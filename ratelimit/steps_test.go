@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 

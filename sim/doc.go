@@ -1,5 +1,5 @@
 // Package sim is mcrib's cache-tier simulator (mcrib sim): a discrete-event
-// simulation on a simulated clock (internal/clock.Fake, moved by the event
+// simulation on a simulated clock (clock.Fake, moved by the event
 // loop) that runs mcrib's own code against a simulated fleet, so that
 // "what happens to the hit rate and the database if a quarter of the
 // Consul agents restart at peak?" has an answer before it happens.

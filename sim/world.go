@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // errUnreachable is what a probe or a flush of a node that does not answer

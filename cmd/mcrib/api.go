@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/apibody"
 	"github.com/mcrib/mcrib/internal/bootgate"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/ratelimit"
 )

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // Bounds of ?wait= on GET /v1/slotmap (CONTRACT.md section 3), and the

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/controlloop"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 

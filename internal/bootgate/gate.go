@@ -32,8 +32,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/apibody"
-	"github.com/mcrib/mcrib/internal/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 

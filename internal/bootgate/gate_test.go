@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 

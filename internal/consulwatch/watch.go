@@ -25,7 +25,7 @@
 // (internal/backoff), forever. Every query runs under a deadline of
 // WaitTime, plus the WaitTime/16 of jitter Consul adds to it, plus a
 // margin, so that a Consul that accepts a request and never answers cannot
-// stall a watch. Every wait is timed by an injected clock (internal/clock).
+// stall a watch. Every wait is timed by an injected clock (package clock).
 package consulwatch
 
 import (
@@ -39,8 +39,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/backoff"
-	"github.com/mcrib/mcrib/internal/clock"
 )
 
 // Defaults of the zero fields of Options.

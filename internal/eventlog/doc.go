@@ -1,5 +1,5 @@
 // Package eventlog keeps, in memory and bounded, what an operator asks
 // about after the fact: the recent decisions of mcrib (Log, served by
 // GET /v1/events) and the recent history of its figures (History, served
-// by GET /v1/history). Both take their time from an internal/clock.Clock.
+// by GET /v1/history). Both take their time from a clock.Clock.
 package eventlog

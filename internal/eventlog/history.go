@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // DefaultWindow is how far back a History reaches when HistoryOptions.Window

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 func TestHistoryPointsPerInterval(t *testing.T) {

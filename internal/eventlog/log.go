@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // Kinds of events. Node transitions use the node's event names of the

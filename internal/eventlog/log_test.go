@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 func TestLogKeepsTheLatestEventsNewestLast(t *testing.T) {

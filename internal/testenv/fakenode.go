@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/clock"
+	"github.com/mcrib/mcrib/clock"
 )
 
 // fakeVersion is the version a fake node reports.

@@ -1,7 +1,8 @@
 // Package clock is the one source of time for mcrib's loops, in the manner
 // of Tailscale's tstime.Clock: Now, timers and tickers behind an interface,
 // so that decision code takes time as an input and loop tests move a Fake
-// instead of sleeping.
+// instead of sleeping. It is public so that applications that hand a Clock
+// to mcclient or ratelimit can fake time in their own tests with Fake.
 package clock
 
 import (
