@@ -5,8 +5,9 @@
 //
 // The parts:
 //
-//   - HitRateMeter turns the memcached nodes' get_hits and get_misses into
-//     the pool's smoothed hit rate.
+//   - Package hitrate's Meter turns the memcached nodes' get_hits and
+//     get_misses into the pool's smoothed hit rate (Counters, which Tick
+//     and StatsFunc take, is its type).
 //   - Controller is the adaptive controller: a pure state machine that
 //     takes the hit rate and the time and moves the limit.
 //   - SlowStart caps a boot surge until a hit-rate reading has judged the

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/hitrate"
 )
 
 // maxWriteAttempts bounds the read-decide-write rounds one change makes
@@ -27,12 +28,6 @@ var (
 	// or Client is active.
 	ErrRunning = errors.New("ratelimit: already running")
 )
-
-// StatsFunc reads the counters of every serving memcached node and of
-// every warm source (marked Counters.WarmSourceOf), keyed by node ID, and
-// says how many serving nodes could not be read. It marks Planned the
-// nodes of the slots planned moves touch. It should return when ctx ends.
-type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
 
 // ServiceOptions configures a Service. Config is required, and so are
 // Client and Key unless Store is given; the other fields may be left zero.
@@ -113,8 +108,8 @@ type Service struct {
 	// the document's hit_rate); input is the boot limiter's input, the
 	// same less the slots planned moves touch (Counters.Planned). Both are
 	// used by the control loop only.
-	meter HitRateMeter
-	input HitRateMeter
+	meter hitrate.Meter
+	input hitrate.Meter
 }
 
 // NewService checks opts and returns a Service; nothing runs before Run.
@@ -139,7 +134,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		log:      opts.Logger,
 		stats:    opts.Stats,
 		isLeader: opts.IsLeader,
-		input:    HitRateMeter{LeavesOutPlanned: true},
+		input:    hitrate.Meter{LeavesOutPlanned: true},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

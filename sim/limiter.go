@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // bootLimiter is the boot limit of a policy, enforced by ratelimit's own
 // Admitter and, for the adaptive policies, moved by ratelimit's Controller
-// on the hit rate its HitRateMeter measures from the loop's probes
+// on the hit rate a hitrate.Meter measures from the loop's probes
 // (Loop.HitCounters), as mcrib serve does. A nil adm admits every boot
 // (the 2022 behaviour).
 type bootLimiter struct {
@@ -20,7 +21,7 @@ type bootLimiter struct {
 	// slow is the boot-surge slow start of the adaptive policies, in
 	// front of adm as in mcrib serve's POST /v1/boot; nil for a fixed limit.
 	slow  *ratelimit.SlowStart
-	meter ratelimit.HitRateMeter
+	meter hitrate.Meter
 	loop  *controlloop.Loop
 	// refused counts the refused admissions.
 	refused int
@@ -45,7 +46,7 @@ func newBootLimiter(cfg Config, loop *controlloop.Loop, now time.Time) *bootLimi
 		ctrl: ratelimit.NewController(cc, doc),
 		slow: slow,
 		// The boot limiter's input, as mcrib serve's: planned moves left out.
-		meter: ratelimit.HitRateMeter{LeavesOutPlanned: true},
+		meter: hitrate.Meter{LeavesOutPlanned: true},
 		loop:  loop,
 	}
 }
