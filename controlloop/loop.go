@@ -12,10 +12,10 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/revert"
-	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -87,7 +87,7 @@ type Loop struct {
 	alertZones map[string]string
 	// zoneMeters measure each zone's hit rate from the stats readings
 	// (HitCounters), as the pool's is measured.
-	zoneMeters map[string]*ratelimit.HitRateMeter
+	zoneMeters map[string]*hitrate.Meter
 	// zoneUnread names the zones none of whose slot holders could be read
 	// at the last stats reading: their hit rate is unknown, not the last
 	// one measured.

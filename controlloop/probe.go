@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/hitrate"
 )
 
 // Prober asks one memcached directly; *cachenodes.Prober implements it.
@@ -184,7 +184,7 @@ func (l *Loop) probeRound(ctx context.Context) {
 }
 
 // HitCounters returns the hit counters of every node that holds a slot,
-// and of every warm source (marked ratelimit.Counters.WarmSourceOf with
+// and of every warm source (marked hitrate.Counters.WarmSourceOf with
 // the holder it warms), as their latest probes read them, and how many
 // slot holders the latest probes could not read (unreachable, or not
 // probed yet). The nodes of the slots planned moves touch are marked
@@ -195,14 +195,14 @@ func (l *Loop) probeRound(ctx context.Context) {
 // feeds the per-zone hit-rate meters (zones.go) with the counters of each
 // zone's slots, a warming slot's warm source in its holder's zone, so a
 // zone's hit rate is as current as the pool's.
-func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int) {
+func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.current == nil {
-		return map[string]ratelimit.Counters{}, 0
+		return map[string]hitrate.Counters{}, 0
 	}
-	out := make(map[string]ratelimit.Counters, l.current.NumSlots())
+	out := make(map[string]hitrate.Counters, l.current.NumSlots())
 	unreadable := 0
 	zones := map[string]*zoneReading{}
 	for i, n := range l.current.Slots() {
@@ -211,7 +211,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 		}
 		z := zones[n.AZ]
 		if z == nil {
-			z = &zoneReading{nodes: map[string]ratelimit.Counters{}}
+			z = &zoneReading{nodes: map[string]hitrate.Counters{}}
 			zones[n.AZ] = z
 		}
 		c, ok := l.countersLocked(n.ID)
@@ -240,10 +240,10 @@ func (l *Loop) HitCounters(context.Context) (map[string]ratelimit.Counters, int)
 // countersLocked returns node id's counters as its latest probe read
 // them; ok is false when it could not be read (unreachable, or not probed
 // yet). l.mu must be held.
-func (l *Loop) countersLocked(id string) (ratelimit.Counters, bool) {
+func (l *Loop) countersLocked(id string) (hitrate.Counters, bool) {
 	s, ok := l.tr.nodes[id]
 	if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
-		return ratelimit.Counters{}, false
+		return hitrate.Counters{}, false
 	}
-	return ratelimit.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}, true
+	return hitrate.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}, true
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/leader"
-	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // world is a Loop over fakes: a store, a leader lock, memcached nodes and
@@ -396,7 +396,7 @@ func TestHitCounters(t *testing.T) {
 	w.prober.setDown(cacheNode("b").Addr, true)
 	w.probe()
 	got, unreadable := w.loop.HitCounters(context.Background())
-	want := map[string]ratelimit.Counters{"a": {Hits: 90, Misses: 10, PID: 1, Uptime: time.Hour}}
+	want := map[string]hitrate.Counters{"a": {Hits: 90, Misses: 10, PID: 1, Uptime: time.Hour}}
 	if !maps.Equal(got, want) || unreadable != 1 {
 		t.Fatalf("counters %v, %d unreadable; want %v and 1", got, unreadable, want)
 	}
@@ -410,7 +410,7 @@ func TestHitCounters(t *testing.T) {
 	w.prober.setDown(cacheNode("b").Addr, false)
 	w.probe()
 	got, unreadable = w.loop.HitCounters(context.Background())
-	want = map[string]ratelimit.Counters{
+	want = map[string]hitrate.Counters{
 		"a": {Hits: 95, Misses: 11, PID: 1, Uptime: time.Hour},
 		"b": {PID: 1, Uptime: time.Hour},
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/hitrate"
 )
 
 // Event kinds of the zone alert (section 7): a zone more than half of
@@ -27,7 +27,7 @@ const minAlertHolders = 2
 
 // zoneReading is one stats reading of a zone's slot holders.
 type zoneReading struct {
-	nodes      map[string]ratelimit.Counters
+	nodes      map[string]hitrate.Counters
 	unreadable int
 }
 
@@ -52,9 +52,9 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 		m := l.zoneMeters[zone]
 		if m == nil {
 			if l.zoneMeters == nil {
-				l.zoneMeters = map[string]*ratelimit.HitRateMeter{}
+				l.zoneMeters = map[string]*hitrate.Meter{}
 			}
-			m = &ratelimit.HitRateMeter{}
+			m = &hitrate.Meter{}
 			l.zoneMeters[zone] = m
 		}
 		m.Observe(now, r.nodes, r.unreadable)

@@ -35,7 +35,8 @@ type ClientOptions struct {
 	// Tag, when set, counts only the instances of Service carrying it.
 	Tag string
 	// Clock tells the time, times the watches' waits and the PeakWindow;
-	// nil means the real clock.
+	// nil means the real clock. An application's test can pass a
+	// clock.Fake (package github.com/mcrib/mcrib/clock) and move it.
 	Clock clock.Clock
 	// Logger receives the client's log; nil discards it.
 	Logger *slog.Logger

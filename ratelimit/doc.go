@@ -5,20 +5,31 @@
 //
 // The parts:
 //
-//   - HitRateMeter turns the memcached nodes' get_hits and get_misses into
-//     the pool's smoothed hit rate.
+//   - Package hitrate's Meter turns the memcached nodes' get_hits and
+//     get_misses into the pool's smoothed hit rate (Counters, which Tick
+//     and StatsFunc take, is its type).
 //   - Controller is the adaptive controller: a pure state machine that
 //     takes the hit rate and the time and moves the limit.
 //   - SlowStart caps a boot surge until a hit-rate reading has judged the
 //     cache.
 //   - Admitter enforces a limit with a golang.org/x/time/rate token bucket.
+//   - Limiter runs them as one pipeline, with the time as input and no
+//     I/O: a stats reading goes through the meters, the slow start and the
+//     controller (Observe), a boot through the slow start and the Admitter
+//     (Admit). The simulator runs it as it is.
 //   - Store keeps the boot-limit document in Consul KV with check-and-set.
-//   - Service ties them together for mcrib serve (POST /v1/boot, GET and
-//     PUT /v1/ratelimit). Run drives it with goroutines; a simulation
-//     drives it on one goroutine with its synchronous steps (Sync, Tick,
-//     Admit) over a DocumentStore of its own.
+//   - Service is mcrib serve's (POST /v1/boot, GET and PUT /v1/ratelimit):
+//     a Limiter inside the stored document, its watch and the leader
+//     check, which enforces a controller's change only once it is written.
+//     Run drives it with goroutines; a simulation drives it on one
+//     goroutine with its synchronous steps (Sync, Tick, Admit) over a
+//     DocumentStore of its own.
 //   - Client is embedded by applications: it follows the published
 //     document and enforces the application's share locally.
+//
+// Service and Client take their time from a clock.Clock (package
+// github.com/mcrib/mcrib/clock, nil for the real clock), so an application
+// can move a clock.Fake in its own tests.
 //
 // What it promises:
 //

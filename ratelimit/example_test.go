@@ -36,6 +36,37 @@ func ExampleController() {
 	// t=65s limit 275  burst 28  hit rate 0.96 at or above target 0.90: raised from 225 to 275
 }
 
+// A Limiter runs the whole boot limiter with the time as input, as the
+// simulator runs it: a reading of the nodes' counters every stats
+// interval, and the boots between readings. A cold cache cuts the limit
+// to the floor at the next reading, and the boots beyond it are refused.
+func ExampleLimiter() {
+	cfg := ratelimit.ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.80, Target: 0.90, Interval: 5 * time.Second}
+	start := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	lim := ratelimit.NewLimiter(cfg, ratelimit.InitialDocument(cfg, start))
+	lim.Lead() // this process decides; Service leaves that to the election
+
+	var mc ratelimit.Counters // one memcached, cumulative counters
+	mc.PID, mc.Uptime = 1, time.Hour
+	for i, gets := range [][2]uint64{{9700, 300}, {9700, 300}, {9700, 300}, {5000, 5000}} {
+		now := start.Add(time.Duration(i) * cfg.Interval)
+		mc.Hits, mc.Misses = mc.Hits+gets[0], mc.Misses+gets[1]
+		lim.Observe(now, map[string]ratelimit.Counters{"mc-1": mc}, 0)
+		admitted := 0
+		for b := range 200 { // 40 boots/s until the next reading
+			if ok, _ := lim.Admit(now.Add(time.Duration(b) * cfg.Interval / 200)); ok {
+				admitted++
+			}
+		}
+		fmt.Printf("t=%-3s limit %-4v admitted %3d of 200: %s\n", strconv.Itoa(i*5)+"s", lim.Limit(now), admitted, lim.Adopted().Reason)
+	}
+	// Output:
+	// t=0s  limit 1000 admitted 200 of 200: new pool: starting in auto mode at the ceiling of 1000 boots/s
+	// t=5s  limit 1000 admitted 200 of 200: new pool: starting in auto mode at the ceiling of 1000 boots/s
+	// t=10s limit 1000 admitted 200 of 200: new pool: starting in auto mode at the ceiling of 1000 boots/s
+	// t=15s limit 10   admitted  50 of 200: hit rate fell from 0.97 to 0.73 within 10s: cut from 1000 to the floor of 10
+}
+
 // An operator's setting arrives as the body of PUT /v1/ratelimit; a bad
 // one is refused with one sentence.
 func ExampleParseSetting() {

@@ -28,12 +28,6 @@ var (
 	ErrRunning = errors.New("ratelimit: already running")
 )
 
-// StatsFunc reads the counters of every serving memcached node and of
-// every warm source (marked Counters.WarmSourceOf), keyed by node ID, and
-// says how many serving nodes could not be read. It marks Planned the
-// nodes of the slots planned moves touch. It should return when ctx ends.
-type StatsFunc func(ctx context.Context) (nodes map[string]Counters, unreadable int)
-
 // ServiceOptions configures a Service. Config is required, and so are
 // Client and Key unless Store is given; the other fields may be left zero.
 type ServiceOptions struct {
@@ -49,7 +43,8 @@ type ServiceOptions struct {
 	// Config is the controller's configuration (required, validated).
 	Config ControllerConfig
 	// Clock tells the time and times the control loop's interval and the
-	// document watch's waits; nil means the real clock.
+	// document watch's waits; nil means the real clock. A test can pass a
+	// clock.Fake (package github.com/mcrib/mcrib/clock) and move it.
 	Clock clock.Clock
 	// Logger receives the service's log; nil discards it.
 	Logger *slog.Logger
@@ -61,13 +56,16 @@ type ServiceOptions struct {
 	IsLeader func() bool
 }
 
-// Service is the boot limiter of mcrib serve. It keeps the boot-limit
+// Service is the boot limiter of mcrib serve: a Limiter (the meters, the
+// slow start, the controller and the admitter, with the time as input)
+// inside the document's I/O and the leader check. It keeps the boot-limit
 // document in Consul KV (creating it for a new pool: auto mode at the
 // ceiling), follows it with a blocking query so every replica enforces the
-// same limit, answers admissions (POST /v1/boot) from an Admitter kept equal
-// to the document, measures the pool's hit rate every stats interval and,
-// while this process leads, runs the Controller on it and writes its changes
-// with check-and-set. Operators change the limit with Set.
+// same limit, answers admissions (POST /v1/boot) from the Limiter, which it
+// keeps on the document, measures the pool's hit rate every stats interval
+// and, while this process leads, lets the Limiter's controller decide on it
+// and writes its changes with check-and-set before they are enforced.
+// Operators change the limit with Set.
 //
 // Until the document has been read, admissions use the floor (at least
 // 1 boot/s) and Document says so.
@@ -87,9 +85,11 @@ type Service struct {
 	log      *slog.Logger
 	stats    StatsFunc
 	isLeader func() bool
-	adm      *Admitter
-	slow     *SlowStart // the boot-surge slow start in front of adm
-	running  atomic.Bool
+	// lim is the pipeline, with the document in force; Tick, Set and the
+	// watch change its document and controller under writeMu.
+	lim     *Limiter
+	loaded  atomic.Bool // the document has been read (or written)
+	running atomic.Bool
 
 	shareMu    sync.Mutex // guards the share admitter and what it was set from
 	share      *Admitter
@@ -97,24 +97,9 @@ type Service struct {
 	shareLimit float64
 	shareBurst int
 
-	mu         sync.Mutex // guards the fields below
-	doc        Document
-	loaded     bool
-	hitRate    float64
-	haveRate   bool
-	unreadable int
-
-	writeMu  sync.Mutex  // serializes every change of the document; guards the fields below
-	index    uint64      // ModifyIndex of doc in Consul
-	followed uint64      // X-Consul-Index of the last reading the watch delivered
-	ctrl     *Controller // nil while not leading
-
-	// meter measures the pool's hit rate, what applications see (HitRate,
-	// the document's hit_rate); input is the boot limiter's input, the
-	// same less the slots planned moves touch (Counters.Planned). Both are
-	// used by the control loop only.
-	meter HitRateMeter
-	input HitRateMeter
+	writeMu  sync.Mutex // serializes every change of the document; guards the fields below
+	index    uint64     // ModifyIndex in Consul of the document in force
+	followed uint64     // X-Consul-Index of the last reading the watch delivered
 }
 
 // NewService checks opts and returns a Service; nothing runs before Run.
@@ -139,7 +124,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		log:      opts.Logger,
 		stats:    opts.Stats,
 		isLeader: opts.IsLeader,
-		input:    HitRateMeter{LeavesOutPlanned: true},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -151,7 +135,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if start <= 0 {
 		start = min(1, opts.Config.Ceiling)
 	}
-	s.doc = Document{
+	s.lim = NewLimiter(opts.Config, Document{
 		Mode:      ModeAuto,
 		Limit:     start,
 		Burst:     DefaultBurst(start),
@@ -159,10 +143,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		Ceiling:   opts.Config.Ceiling,
 		Reason:    fmt.Sprintf("the boot-limit document has not been read from Consul yet: admitting %s boots/s meanwhile", fmtLimit(start)),
 		AutoLimit: start,
-	}
-	s.adm = NewAdmitter(s.doc.Limit, s.doc.Burst)
-	s.slow = NewSlowStart(opts.Config)
-	s.slow.SetLimit(s.doc.Limit, false)
+	})
 	return s, nil
 }
 
@@ -215,60 +196,25 @@ func (s *Service) Sync(ctx context.Context) error {
 // document says it) and, during a boot surge (SlowStart), the slow
 // start: SlowStart true, EffectiveLimit the allowance and the reason
 // saying so (none of which is stored in Consul).
-func (s *Service) Document() Document {
-	now := s.clock.Now()
-	s.mu.Lock()
-	d := s.doc
-	d.HitRate = nil
-	if s.haveRate {
-		d.HitRate = RateOf(s.hitRate)
-	}
-	s.mu.Unlock()
-	if a, on := s.slow.State(now); on && a < d.Limit {
-		d.SlowStart, d.EffectiveLimit = true, a
-		d.Reason = surgeReason(a) + "; " + d.Reason
-	}
-	return d
-}
+func (s *Service) Document() Document { return s.lim.Document(s.clock.Now()) }
 
 // Loaded reports whether the document has been read from Consul.
-func (s *Service) Loaded() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.loaded
-}
+func (s *Service) Loaded() bool { return s.loaded.Load() }
 
 // HitRate returns the pool's smoothed hit rate; ok is false while it is
 // unknown: before an interval with gets has been measured, and after an
 // interval without any (no reading: it tells nothing of the cache).
-func (s *Service) HitRate() (rate float64, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hitRate, s.haveRate
-}
+func (s *Service) HitRate() (rate float64, ok bool) { return s.lim.HitRate() }
 
 // Unreadable returns how many serving nodes the last stats reading could
 // not read (they are left out of the hit rate).
-func (s *Service) Unreadable() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.unreadable
-}
+func (s *Service) Unreadable() int { return s.lim.Unreadable() }
 
 // Admit decides one boot now (POST /v1/boot): ok, or refused with the wait
 // for a Retry-After header (whole seconds, at least 1s). The boot-surge
 // slow start (SlowStart) decides first, then the limit. It does not
 // allocate.
-func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
-	now := s.clock.Now()
-	if ok, retryAfter = s.slow.Allow(now); !ok {
-		return false, retryAfter
-	}
-	if ok, retryAfter = s.adm.Admit(now); ok {
-		s.slow.Admitted()
-	}
-	return ok, retryAfter
-}
+func (s *Service) Admit() (ok bool, retryAfter time.Duration) { return s.lim.Admit(s.clock.Now()) }
 
 // AdmitShare answers one boot from this replica's share of the pool's
 // limit: the limit and the burst divided by replicas (the burst rounded
@@ -278,9 +224,8 @@ func (s *Service) Admit() (ok bool, retryAfter time.Duration) {
 func (s *Service) AdmitShare(replicas int) (ok bool, retryAfter time.Duration) {
 	replicas = max(replicas, 1)
 	now := s.clock.Now()
-	s.mu.Lock()
-	limit, burst := s.doc.Limit, s.doc.Burst
-	s.mu.Unlock()
+	doc := s.lim.Adopted()
+	limit, burst := doc.Limit, doc.Burst
 	s.shareMu.Lock()
 	if s.share == nil || s.shareOf != replicas || s.shareLimit != limit || s.shareBurst != burst {
 		l, b := limit/float64(replicas), max(burst/replicas, 1)
@@ -328,11 +273,9 @@ func (s *Service) Set(ctx context.Context, st Setting, by string) (Document, err
 		case !snap.Found:
 			s.index = 0
 			base = InitialDocument(s.cfg, now)
-			s.mu.Lock()
-			if s.loaded {
-				base = s.doc
+			if s.loaded.Load() {
+				base = s.lim.Adopted()
 			}
-			s.mu.Unlock()
 		default:
 			s.apply(snap, false)
 			base = snap.Doc
@@ -393,10 +336,8 @@ func (s *Service) onReading(ctx context.Context, r docReading, index uint64) err
 // otherwise the document of a new pool. It requires s.writeMu.
 func (s *Service) repair(ctx context.Context, index uint64, why string) error {
 	now := s.clock.Now()
-	s.mu.Lock()
-	loaded, doc := s.loaded, s.doc
-	s.mu.Unlock()
-	if loaded {
+	doc := s.lim.Adopted()
+	if s.loaded.Load() {
 		doc.UpdatedAt = stamp(now)
 		doc.Reason = fmt.Sprintf("%s; republished the last known limit of %s boots/s", why, fmtLimit(doc.Limit))
 	} else {
@@ -428,9 +369,6 @@ func (s *Service) refresh(ctx context.Context, written *Document) {
 	}
 	if written != nil {
 		s.setDoc(*written)
-		if s.ctrl != nil {
-			s.ctrl.Adopt(*written, s.clock.Now())
-		}
 	}
 }
 
@@ -443,22 +381,14 @@ func (s *Service) apply(snap Snapshot, reset bool) {
 	}
 	s.index = snap.ModifyIndex
 	s.setDoc(snap.Doc)
-	if s.ctrl != nil {
-		s.ctrl.Adopt(snap.Doc, s.clock.Now())
-	}
 }
 
-// setDoc makes doc the document in force and moves the Admitter with it.
-// It requires s.writeMu.
+// setDoc makes doc the document in force: the Limiter adopts it (its
+// admitter, its slow start and, while leading, its controller). It
+// requires s.writeMu.
 func (s *Service) setDoc(doc Document) {
-	s.mu.Lock()
-	moved := !s.loaded || doc.Limit != s.doc.Limit || doc.Burst != s.doc.Burst
-	s.doc, s.loaded = doc, true
-	s.mu.Unlock()
-	if moved {
-		s.adm.Set(doc.Limit, doc.Burst, s.clock.Now())
-	}
-	s.slow.SetLimit(doc.Limit, doc.Mode == ModeManual)
+	s.lim.Adopt(doc, s.clock.Now())
+	s.loaded.Store(true)
 }
 
 // controlLoop runs Tick every interval with the Stats reading and, when
@@ -506,27 +436,21 @@ func (s *Service) tick(ctx context.Context) {
 // Tick runs one stats interval ending at now: it folds nodes (the serving
 // nodes' counters and their warm sources'; unreadable, how many serving
 // nodes could not be read) into the hit rate, gives the boot-surge slow
-// start its reading and, while this process leads, steps the controller
-// and writes a change of the document with check-and-set. The hit rate
-// counts every slot as applications see it; the controller and the slow
-// start read the same less the nodes marked Planned (Counters.Planned),
-// so that no planned move cuts the limit by itself. An interval whose
-// counters hold no gets is no reading: the controller holds and HitRate
-// says unknown (the controller also holds when only planned moves' slots
-// had gets). A process that
-// does not lead keeps its slow start reset, so that once it leads it
-// takes the steady load it inherits for no surge and admits at the stored
-// limit and burst from its first boot. Run calls Tick every interval; the
-// simulation calls it with readings and times of its own.
+// start its reading (Limiter.Measure) and, while this process leads, steps
+// the controller and writes a change of the document with check-and-set
+// before the Limiter enforces it. The hit rate counts every slot as
+// applications see it; the controller and the slow start read the same
+// less the nodes marked Planned (Counters.Planned), so that no planned
+// move cuts the limit by itself. An interval whose counters hold no gets
+// is no reading: the controller holds and HitRate says unknown (the
+// controller also holds when only planned moves' slots had gets). A
+// process that does not lead keeps its slow start reset (Limiter.Follow),
+// so that once it leads it takes the steady load it inherits for no surge
+// and admits at the stored limit and burst from its first boot. Run calls
+// Tick every interval; the simulation calls it with readings and times of
+// its own.
 func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, unreadable int) {
-	rate, ok := s.meter.Observe(now, nodes, unreadable)
-	in, inOK := s.input.Observe(now, nodes, unreadable)
-	raw, haveRaw := s.input.Interval()
-	level, judge := s.slow.Reading(now, inOK && haveRaw)
-	s.mu.Lock()
-	s.hitRate, s.haveRate, s.unreadable = rate, ok, unreadable
-	loaded, doc := s.loaded, s.doc
-	s.mu.Unlock()
+	r := s.lim.Measure(now, nodes, unreadable)
 	if unreadable > 0 {
 		s.log.Debug("some serving nodes' stats could not be read; left out of the hit rate", "unreadable", unreadable)
 	}
@@ -535,58 +459,40 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if !leading {
-		if s.ctrl != nil {
+		if s.lim.Follow() {
 			s.log.Info("no longer leading the boot limiter")
 		}
-		s.ctrl = nil
-		// The boots go to the leader: what this process admits measures
-		// nothing, and a surge judged from it would cap the load it
-		// inherits when it leads.
-		s.slow.Reset()
 		return
 	}
-	if !loaded {
+	if !s.loaded.Load() {
 		return
 	}
-	if s.ctrl == nil {
-		s.ctrl = NewController(s.cfg, doc)
+	if s.lim.Lead() {
+		doc := s.lim.Adopted()
 		s.log.Info("leading the boot limiter", "mode", doc.Mode, "limit", doc.Limit)
 	}
-	if inOK {
-		s.decide(ctx, now, in, surge{judge: judge, raw: raw, level: level})
-	}
+	s.decide(ctx, r)
 }
 
-// surge is what a reading knows of a boot surge: judge says it judges
-// one (SlowStart.Reading), capped at level, with the interval's own hit
-// rate raw.
-type surge struct {
-	judge      bool
-	raw, level float64
-}
-
-// decide steps the controller with the hit rate (Controller.ObserveSurge
-// when the reading judges a boot surge) and writes a change with
-// check-and-set. The step is tried on a copy of the controller, kept only
-// once written; when another writer won, the document is re-read, adopted,
-// and the step tried again. A surge the write could not record is not
-// judged again: it has ended, and the next reading decides as usual. It
-// requires s.writeMu.
-func (s *Service) decide(ctx context.Context, now time.Time, rate float64, sg surge) {
+// decide lets the Limiter's controller step on r (Limiter.Decide) and
+// writes a change with check-and-set. The step is tried on a copy of the
+// controller, kept only once written; when another writer won, the
+// document is re-read, adopted, and the step tried again. A surge the
+// write could not record is not judged again: it has ended, and the next
+// reading decides as usual. It requires s.writeMu.
+func (s *Service) decide(ctx context.Context, r Reading) {
 	for range maxWriteAttempts {
-		trial := *s.ctrl
-		var d Decision
-		if sg.judge {
-			d, _ = trial.ObserveSurge(now, rate, sg.raw, sg.level)
-		} else {
-			d = trial.Observe(now, rate)
+		p, ok := s.lim.Decide(r)
+		if !ok {
+			return // no input: the controller holds
 		}
+		d := p.Decision
 		if !d.Changed {
-			*s.ctrl = trial
-			s.log.Debug("boot limit holds", "hit_rate", rate, "reason", d.Reason)
+			s.lim.Keep(p)
+			s.log.Debug("boot limit holds", "hit_rate", r.Input, "reason", d.Reason)
 			return
 		}
-		doc := trial.Document()
+		doc := p.Document
 		ok, err := s.store.CAS(ctx, doc, s.index)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -595,9 +501,9 @@ func (s *Service) decide(ctx context.Context, now time.Time, rate float64, sg su
 			return
 		}
 		if ok {
-			*s.ctrl = trial
+			s.lim.Keep(p)
 			s.log.Info("boot limit changed by the controller", "mode", doc.Mode, "limit", doc.Limit,
-				"auto_limit", d.AutoLimit, "hit_rate", rate, "reason", d.Reason)
+				"auto_limit", d.AutoLimit, "hit_rate", r.Input, "reason", d.Reason)
 			s.refresh(ctx, &doc)
 			return
 		}

@@ -134,7 +134,7 @@ func testNewPool(t *testing.T, consul *api.Client, key string) {
 	if got := stored(t, consul, key).Doc; got != doc {
 		t.Fatalf("stored %+v, serving %+v", got, doc)
 	}
-	if l, b := svc.adm.Limit(); l != 1000 || b != 100 {
+	if l, b := svc.lim.adm.Limit(); l != 1000 || b != 100 {
 		t.Fatalf("admitter at %v/%v, want 1000/100", l, b)
 	}
 	if ok, _ := svc.Admit(); !ok {
@@ -187,7 +187,7 @@ func testReplicasFollow(t *testing.T, consul *api.Client, key string) {
 	}
 	start := time.Now()
 	testenv.Eventually(t, time.Second, "replica b to enforce 5/s burst 5", func() bool {
-		l, bu := b.adm.Limit()
+		l, bu := b.lim.adm.Limit()
 		return l == 5 && bu == 5 && b.Document().Mode == ModeManual
 	})
 	t.Logf("replica followed in %v", time.Since(start))
@@ -275,7 +275,7 @@ func testManualKeepsComputing(t *testing.T, consul *api.Client, key string) {
 	if rate, ok := svc.HitRate(); !ok || rate > 0.3 {
 		t.Fatalf("hit rate %v, %v; want about 0.2", rate, ok)
 	}
-	if l, _ := svc.adm.Limit(); l != 5 {
+	if l, _ := svc.lim.adm.Limit(); l != 5 {
 		t.Fatalf("admitter at %v in manual mode, want 5", l)
 	}
 	// Back to auto: resume from the operator's limit (raised to the

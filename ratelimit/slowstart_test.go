@@ -249,9 +249,9 @@ func TestServiceSlowStartsABootSurge(t *testing.T) {
 	}
 	svc.setDoc(InitialDocument(testConfig, t0))
 	// Two readings measure the admitted rate (none) first.
-	svc.slow.Reading(clk.Now(), true)
+	svc.lim.slow.Reading(clk.Now(), true)
 	clk.Advance(testConfig.Interval)
-	svc.slow.Reading(clk.Now(), true)
+	svc.lim.slow.Reading(clk.Now(), true)
 	admitted := 0
 	for range 200 {
 		if ok, _ := svc.Admit(); ok {

@@ -17,9 +17,9 @@ targets=(
 	cachenodes:FuzzReadStats
 	cachenodes:FuzzKeySlot
 	controlloop:FuzzParseFreezeRequest
+	hitrate:FuzzMeter
 	ratelimit:FuzzParseSetting
 	ratelimit:FuzzParseDocument
-	ratelimit:FuzzHitRateMeter
 	ratelimit:FuzzAdmitter
 	cmd/mcrib:FuzzServeFlags
 	cmd/mcrib:FuzzParseAddr

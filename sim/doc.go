@@ -8,10 +8,11 @@
 // default flags of mcrib serve, with flapdamp inside it; it is driven on
 // one goroutine (Loop.Observe for each Consul answer, Loop.ProbeNode for
 // each node every probe interval, then Loop.Reconcile), never Loop.Run,
-// so a run is deterministic. The boot limit is ratelimit's Admitter, moved
-// by ratelimit's Controller on the hit rate ratelimit's HitRateMeter
-// measures from Loop.HitCounters every stats interval, as mcrib serve
-// does.
+// so a run is deterministic. The boot limit is mcrib serve's own
+// pipeline, a ratelimit.Limiter (the hit-rate meters, the slow start, the
+// controller and the admitter), given the counters of Loop.HitCounters
+// every stats interval and each boot as it is asked for; a static:N
+// policy is an operator's manual limit of N boots/s.
 //
 // What is simulated: Consul's answers (every node listed, passing or not);
 // memcached nodes (an LRU of a fixed item count, get_hits, get_misses,

@@ -1,11 +1,11 @@
-package ratelimit
+package hitrate
 
 import (
 	"math"
 	"time"
 )
 
-// Smoothing of the hit rate (see the package comment).
+// Smoothing of the hit rate (see Meter).
 const (
 	// hitRateWeight is the weight of one interval's hit rate in the
 	// smoothed value, at the pool's usual traffic.
@@ -18,53 +18,31 @@ const (
 	forgetAfter = 10
 )
 
-// Counters are one memcached node's cumulative counters from "stats":
-// get_hits, get_misses, pid and uptime. PID and Uptime let HitRateMeter
-// tell a restart (the counters start again from zero) from a decrease;
-// a zero PID means unknown. Counters is a plain value.
-type Counters struct {
-	Hits   uint64
-	Misses uint64
-	PID    int64
-	Uptime time.Duration
-	// WarmSourceOf, when set, names the node (a key of the same reading)
-	// whose slot this node warms as its warm source: the two are counted
-	// as the one slot applications read (warmpair.go), and this node's
-	// own gets are not counted again. Empty for a slot holder.
-	WarmSourceOf string
-	// Planned marks a node whose slot a planned move (a drain or return
-	// step, a replace, a maintenance move) touched recently: it warms, or
-	// moved or ended its warming a short while ago. A meter that leaves
-	// planned moves out (HitRateMeter.LeavesOutPlanned) keeps its counters
-	// as the baseline of the next interval and counts nothing of it.
-	Planned bool
-}
-
 // nodeCounters is the last reading of one node and when it was seen.
 type nodeCounters struct {
 	c    Counters
 	seen uint64
 }
 
-// HitRateMeter turns successive readings of the nodes' counters into the
-// pool's smoothed hit rate. Each observation takes, per node, the increase
-// of get_hits and get_misses since the node's previous reading (after a
+// Meter turns successive readings of the nodes' counters into the pool's
+// smoothed hit rate. Each observation takes, per node, the increase of
+// get_hits and get_misses since the node's previous reading (after a
 // restart, the new counters themselves), sums them over the nodes, and
 // folds the interval's hit rate into an exponentially weighted moving
 // average. The weight of an interval is 0.5 at the pool's usual traffic and
 // shrinks in proportion when the interval saw less traffic than usual (the
-// usual traffic is itself a moving average of the requests per second, with
-// weight 0.2), so a quiet interval barely moves the value; an interval without any
-// traffic leaves it unchanged.
+// usual traffic is itself a moving average of the requests per second,
+// with weight 0.2), so a quiet interval barely moves the value; an
+// interval without any traffic leaves it unchanged.
 //
 // A node marked as a warm source (Counters.WarmSourceOf) is counted with
 // the slot holder it warms as the one slot applications read: a get the
 // warm source answered is a hit, and the warm source's own gets are not
 // counted again (warmpair.go).
 //
-// The zero value is ready to use and counts every node. A HitRateMeter is
-// not safe for concurrent use.
-type HitRateMeter struct {
+// The zero value is ready to use and counts every node. A Meter is not
+// safe for concurrent use.
+type Meter struct {
 	// LeavesOutPlanned makes the meter leave out the nodes marked Planned:
 	// the boot limiter's input, so that no planned move cuts the limit by
 	// itself while a fall of the other slots' hit rate still does.
@@ -88,11 +66,11 @@ type HitRateMeter struct {
 // reading: false when it counted no gets (no requests, every node new or
 // unreadable: an interval without traffic tells nothing of the cache), and
 // while none has been counted yet. The smoothed value is then returned
-// unchanged, and HitRate keeps it, but it is no reading to act on: the
-// controller holds. unreadable is the number of serving nodes whose stats
+// unchanged, and HitRate keeps it, but it is no reading to act on (the
+// boot limiter's controller holds). unreadable is the number of serving nodes whose stats
 // could not be read: they are left out of this observation and counted
 // (see Unreadable). A node seen for the first time gives only a baseline.
-func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreadable int) (rate float64, ok bool) {
+func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int) (rate float64, ok bool) {
 	if m.nodes == nil {
 		m.nodes = make(map[string]nodeCounters, len(nodes))
 	}
@@ -164,49 +142,27 @@ func (m *HitRateMeter) Observe(now time.Time, nodes map[string]Counters, unreada
 	return m.rate, true
 }
 
-// maxGetsPerSecond bounds the gets one memcached can have counted per
-// second of uptime; a restarted node reporting more is not believed.
-const maxGetsPerSecond = 1e8
-
-// delta returns the hits and misses counted between prev and cur. A new
-// pid, a smaller uptime or a smaller counter means memcached restarted (or
-// its stats were reset): everything it counted since then is new.
-func delta(prev, cur Counters) (hits, misses uint64) {
-	restarted := (prev.PID != 0 && cur.PID != 0 && prev.PID != cur.PID) ||
-		cur.Uptime < prev.Uptime || cur.Hits < prev.Hits || cur.Misses < prev.Misses
-	if restarted {
-		// Everything counted since the restart is new, unless the counters
-		// are beyond what the node can have served in its uptime (a
-		// corrupt reply): then this reading is only a new baseline.
-		if float64(cur.Hits)+float64(cur.Misses) > maxGetsPerSecond*max(cur.Uptime.Seconds(), 1) {
-			return 0, 0
-		}
-		return cur.Hits, cur.Misses
-	}
-	return cur.Hits - prev.Hits, cur.Misses - prev.Misses
-}
-
 // HitRate returns the smoothed hit rate; ok is false until an interval with
 // traffic has been observed. Unlike Observe's, it stays true through an
 // interval without gets, which leaves the value as it was.
-func (m *HitRateMeter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
+func (m *Meter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
 
 // Interval returns the last observation's own hit rate, not smoothed
 // (hits / (hits + misses) of that interval alone); ok is false when that
-// observation had no traffic. SlowStart judges a boot surge by it: the
-// smoothed rate barely moves in an interval with less traffic than usual,
-// which is what a cold start whose clients are all waiting to boot looks
-// like.
-func (m *HitRateMeter) Interval() (rate float64, ok bool) { return m.lastSample, m.haveSample }
+// observation had no traffic. The boot limiter's slow start
+// (ratelimit.SlowStart) judges a boot surge by it: the smoothed rate
+// barely moves in an interval with less traffic than usual, which is what
+// a cold start whose clients are all waiting to boot looks like.
+func (m *Meter) Interval() (rate float64, ok bool) { return m.lastSample, m.haveSample }
 
 // Unreadable returns the number of serving nodes the last observation could
 // not read.
-func (m *HitRateMeter) Unreadable() int { return m.lastUnreadable }
+func (m *Meter) Unreadable() int { return m.lastUnreadable }
 
 // Requests returns the number of gets (hits plus misses) the last
 // observation counted.
-func (m *HitRateMeter) Requests() uint64 { return m.lastRequests }
+func (m *Meter) Requests() uint64 { return m.lastRequests }
 
 // Reset forgets every node and the smoothed value, so the next observation
 // is a fresh baseline.
-func (m *HitRateMeter) Reset() { *m = HitRateMeter{} }
+func (m *Meter) Reset() { *m = Meter{} }

@@ -1,4 +1,4 @@
-package ratelimit
+package hitrate
 
 import (
 	"math"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestHitRateMeterHugeCounters feeds counters near 2^64: after a restart
+// TestMeterHugeCounters feeds counters near 2^64: after a restart
 // (a bogus stats reply), and over several nodes whose sum overflows a
 // uint64. The rate stays in [0, 1].
-func TestHitRateMeterHugeCounters(t *testing.T) {
+func TestMeterHugeCounters(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
@@ -44,7 +44,7 @@ func TestHitRateMeterHugeCounters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var m HitRateMeter
+			var m Meter
 			var rate float64
 			for i, r := range tt.readings {
 				rate, _ = m.Observe(t0.Add(time.Duration(i)*5*time.Second), r, 0)

@@ -1,4 +1,4 @@
-package ratelimit
+package hitrate
 
 import (
 	"math"
@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// reading is one observation fed to a HitRateMeter: at second n, the nodes'
+var t0 = time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+
+// reading is one observation fed to a Meter: at second n, the nodes'
 // cumulative counters and the number of unreadable nodes; the meter must
 // then report rate (within 1e-9) and ok, and HitRate the same rate, known
 // when ok or kept (an interval without gets: no reading, the smoothed
@@ -20,7 +22,7 @@ type reading struct {
 	kept       bool
 }
 
-func TestHitRateMeter(t *testing.T) {
+func TestMeter(t *testing.T) {
 	c := func(hits, misses uint64) Counters {
 		return Counters{Hits: hits, Misses: misses, PID: 7, Uptime: time.Hour}
 	}
@@ -112,7 +114,7 @@ func TestHitRateMeter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var m HitRateMeter
+			var m Meter
 			for _, r := range tt.readings {
 				rate, ok := m.Observe(t0.Add(time.Duration(r.n)*time.Second), r.nodes, r.unreadable)
 				if ok != r.ok || math.Abs(rate-r.rate) > 1e-9 {
@@ -129,8 +131,8 @@ func TestHitRateMeter(t *testing.T) {
 	}
 }
 
-func TestHitRateMeterForgetsVanishedNodes(t *testing.T) {
-	var m HitRateMeter
+func TestMeterForgetsVanishedNodes(t *testing.T) {
+	var m Meter
 	obs := func(n int, nodes map[string]Counters) float64 {
 		t.Helper()
 		rate, _ := m.Observe(t0.Add(time.Duration(n)*time.Second), nodes, 0)
@@ -152,8 +154,8 @@ func TestHitRateMeterForgetsVanishedNodes(t *testing.T) {
 	}
 }
 
-func TestHitRateMeterReset(t *testing.T) {
-	var m HitRateMeter
+func TestMeterReset(t *testing.T) {
+	var m Meter
 	m.Observe(t0, map[string]Counters{"a": {}}, 0)
 	m.Observe(t0.Add(time.Second), map[string]Counters{"a": {Hits: 10}}, 0)
 	m.Reset()

@@ -1,4 +1,4 @@
-package ratelimit
+package hitrate
 
 // What applications see of a warming slot (the hit rate during warm
 // moves). While a slot warms, a client reads its new holder and, on a

@@ -1,8 +1,6 @@
-package ratelimit
+package hitrate
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -61,12 +59,12 @@ func warmingPool(i uint64, planned bool) map[string]Counters {
 	return map[string]Counters{"a": c(950*i, 50*i), "n": n, "w": w}
 }
 
-// TestHitRateMeterCountsWarmReadsAsApplicationsDo: a get the warm source
+// TestMeterCountsWarmReadsAsApplicationsDo: a get the warm source
 // answered is a hit and the warm source's gets are not counted again, so
 // the pool's hit rate stays at what applications see (0.95) where the raw
 // counters say 0.797.
-func TestHitRateMeterCountsWarmReadsAsApplicationsDo(t *testing.T) {
-	var m HitRateMeter
+func TestMeterCountsWarmReadsAsApplicationsDo(t *testing.T) {
+	var m Meter
 	m.Observe(t0, warmingPool(0, true), 0)
 	rate, ok := m.Observe(t0.Add(time.Second), warmingPool(1, true), 0)
 	if !ok || math.Abs(rate-0.95) > 1e-9 {
@@ -77,16 +75,16 @@ func TestHitRateMeterCountsWarmReadsAsApplicationsDo(t *testing.T) {
 	}
 }
 
-// TestHitRateMeterLeavesOutPlanned: the boot limiter's input leaves out
+// TestMeterLeavesOutPlanned: the boot limiter's input leaves out
 // the nodes planned moves touch, keeping their counters as the next
 // interval's baseline, so that what they counted meanwhile is never
 // counted when they are counted again.
-func TestHitRateMeterLeavesOutPlanned(t *testing.T) {
+func TestMeterLeavesOutPlanned(t *testing.T) {
 	c := func(hits, misses uint64) Counters {
 		return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
 	}
-	m := HitRateMeter{LeavesOutPlanned: true}
-	var all HitRateMeter
+	m := Meter{LeavesOutPlanned: true}
+	var all Meter
 	reading := func(n int, b Counters, planned bool) map[string]Counters {
 		b.Planned = planned
 		return map[string]Counters{"a": c(uint64(950*n), uint64(50*n)), "b": b}
@@ -111,54 +109,9 @@ func TestHitRateMeterLeavesOutPlanned(t *testing.T) {
 		t.Fatalf("input after the move settled %v (ok %v), want %v: b's misses while left out were counted", got, ok, want)
 	}
 	// Only planned nodes had gets: no reading.
-	m2 := HitRateMeter{LeavesOutPlanned: true}
+	m2 := Meter{LeavesOutPlanned: true}
 	m2.Observe(at(0), map[string]Counters{"b": {Planned: true}}, 0)
 	if _, ok := m2.Observe(at(1), map[string]Counters{"b": {Misses: 100, Planned: true}}, 0); ok {
 		t.Fatal("a reading of planned nodes alone is a reading")
-	}
-}
-
-// TestServiceLimitHoldsThroughAPlannedMove: with the controller in auto
-// mode at 500 boots/s, a planned move that makes its slot miss everything
-// moves the pool's hit rate (what applications see) but not the limit;
-// the same fall of a slot no planned move touched cuts it.
-func TestServiceLimitHoldsThroughAPlannedMove(t *testing.T) {
-	cfg := ControllerConfig{Floor: 10, Ceiling: 1000, Low: 0.8, Target: 0.9, Interval: time.Second}
-	c := func(hits, misses uint64) Counters {
-		return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
-	}
-	for _, planned := range []bool{true, false} {
-		s := newStepped(t, cfg)
-		s.leading.Store(true)
-		start, _ := json.Marshal(Document{Mode: ModeAuto, Limit: 500, Burst: 50, Floor: 10, Ceiling: 1000, UpdatedAt: t0.Add(-time.Hour), AutoLimit: 500})
-		s.store.put(start)
-		if err := s.Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		// Two slots at 0.85 (between low and target: the limit holds).
-		var h1, m1, h2, m2 uint64
-		for range 4 {
-			h1, m1, h2, m2 = h1+850, m1+150, h2+850, m2+150
-			s.tick(map[string]Counters{"a": c(h1, m1), "b": c(h2, m2)})
-		}
-		// Slot b goes cold.
-		low := math.Inf(1)
-		for range 6 {
-			h1, m1, m2 = h1+850, m1+150, m2+1000
-			b := c(h2, m2)
-			b.Planned = planned
-			s.tick(map[string]Counters{"a": c(h1, m1), "b": b})
-			low = min(low, s.store.stored(t).Limit)
-		}
-		rate, _ := s.HitRate()
-		if rate > 0.6 {
-			t.Fatalf("planned %v: the pool's hit rate %v does not show slot b's misses", planned, rate)
-		}
-		switch {
-		case planned && low != 500:
-			t.Errorf("a planned move cut the boot limit to %v (hit rate %v)", low, rate)
-		case !planned && low >= 500:
-			t.Errorf("slot b's fall, no planned move, left the limit at %v", low)
-		}
 	}
 }
