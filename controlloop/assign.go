@@ -56,10 +56,14 @@ type Input struct {
 	// without flushing).
 	Prev *cachenodes.SlotMap
 	// PrevShift places the instants of Prev, written by the clock of the
-	// process that wrote it, on the clock of Now: a warming of Prev ends
-	// at its until + PrevShift (remoteclock.go). Zero for a map this
-	// process wrote.
+	// process that wrote it, on the clock of Now (remoteclock.go). Zero
+	// for a map this process wrote.
 	PrevShift time.Duration
+	// WarmEnds, when not nil, has one entry per slot of Prev: when the
+	// slot's warming ends on the clock of Now (remoteclock.go places each
+	// warming once, when first read). A nil WarmEnds places every warming
+	// at its until + PrevShift.
+	WarmEnds []time.Time
 	// Nodes lists every node the loop knows: slot holders, warm sources and
 	// the nodes of the last accepted Consul answer. A node ID appears at
 	// most once.
@@ -174,9 +178,20 @@ type Plan struct {
 	Refused string
 
 	index *assignIndex
-	// prevShift is Input.PrevShift, for the events that tell why a
-	// warming ended.
-	prevShift time.Duration
+	// in is the Input, for the events that tell why a warming ended.
+	in *Input
+}
+
+// warmEnd returns when slot i's warming in Prev ends on the clock of Now:
+// WarmEnds[i], or its until + PrevShift.
+func (in *Input) warmEnd(i int) time.Time {
+	if i < len(in.WarmEnds) && !in.WarmEnds[i].IsZero() {
+		return in.WarmEnds[i]
+	}
+	if ws := in.Prev.Warming(i); ws != nil {
+		return ws.Until.Add(in.PrevShift)
+	}
+	return time.Time{}
 }
 
 // Decide computes the plan for one pass. It frees before it places: due
@@ -189,7 +204,7 @@ type Plan struct {
 // time linear in the nodes when in.Nodes is sorted by ID (as the loop
 // passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
-	plan := Plan{FirstFill: in.Prev == nil, prevShift: in.PrevShift}
+	plan := Plan{FirstFill: in.Prev == nil, in: &in}
 	idx := newAssignIndex(in)
 	plan.index = idx
 	warm := endWarmings(in)
@@ -334,7 +349,7 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		// Its new holder is being filled from the old one: moving it now
 		// would cost the slot what it has gathered.
 		ws := in.Prev.Warming(slot)
-		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, ws.Until.Add(in.PrevShift).UTC().Format(time.RFC3339))
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.warmEnd(slot).UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
@@ -516,17 +531,11 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 			return in.Prev, nil
 		}
 	}
-	if in.PrevShift != 0 {
-		// The warmings kept from Prev are written anew by this clock, as
-		// updated_at is (remoteclock.go).
-		for i, w := range spec.Warming {
-			if w != nil && warmed[i] == nil {
-				c := *w
-				c.Until = c.Until.Add(in.PrevShift)
-				spec.Warming[i] = &c
-			}
-		}
-	}
+	// A warming kept from Prev keeps its until exactly as first written,
+	// whichever clock writes the map now: clients stop reading the old
+	// holder at until by their own clocks and send it their writes until
+	// until plus the clock skew, so an until that moved would let one
+	// client read the old holder after another stopped writing to it.
 	next, err := cachenodes.NewSlotMap(spec)
 	if err != nil {
 		return nil, fmt.Errorf("building the next slot map: %w", err)

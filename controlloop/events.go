@@ -113,11 +113,11 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	for _, i := range plan.EndWarming {
 		slot := i
 		e := eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
-		if plan.index != nil && plan.index.prev != nil {
+		if plan.in != nil && plan.index != nil && plan.index.prev != nil {
 			if w := plan.index.prev.Warming(i); w != nil {
 				e.Node = w.NodeID
 				why := "its warm source stopped answering"
-				if !now.Before(w.Until.Add(plan.prevShift)) {
+				if !now.Before(plan.in.warmEnd(i)) {
 					why = "--warm-for passed"
 				}
 				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)

@@ -176,6 +176,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	defer l.mu.Unlock()
 	l.current, l.freeze, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
+	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.takeDrainLocked(st)
 	l.placeStepsLocked(now)
 	l.owedBaseLocked(st)

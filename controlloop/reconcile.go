@@ -118,6 +118,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	if m != nil {
 		l.noteMovesLocked(l.current, m, now)
 		l.current, l.currentShift = m, shift
+		l.remote.placeWarmings(m, shift) // placed when first seen, should this process lead
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
@@ -166,6 +167,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		NumSlots:       l.opts.NumSlots,
 		Prev:           prev,
 		PrevShift:      shift,
+		WarmEnds:       l.remote.placeWarmings(prev, shift),
 		Nodes:          nodes,
 		Frozen:         st.Freeze != nil || tripped,
 		OperatorFrozen: st.Freeze != nil,

@@ -31,6 +31,13 @@ import (
 // document (a vote republished, the map rewritten) never moves it again.
 // An instant this process wrote itself is its own clock's.
 //
+// A warming's until is the one exception to "written anew by this clock":
+// whoever rewrites the map keeps it as first written, because clients
+// compare it with their own clocks (section 7's client guarantee). So a
+// warming is placed once, from the map in which this process first saw
+// it, and keeps that place for as long as the slot warms from the same
+// node until the same raw instant, whoever wrote the map since.
+//
 // A vote without at (an older mcrib) is read as written when first read:
 // its nodes are placed as unreachable from that moment.
 
@@ -47,6 +54,50 @@ type remoteClock struct {
 	wrote    *cachenodes.SlotMap
 	// steps places each zone's last_step_at, by zone.
 	steps map[string]placed
+	// warms places each warming's until, by slot.
+	warms map[int]placedWarm
+}
+
+// placedWarm is one warming's until as written (by the warm source it
+// belongs to) and as placed on this clock.
+type placedWarm struct {
+	node string
+	placed
+}
+
+// placeWarmings returns when each warming of m ends on this clock, one
+// entry per slot (zero for a slot that does not warm), for a map whose
+// instants shift places here: a warming seen before keeps its place, a
+// new one is placed at its until + shift. It forgets the warmings m no
+// longer has. Nil when nothing warms.
+func (r *remoteClock) placeWarmings(m *cachenodes.SlotMap, shift time.Duration) []time.Time {
+	if m == nil || !m.AnyWarming() {
+		r.warms = nil
+		return nil
+	}
+	if r.warms == nil {
+		r.warms = make(map[int]placedWarm)
+	}
+	ends := make([]time.Time, m.NumSlots())
+	for i := range ends {
+		ws := m.Warming(i)
+		if ws == nil {
+			delete(r.warms, i)
+			continue
+		}
+		p, ok := r.warms[i]
+		if !ok || p.node != ws.NodeID || !p.raw.Equal(ws.Until) {
+			p = placedWarm{node: ws.NodeID, placed: placed{raw: ws.Until, local: ws.Until.Add(shift)}}
+			r.warms[i] = p
+		}
+		ends[i] = p.local
+	}
+	for i := range r.warms {
+		if i >= m.NumSlots() {
+			delete(r.warms, i)
+		}
+	}
+	return ends
 }
 
 // voteSighting is what a process saw of one replica's vote.

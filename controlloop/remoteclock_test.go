@@ -67,7 +67,10 @@ func TestPeersClockCannotShortenAHold(t *testing.T) {
 // ahead of the one that wrote the map and the drain document does not end
 // the warmings early (until read raw was an hour past) nor take the next
 // drain step at once (last_step_at read raw was an hour old); with a
-// second of skew, both move by about a second at most.
+// second of skew, both move by about a second at most. The maps it writes
+// keep the warming's until exactly as first written: clients compare it
+// with their own clocks, so an until that moved would let one client read
+// the old holder after another stopped writing to it.
 func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 	for _, skew := range []time.Duration{time.Hour, time.Second, -time.Second} {
 		t.Run(fmt.Sprint(skew), func(t *testing.T) {
@@ -88,6 +91,7 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 			if m.Warming(4) == nil || zoneSlots(m)["az-b"] != 1 {
 				t.Fatalf("the first step: slots %v, warming %+v", slotIDs(m), m.Warming(4))
 			}
+			until := m.Warming(4).Until
 			p.lead(b, a)
 			var steppedAt, endedAt time.Duration
 			for p.clk.Now().Sub(start) < 150*time.Second {
@@ -101,6 +105,9 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 				}
 				if endedAt == 0 && m.Warming(4) == nil {
 					endedAt = at
+				}
+				if w := m.Warming(4); w != nil && !w.Until.Equal(until) {
+					t.Fatalf("at %s the new leader wrote slot 4's warming until %s, first written as %s", at, w.Until, until)
 				}
 			}
 			if steppedAt < 30*time.Second || steppedAt > 31*time.Second {

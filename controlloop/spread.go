@@ -105,7 +105,7 @@ func endWarmings(in Input) warmState {
 		if ws == nil {
 			continue
 		}
-		if answers[i] && in.Now.Before(ws.Until.Add(in.PrevShift)) {
+		if answers[i] && in.Now.Before(in.warmEnd(i)) {
 			w.keep[i] = true
 			continue
 		}

@@ -60,7 +60,7 @@ func (z *zoneIndex) warmSourcesIn(zone string) (ids []string, until time.Time) {
 			continue
 		}
 		ids = append(ids, ws.NodeID)
-		if end := ws.Until.Add(in.PrevShift); until.IsZero() || end.Before(until) {
+		if end := in.warmEnd(i); until.IsZero() || end.Before(until) {
 			until = end
 		}
 	}
@@ -88,7 +88,7 @@ func (z *zoneIndex) noSpareBack(zone string) string {
 func (z *zoneIndex) warmingBack(i int, zone string) string {
 	if ws := z.in.Prev.Warming(i); ws != nil {
 		return fmt.Sprintf("slot %d, moved off zone %q, still warms from %s until %s; it comes back when the warming ends",
-			i, zone, ws.NodeID, ws.Until.Add(z.in.PrevShift).UTC().Format("15:04:05 UTC"))
+			i, zone, ws.NodeID, z.in.warmEnd(i).UTC().Format("15:04:05 UTC"))
 	}
 	return fmt.Sprintf("slot %d, moved off zone %q, is still warming; it comes back when the warming ends", i, zone)
 }
