@@ -99,19 +99,30 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 // flushDone reports whether the flush e owes is done already, and why: the
 // pool's verdict has the node answering, this process read it since it
 // came back, and the reading shows another memcached (another pid, or a
-// restart seen by this process's own readings before and after) or a
-// flush since (cmd_flush above the stored count). A start time written by
+// restart seen by this process's own readings before and after) that
+// started after this process's last failed probe of the node, or a flush
+// since (cmd_flush above the stored count). A start time written by
 // another host is never compared with this process's clock: a restart
-// shows in the pid, or in this process's own readings.
+// shows in the pid, or in this process's own readings, and when it
+// happened in the reading's uptime.
+//
+// A memcached that restarted and then stopped answering again (a pause, a
+// cut link) is not empty: it took writes after its start and may have
+// missed deletes since, so a restart ends the owed flush only when it came
+// after the last probe that failed. memcached counts its uptime in whole
+// seconds, so a restart within a second of that probe counts as after it.
 func flushDone(e OwedFlush, s *nodeState) (bool, string) {
 	if s == nil || !s.reachable || !s.haveStats || s.statsAt.Before(s.answersSince) || e.PID == 0 {
 		return false, ""
 	}
+	afterFailure := s.statsAt.Add(time.Second - s.stats.Uptime).After(s.lastFailed)
 	switch {
+	case s.stats.CmdFlush > e.CmdFlush && s.stats.PID == e.PID:
+		return true, fmt.Sprintf("it was flushed since (cmd_flush %d, was %d)", s.stats.CmdFlush, e.CmdFlush)
+	case !afterFailure:
+		return false, ""
 	case s.stats.PID != e.PID:
 		return true, fmt.Sprintf("its memcached restarted (pid %d, was %d): it is empty", s.stats.PID, e.PID)
-	case s.stats.CmdFlush > e.CmdFlush:
-		return true, fmt.Sprintf("it was flushed since (cmd_flush %d, was %d)", s.stats.CmdFlush, e.CmdFlush)
 	case s.restarted && s.haveDownStats && s.downStats.PID == e.PID && s.downStats.CmdFlush == e.CmdFlush:
 		return true, "its memcached restarted (its uptime went back): it is empty"
 	}
@@ -181,18 +192,31 @@ const KindFlushOwed = "flush owed"
 // this pass: slot holders of prev that answer by the pool's verdict and
 // whose flush is not done already, in ID order; it marks them flushing.
 // A freeze (an operator's or the automatic one) holds them back: they stay
-// owed (flush_pending). l.mu must be held.
+// owed (flush_pending). An entry without a base (no pid: decided from no
+// reading, or from one older than the node's placement, whose flush it
+// would count as its own) first gets one, from this process's reading
+// since the node answers again, and is flushed in a later pass: a flush
+// whose write is lost then shows in cmd_flush to the next leader, which
+// does not flush the node again. l.mu must be held.
 func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, frozen bool) []cachenodes.Node {
 	if frozen || prev == nil {
 		return nil
 	}
 	var out []cachenodes.Node
-	for _, e := range owed {
+	for i := range owed {
+		e := &owed[i]
 		s := l.tr.nodes[e.NodeID]
 		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
 			continue
 		}
-		if done, _ := flushDone(e, s); done {
+		if e.PID == 0 {
+			if s.haveStats && !s.statsAt.Before(s.answersSince) {
+				e.PID, e.CmdFlush = s.stats.PID, s.stats.CmdFlush+s.flushedSince
+				e.StartedAt = s.statsAt.Add(-s.stats.Uptime).UTC()
+			}
+			continue
+		}
+		if done, _ := flushDone(*e, s); done {
 			continue
 		}
 		s.flushing = true

@@ -136,9 +136,10 @@ func TestReadySparesByAddress(t *testing.T) {
 
 // TestCorruptFlushesDocumentReadSafely: a flushes document that does not
 // parse is reported as corrupt, and read the safe way: every slot holder
-// its text names owes a flush (with an unknown base, so only a flush ends
-// it), besides the entries of the last good document this process read;
-// the leader's next write replaces it with what it owes.
+// its text names owes a flush (with an unknown base, which the leader
+// fills in from its reading once the node answers, before it flushes),
+// besides the entries of the last good document this process read; the
+// leader's next write replaces it with what it owes.
 func TestCorruptFlushesDocumentReadSafely(t *testing.T) {
 	w := leadingWorld(t, []string{"a", "b", "c"}, "d")
 	w.owing("c") // flushed at once: nothing owed
@@ -175,6 +176,14 @@ func TestCorruptFlushesDocumentReadSafely(t *testing.T) {
 	}
 	if err := w.loop.Unfreeze(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// a's entry first gets a base (its pid and cmd_flush as read since it
+	// answers), so that its flush shows to the next leader should this
+	// pass's write be lost; it is flushed in the next pass.
+	w.pass(OutcomeOK)
+	got = w.store.storedFlushes(t)
+	if len(got) != 1 || got[0].NodeID != "a" || got[0].PID == 0 || w.flushed("a") != 0 || w.flushed("c") != 2 {
+		t.Fatalf("after the unfreeze the leader stored %+v and flushed %v, want a's entry with a base, a not flushed yet and c a second time", got, w.prober.flushCounts())
 	}
 	w.pass(OutcomeOK)
 	if !maps.Equal(map[string]int{"a": w.flushed("a"), "c": w.flushed("c")}, map[string]int{"a": 1, "c": 2}) {

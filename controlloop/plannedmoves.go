@@ -44,6 +44,9 @@ func (l *Loop) noteMovesLocked(prev, next *cachenodes.SlotMap, now time.Time) {
 	}
 	for i := range min(prev.NumSlots(), next.NumSlots()) {
 		was, is := prev.Slot(i), next.Slot(i)
+		if !is.IsZero() && was.ID != is.ID {
+			l.tr.placed(is.ID, now)
+		}
 		planned := false
 		if !was.IsZero() && !is.IsZero() && was.ID != is.ID {
 			s, known := l.tr.nodes[was.ID]

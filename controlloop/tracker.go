@@ -58,7 +58,11 @@ type nodeState struct {
 	// without a break; zero after a success. localDown is set once they
 	// failed for a whole probe interval: this process's own vote.
 	failingSince time.Time
-	localDown    bool
+	// lastFailed is when this process's probe of the node last failed:
+	// a memcached that restarted before it may have taken writes, then
+	// missed deletes, while it did not answer.
+	lastFailed time.Time
+	localDown  bool
 	lastErr      string
 	// reachable and unreachableSince are the pool's verdict: this
 	// process's view and the other replicas' votes (see verdict).
@@ -79,6 +83,10 @@ type nodeState struct {
 	downStatsAt   time.Time
 	haveDownStats bool
 	restarted     bool
+	// placedAt is when this process saw the node enter a slot: a reading
+	// from before it does not count the flush of that placement, so it is
+	// no base for an owed flush (its cmd_flush would pass at once).
+	placedAt time.Time
 	// answersSince is when the verdict last turned back to reachable (zero
 	// while it never turned): a reading from then on shows the node as it
 	// came back.

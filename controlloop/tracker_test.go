@@ -154,6 +154,16 @@ func TestTrackerHoldAndFlush(t *testing.T) {
 			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(true)},
 			{at: 3 * time.Second, probeID: "a", stats: restarted, owes: b(false)},
 		}},
+		{"a memcached that restarted and then stopped answering again still owes its flush", cfg, true, []step{
+			// It restarted at 3s unseen, took writes, and missed deletes
+			// while it did not answer from 4s to 8s: not empty.
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 4 * time.Second, probeID: "a", err: errDown},
+			{at: 8 * time.Second, probeID: "a", err: errDown},
+			{at: 9 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 200, Uptime: 6 * time.Second}, reachable: b(true), owes: b(true)},
+		}},
 		{"uptime reset counts as a restart", cfg, true, []step{
 			{at: 0, answer: &both},
 			{at: time.Second, probeID: "a", stats: st},

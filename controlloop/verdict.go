@@ -26,6 +26,7 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 			s.failingSince = now
 		}
 		s.lastErr = err.Error()
+		s.lastFailed = now
 		s.probed = true
 		if !s.localDown && now.Sub(s.failingSince) >= t.cfg.ProbeInterval {
 			s.localDown = true
@@ -101,7 +102,7 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		wasHealthy := s.healthy()
 		s.reachable = false
 		s.unreachableSince = since
-		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats, false
+		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats && !s.statsAt.Before(s.placedAt), false
 		// A flush this process made after that reading raised cmd_flush:
 		// the count to pass is the raised one, or the flush would count as
 		// done on return.
@@ -122,6 +123,22 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		s.unreachableSince = since
 	case !down && !s.reachable:
 		t.returned(s, now)
+	}
+}
+
+// placed records that node id entered a slot at now, as this process
+// learned from the slot map: its readings from before do not count that
+// placement's flush. When it is unreachable already, the reading kept from
+// before the episode is no base for an owed flush any more: an entry
+// decided from it would count the placement's flush as its own.
+func (t *tracker) placed(id string, now time.Time) {
+	s := t.nodes[id]
+	if s == nil {
+		return
+	}
+	s.placedAt = now
+	if !s.reachable && s.haveDownStats && s.downStatsAt.Before(now) {
+		s.haveDownStats = false
 	}
 }
 
