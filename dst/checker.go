@@ -54,7 +54,7 @@ type checker struct {
 	truthSeen uint64
 	// flushesIndex and flushes cache the stored flushes document.
 	flushesIndex uint64
-	flushes      map[string]bool
+	flushes      map[string]flushEntry
 	// kvMap is the stored slot map as last read, kvIndex its ModifyIndex.
 	kvMap   *cachenodes.SlotMap
 	kvIndex uint64

@@ -65,8 +65,6 @@ type appClient struct {
 func (w *world) newClient(i int, h *host) *appClient {
 	c := &appClient{w: w, name: h.name, host: h}
 	c.caller = &caller{w: w, host: h, name: h.name, client: c}
-	// Once mcclient holds its fixes of issue 18, Reverted: w.cfg.Reverted
-	// goes here (the self-test's switch).
 	mc, err := mcclient.New(mcclient.Options{
 		Clock:   hostClock{w: w, host: h},
 		WarmTTL: warmTTL,
@@ -74,7 +72,8 @@ func (w *world) newClient(i int, h *host) *appClient {
 		// milliseconds apart, so the backoff's jitter never decides
 		// anything and a run stays a function of its seed.
 		RetryMin: time.Millisecond, RetryMax: time.Millisecond,
-		Dial: func(addr string) (mcclient.Conn, error) { return &conn{c: c.caller, addr: addr}, nil },
+		Dial:     func(addr string) (mcclient.Conn, error) { return &conn{c: c.caller, addr: addr}, nil },
+		Reverted: w.cfg.Reverted, // the self-test's switch
 	})
 	if err != nil {
 		panic(err)
@@ -103,9 +102,24 @@ func (c *appClient) takeMap() {
 	}
 	after := c.mc.SlotMap()
 	if after != nil && (before == nil || after.Generation() != before.Generation() || !sameWarming(before, after)) {
-		w.tr.add(w.now, "%s takes generation %d from %s", c.name, after.Generation(), p.name())
+		w.tr.add(w.now, "%s takes generation %d from %s%s", c.name, after.Generation(), p.name(), w.warmings(after))
 	}
 	w.chk.onClientMap(c, before, after, p)
+}
+
+// warmings describes what warms in m, in simulated time: " (slot 3
+// warms from mc-02 until 123.100s)", or "" when nothing does.
+func (w *world) warmings(m *cachenodes.SlotMap) string {
+	var parts []string
+	for i := range m.NumSlots() {
+		if wm := m.Warming(i); wm != nil {
+			parts = append(parts, fmt.Sprintf("slot %d warms from %s until %.3fs", i, wm.NodeID, wm.Until.Sub(w.start).Seconds()))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // randomOp does one operation on a random key.

@@ -23,12 +23,12 @@ var (
 	revertedFlag = flag.String("dst.reverted", "none", "fixes to turn off (Config.Reverted)")
 )
 
-// pending lists the fixes of issue 18 that this tree does not hold yet:
-// the simulation finds their bugs today (TestDSTKnownBugs), and a clean
-// run tolerates them. Take a fix out of it when it lands; its switch
-// (Options.Reverted, handed Config.Reverted where the world builds the
-// package's Options) then turns it back off for the self-test.
-var pending = revert.Of(revert.All()...)
+// pending lists the fixes that this tree does not hold yet: a clean run
+// tolerates their violations. Every fix the simulation proves itself
+// against has landed, so it is empty; each fix's switch (Options.Reverted,
+// handed Config.Reverted where the world builds the package's Options)
+// turns it back off for the self-test (TestDSTKnownBugs).
+var pending revert.Set
 
 // parseSet reads a list of fix names: "all", "none", "pending" or
 // comma-separated names.

@@ -81,22 +81,46 @@ func pendingIn(st controlloop.Status, id string) bool {
 // storedFlush reports whether the flushes document in KV holds an entry
 // for id.
 func (c *checker) storedFlush(id string) bool {
+	_, ok := c.storedEntry(id)
+	return ok
+}
+
+// storedOwes reports whether the flushes document holds an entry for
+// t's node that binds the memcached running now: one decided on this
+// very process (its pid) and not yet carried out (its cmd_flush not
+// passed). An entry about a process that has since restarted, or that
+// a flush whose answer was lost already carried out, owes nothing: the
+// node is empty, and the leader drops the entry when it sees so.
+func (c *checker) storedOwes(t *nodeTruth) bool {
+	e, ok := c.storedEntry(t.n.id)
+	return ok && e.PID == t.n.pid && e.CmdFlush >= t.n.flushes
+}
+
+// flushEntry is what the checker reads of one entry of the stored
+// flushes document.
+type flushEntry struct {
+	NodeID   string `json:"node_id"`
+	CmdFlush uint64 `json:"cmd_flush"`
+	PID      int64  `json:"pid"`
+}
+
+// storedEntry returns the stored flushes document's entry for id.
+func (c *checker) storedEntry(id string) (flushEntry, bool) {
 	e := c.w.consul.kv[poolKeys.Flushes()]
 	if e == nil {
-		return false
+		return flushEntry{}, false
 	}
 	if e.modifyIndex != c.flushesIndex {
-		c.flushesIndex, c.flushes = e.modifyIndex, map[string]bool{}
+		c.flushesIndex, c.flushes = e.modifyIndex, map[string]flushEntry{}
 		var doc struct {
-			Flushes []struct {
-				NodeID string `json:"node_id"`
-			} `json:"flushes"`
+			Flushes []flushEntry `json:"flushes"`
 		}
 		if json.Unmarshal(e.value, &doc) == nil {
 			for _, f := range doc.Flushes {
-				c.flushes[f.NodeID] = true
+				c.flushes[f.NodeID] = f
 			}
 		}
 	}
-	return c.flushes[id]
+	f, ok := c.flushes[id]
+	return f, ok
 }

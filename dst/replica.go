@@ -74,8 +74,7 @@ func (r *replica) start() {
 	p.source = src
 	p.lead = &campaign{p: p, key: poolKeys.Leader(), id: r.id}
 	cfg := w.cfg
-	// mcrib serve's Options. Once controlloop holds its fixes of issue 18,
-	// Reverted: cfg.Reverted goes here (the self-test's switch).
+	// mcrib serve's Options, with the self-test's switch.
 	loop, err := controlloop.New(controlloop.Options{
 		Consul:                   p.consul,
 		Pool:                     poolName,
@@ -95,6 +94,7 @@ func (r *replica) start() {
 		Prober:                   prober{c: p.caller},
 		Clock:                    p.clock(),
 		Logger:                   w.logger(p.name()),
+		Reverted:                 cfg.Reverted,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("dst: building the loop: %v", err))
