@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/bootgate"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 
@@ -21,15 +24,17 @@ import (
 // POST /v1/boot handlers, some of them misbehaving, while the checker
 // holds the pool's admissions to limit × time + burst (invariant 8).
 //
-// It is the seam for cmd/mcrib's boot gate once that lives in an
-// importable package: Handler builds the handler of one replica process
-// from what the simulation gives it (BootEnv), as mcrib serve builds its
-// own from the loop, the elector and the ratelimit.Service. The handler
+// By default every replica process runs mcrib serve's own gate and
+// limiter (limiter.go); a Handler replaces them, for the checker's
+// self-test: it builds the handler of one replica process from what the
+// simulation gives it (BootEnv). The handler
 // is called on the simulation's goroutine; a forward to another replica
 // goes through BootEnv.HTTP, over the simulated network, into that
 // replica's handler, synchronously.
 type BootConfig struct {
-	// Handler returns the POST /v1/boot handler of one replica process.
+	// Handler returns the POST /v1/boot handler of one replica process;
+	// nil runs mcrib serve's own, the real bootgate.Gate in front of a
+	// real ratelimit.Service (limiter.go).
 	Handler func(env BootEnv) http.Handler
 	// Every is the mean time between two boots over the pool; default
 	// 20ms.
@@ -66,6 +71,7 @@ const (
 	bootTruncated = "truncated"
 	bootOversize  = "oversize"
 	bootHangsUp   = "hangs-up"
+	bootForged    = "forged" // marks its boot forwarded, as a replica does
 )
 
 // boots is the state of the boot admissions: each process's handler and
@@ -74,6 +80,37 @@ type boots struct {
 	cfg      BootConfig
 	handlers map[*replicaProc]http.Handler
 	admitted []time.Duration
+	// by is which replica admitted the boot under way, and how (the real
+	// gate's path, limiter.go); full and shares are the admissions from
+	// the pool's limit and from each replica's share.
+	by     admission
+	full   []pathAdmission
+	shares map[*replica][]pathAdmission
+	// forwardFailed is when each replica's connection to another replica
+	// last failed (replicaTransport), ground truth of the network.
+	forwardFailed map[*replica]time.Duration
+}
+
+// pathAdmission is one boot admitted on one path (the pool's limit, or
+// a replica's share), at at, with the pool counted as replicas (1 for
+// the limit) and the limit and burst the admitting process had in force.
+type pathAdmission struct {
+	at       time.Duration
+	replicas int
+	limit    float64
+	burst    int
+}
+
+// admission is who admitted one boot: a replica process, from the pool's
+// limit or from its share of replicas.
+type admission struct {
+	proc     *replicaProc
+	share    bool
+	replicas int
+	// limit and burst are those the admitting process had in force: a
+	// replica cut off from Consul goes on with the last it read.
+	limit float64
+	burst int
 }
 
 // startBoots schedules the boot callers.
@@ -82,7 +119,7 @@ func (w *world) startBoots() {
 	if cfg.Every == 0 {
 		cfg.Every = 20 * time.Millisecond
 	}
-	w.boots = &boots{cfg: cfg, handlers: map[*replicaProc]http.Handler{}}
+	w.boots = &boots{cfg: cfg, handlers: map[*replicaProc]http.Handler{}, shares: map[*replica][]pathAdmission{}, forwardFailed: map[*replica]time.Duration{}}
 	var next func()
 	next = func() {
 		w.boot()
@@ -95,6 +132,9 @@ func (w *world) startBoots() {
 func (w *world) bootHandler(p *replicaProc) http.Handler {
 	if h := w.boots.handlers[p]; h != nil {
 		return h
+	}
+	if w.boots.cfg.Handler == nil {
+		return p.limiter.gate // the real gate (limiter.go)
 	}
 	h := w.boots.cfg.Handler(BootEnv{
 		ReplicaID: p.r.id, Loop: p.loop, Consul: p.consul, Clock: p.clock(),
@@ -122,6 +162,8 @@ func (w *world) boot() {
 		kind = bootOversize
 	case x < 10:
 		kind = bootHangsUp
+	case x < 12:
+		kind = bootForged
 	}
 	body := io.Reader(strings.NewReader(`{}`))
 	ctx := context.Background()
@@ -137,11 +179,29 @@ func (w *world) boot() {
 	}
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.id+"/v1/boot", body)
 	req.Header.Set("Content-Type", "application/json")
+	if kind == bootForged {
+		req.Header.Set(bootgate.ForwardedHeader, "r9:7070")
+	}
 	rec := httptest.NewRecorder()
+	w.boots.by = admission{}
 	w.bootHandler(p).ServeHTTP(rec, req)
+	if w.cfg.TraceOps {
+		how := "limit"
+		switch {
+		case w.boots.by.proc == nil:
+			how = "?"
+		case w.boots.by.share:
+			how = fmt.Sprintf("share 1/%d", w.boots.by.replicas)
+		}
+		by := "-"
+		if w.boots.by.proc != nil {
+			by = w.boots.by.proc.name()
+		}
+		w.tr.add(w.now, "boot (%s) via %s: %d, admitted by %s (%s)", kind, p.name(), rec.Code, by, how)
+	}
 	if rec.Code == http.StatusOK {
 		w.boots.admitted = append(w.boots.admitted, w.now)
-		w.chk.onAdmission(kind)
+		w.chk.onAdmission(kind, w.boots.by)
 	}
 }
 
@@ -157,6 +217,19 @@ type replicaTransport struct {
 	from string
 }
 
+// failed records that the sending replica's connection failed now.
+func (t replicaTransport) failed() {
+	w := t.w
+	if w.boots == nil {
+		return
+	}
+	for _, r := range w.replicas {
+		if r.host.name == t.from {
+			w.boots.forwardFailed[r] = w.now
+		}
+	}
+}
+
 func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w := t.w
 	host := strings.Split(req.URL.Host, ":")[0]
@@ -168,33 +241,130 @@ func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	out := w.net.send(t.from, host, "http", req.Method+" "+req.URL.Path)
 	if target == nil || out == lostRequest || out == refused {
+		t.failed()
 		return nil, &netError{msg: "dial tcp " + req.URL.Host + ": i/o timeout", timeout: true}
 	}
 	rec := httptest.NewRecorder()
 	w.bootHandler(target).ServeHTTP(rec, req)
 	if out == lostAnswer {
+		t.failed()
 		return nil, &netError{msg: "read tcp " + req.URL.Host + ": i/o timeout", timeout: true}
 	}
 	return rec.Result(), nil
 }
 
-// onAdmission checks the pool's admissions against limit × time + burst
-// over windows ending now (invariant 8), allowing the clocks' skew.
-func (c *checker) onAdmission(kind string) {
-	w := c.w
+// limitAt is the pool's boot limit and burst as stored from at on.
+type limitAt struct {
+	at    time.Duration
+	limit float64
+	burst int
+}
+
+// limitGrace is how long a replica may go on admitting at a limit after
+// the stored document changed it: until its next read of the document
+// (limiter.go reads it every second), with the clocks' skew.
+const limitGrace = limiterSync + 2*maxSkew + time.Second
+
+// noteLimit records the stored boot limit when it changed.
+func (c *checker) noteLimit() {
 	limit, burst := c.bootLimit()
-	adm := w.boots.admitted
+	if n := len(c.limits); n > 0 && c.limits[n-1].limit == limit && c.limits[n-1].burst == burst {
+		return
+	}
+	c.limits = append(c.limits, limitAt{at: c.w.now, limit: limit, burst: burst})
+}
+
+// limitSince returns the highest limit and burst in force at any time
+// from from to now, a change counting limitGrace longer.
+func (c *checker) limitSince(from time.Duration) (float64, int) {
+	var limit float64
+	var burst int
+	for i := len(c.limits) - 1; i >= 0; i-- {
+		l := c.limits[i]
+		limit, burst = max(limit, l.limit), max(burst, l.burst)
+		if l.at <= from {
+			break
+		}
+	}
+	return limit, burst
+}
+
+// onAdmission checks the pool's admissions (invariant 8), over windows
+// ending now and allowing the clocks' skew; where the limit changed within
+// a window, or within limitGrace before it, the highest limit and burst
+// count for the whole window. With the real gate (by.proc set) it holds
+// the admissions from the pool's limit to limit × time + burst, each
+// replica's admissions from its share to the share's, and admits a share
+// admission only from a replica whose own connection to the leader failed
+// within bootgate.LeaderRetryAfter, or that knows no other leader. With a
+// handler of a test's (by.proc nil) it holds every admission to the
+// limit.
+func (c *checker) onAdmission(kind string, by admission) {
+	w := c.w
+	c.noteLimit()
+	if by.proc != nil && by.share {
+		r := by.proc.r
+		w.boots.shares[r] = append(w.boots.shares[r], pathAdmission{at: w.now, replicas: by.replicas, limit: by.limit, burst: by.burst})
+		_, leader := by.proc.lead.Lease()
+		failed, ever := w.boots.forwardFailed[r]
+		id := by.proc.lead.LeaderID()
+		if !leader && id != "" && id != r.id && (!ever || w.now-failed > bootgate.LeaderRetryAfter+2*maxSkew) {
+			c.fail(ruleShareUnfailed, revert.CallerErrorNotLeaderDown,
+				"%s admitted a %s caller's boot from its share while it knew the leader %s and its connection to it had not failed (last failure %s)",
+				by.proc.name(), kind, id, failedAt(failed, ever))
+			return
+		}
+		c.holdPath(w.boots.shares[r], kind, by.proc.name()+"'s share")
+		return
+	}
+	if by.proc == nil {
+		adm := w.boots.admitted
+		c.holdPath(slices.Collect(func(yield func(pathAdmission) bool) {
+			for _, at := range adm {
+				if !yield(pathAdmission{at: at, replicas: 1}) {
+					return
+				}
+			}
+		}), kind, "the pool")
+		return
+	}
+	w.boots.full = append(w.boots.full, pathAdmission{at: w.now, replicas: 1, limit: by.limit, burst: by.burst})
+	c.holdPath(w.boots.full, kind, "the pool's limit")
+}
+
+// failedAt says when a connection last failed.
+func failedAt(at time.Duration, ever bool) string {
+	if !ever {
+		return "never"
+	}
+	return fmt.Sprintf("at %.3fs", at.Seconds())
+}
+
+// holdPath holds adm, the admissions of one path up to now, over each
+// window to the limit divided by the replicas they counted (the burst too,
+// at least 1). The limit of a window is the highest in force in it: the
+// stored one, or within limitGrace before the window, or one an admitting
+// process had in force (a replica cut off from Consul goes on with the
+// last it read); the replicas are the fewest any of its admissions
+// counted.
+func (c *checker) holdPath(adm []pathAdmission, kind string, what string) {
+	w := c.w
 	n := len(adm)
 	for _, back := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second} {
 		from := w.now - back
+		limit, burst := c.limitSince(from - limitGrace)
+		parts := adm[n-1].replicas
 		k := 0
-		for i := n - 1; i >= 0 && adm[i] > from; i-- {
+		for i := n - 1; i >= 0 && adm[i].at > from; i-- {
 			k++
+			limit, burst, parts = max(limit, adm[i].limit), max(burst, adm[i].burst), min(parts, adm[i].replicas)
 		}
+		p := float64(parts)
+		limit, burst = limit/p, max(int(float64(burst)/p), 1)
 		allowed := limit*(back+2*maxSkew).Seconds() + float64(burst)
 		if float64(k) > allowed {
-			c.fail(ruleAdmissions, 0, "%d boots admitted in %v (the last a %s caller's), above limit × time + burst = %.0f (limit %.1f/s, burst %d)",
-				k, back, kind, allowed, limit, burst)
+			c.fail(ruleAdmissions, 0, "%d boots admitted from %s in %v (the last a %s caller's), above limit × time + burst = %.0f (limit %.1f/s, burst %d, 1/%d of the pool's)",
+				k, what, back, kind, allowed, limit, burst, parts)
 			return
 		}
 	}

@@ -45,7 +45,9 @@ func (v *Violation) Error() string {
 
 // checker asserts the rules after every step and over the history.
 type checker struct {
-	w         *world
+	w *world
+	// limits is the history of the stored boot limit (boot.go).
+	limits    []limitAt
 	violation *Violation
 	nodes     map[string]*nodeTruth
 	// order holds the nodes in the order they joined (by ID).

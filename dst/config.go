@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // The pool's settings that no seed changes: mcrib serve's defaults, but
@@ -67,8 +68,11 @@ type Config struct {
 	Trace io.Writer
 	// Logs, when set, receives the replicas' logs.
 	Logs io.Writer
-	// Boots, when set, drives boot admissions (boot.go).
-	Boots *BootConfig
+	// Boots drives boot admissions (boot.go); nil is the default, callers
+	// against the real gate and limiter of every replica (limiter.go),
+	// unless NoBoots.
+	Boots   *BootConfig
+	NoBoots bool
 	// Planted, when set, breaks the world on purpose for the checker's
 	// self-test (planted.go).
 	Planted *Plant
@@ -92,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Keys == 0 {
 		c.Keys = 64
+	}
+	if c.Boots == nil && !c.NoBoots {
+		c.Boots = &BootConfig{Limit: bootCeiling, Burst: ratelimit.DefaultBurst(bootCeiling)}
 	}
 	if c.TraceKeep == 0 {
 		c.TraceKeep = 60

@@ -45,6 +45,9 @@ type campaign struct {
 	// lastRefresh and lastRenew are when the check and the session were
 	// last kept alive (simulated time).
 	lastRefresh, lastRenew time.Duration
+	// renewedAt is the host's time of the last renewal or acquire, for
+	// leader.Assured.
+	renewedAt time.Time
 	// holdOff: no acquire before it (after a step-down).
 	holdOff time.Duration
 	// retryAt: no new campaign before it (after a failed one).
@@ -77,6 +80,12 @@ func (c *campaign) Confirm(ctx context.Context) (leader.Lease, error) {
 	}
 	c.stepDown("Confirm found the lock held by another session or none")
 	return leader.Lease{}, fmt.Errorf("%w: the lock %s is no longer held by this process", leader.ErrNotLeader, c.key)
+}
+
+// Assured reports whether the process leads and is sure no other process
+// does (leader.Assured), as leader.Elector.IsAssured.
+func (c *campaign) Assured() bool {
+	return c.leading && leader.Assured(c.renewedAt, c.p.clock().Now(), lockDelay)
 }
 
 func (c *campaign) LeaderID() string {
@@ -156,7 +165,7 @@ func (c *campaign) tick() {
 		c.end("Consul no longer knows the session")
 		return
 	case err == nil:
-		c.lastRenew = w.now
+		c.lastRenew, c.renewedAt = w.now, c.p.clock().Now()
 	case w.now-c.lastRenew >= sessionTTL:
 		c.end(fmt.Sprintf("the session not renewed for %v: %v", w.now-c.lastRenew, err))
 		return
@@ -194,6 +203,7 @@ func (c *campaign) tick() {
 func (c *campaign) takeTerm() {
 	w := c.p.wl()
 	c.leading, c.termStart, c.leaderID, c.failures = true, w.now, c.id, 0
+	c.renewedAt = c.p.clock().Now() // the acquire proved the session valid
 	w.tr.add(w.now, "%s leads (session %s)", c.p.name(), c.session)
 	c.p.kick()
 }

@@ -54,6 +54,9 @@ type replicaProc struct {
 	// probe read something new.
 	seen    map[string]probeSeen
 	learned bool
+	// limiter is its boot limiter and gate (limiter.go), when the run
+	// drives boots through the real gate.
+	limiter *limiter
 }
 
 func (p *replicaProc) wl() *world       { return p.r.w }
@@ -105,6 +108,9 @@ func (r *replica) start() {
 	err = loop.Load(context.Background())
 	w.tr.add(w.now, "%s starts (load: %v)", p.name(), errText(err))
 	w.chk.onStart(p)
+	if w.boots != nil && w.boots.cfg.Handler == nil {
+		w.startLimiter(p)
+	}
 
 	p.phase = w.msUpTo(int(probeInterval / time.Millisecond))
 	alive := func() bool { return p.alive }

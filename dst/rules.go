@@ -24,6 +24,7 @@ const (
 	ruleS7CopyOwing       = "s7-copy-from-owing"
 	ruleStaleRead         = "s7-stale-read"
 	ruleAdmissions        = "inv8-admissions"
+	ruleShareUnfailed     = "inv8-share-without-failure"
 )
 
 // touch marks p's status as changed by the step under way.

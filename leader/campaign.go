@@ -104,8 +104,10 @@ func (e *Elector) term(ctx, cctx context.Context, session string, lead func(cont
 	lctx, endTerm := context.WithCancel(context.WithoutCancel(cctx))
 	defer endTerm()
 
+	now := e.opts.Clock.Now()
 	e.mu.Lock()
 	e.session = session
+	e.renewed = now // the acquire that began the term proved the session valid
 	e.leaderID = e.opts.ID
 	e.stepDown = stop
 	e.steppedDown = false

@@ -24,6 +24,9 @@ type Elector struct {
 	stepDown func()
 	// steppedDown records that StepDown ended the current term.
 	steppedDown bool
+	// renewed is when the campaign's session was last renewed, or its
+	// lock acquired (IsAssured).
+	renewed time.Time
 }
 
 // New returns an Elector for opts. It fails with ErrInvalidOptions when a

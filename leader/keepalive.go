@@ -74,6 +74,7 @@ func (e *Elector) keepalive(ctx context.Context, fail context.CancelCauseFunc, c
 				return
 			case err == nil:
 				lastRenewed = now
+				e.renewedAt(now)
 			case now.Sub(lastRenewed) >= sessionTTL:
 				fail(fmt.Errorf("renewing session for %v: %w", now.Sub(lastRenewed).Round(time.Millisecond), err))
 				return

@@ -89,6 +89,7 @@ func (h logSignal) WithGroup(string) slog.Handler      { return h }
 
 // keepaliveRun is one keepalive on a fake clock against a fake agent.
 type keepaliveRun struct {
+	e      *Elector
 	clk    *clock.Fake
 	logs   logSignal
 	failed chan error
@@ -117,6 +118,12 @@ func startKeepalive(t *testing.T, agent *fakeAgent) *keepaliveRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k.e = e
+	// As term does when the lock is taken: the acquire proved the
+	// session valid.
+	e.mu.Lock()
+	e.session, e.renewed = "session-1", k.clk.Now()
+	e.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(k.done)
@@ -232,5 +239,59 @@ func TestKeepaliveStepsDownWhenRenewalsFailForTheTTL(t *testing.T) {
 	err := k.ended(t)
 	if err == nil || !strings.Contains(err.Error(), "renewing session for 10s") {
 		t.Fatalf("ended with %v, want the renewal failures of the session TTL", err)
+	}
+}
+
+// TestAssuredOnlyWithinTheLockDelayOfARenewal: a leader whose renewals
+// fail goes on leading (IsLeader) until sessionTTL, but it is assured
+// that no other process leads only until the lock delay less one renewal
+// timeout has passed since its last renewal: Consul may have invalidated
+// its session right after, and another process may take the lock a lock
+// delay later. With renewals that succeed it stays assured.
+func TestAssuredOnlyWithinTheLockDelayOfARenewal(t *testing.T) {
+	for _, renew := range []string{"ok", "fail"} {
+		t.Run(renew, func(t *testing.T) {
+			agent := &fakeAgent{check: "ok", renew: renew}
+			k := startKeepalive(t, agent)
+			if !k.e.IsAssured() {
+				t.Fatal("not assured right after the lock was taken")
+			}
+			for i := 1; i <= 4; i++ {
+				k.clk.Advance(renewEvery)
+				select {
+				case <-agent.renewed:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("renewal %d was not tried", i)
+				}
+				waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				k.clk.BlockUntil(waitCtx, 2)
+				cancel()
+				since := time.Duration(i) * renewEvery
+				want := renew == "ok" || since < DefaultLockDelay-renewEvery
+				if got := k.e.IsAssured(); got != want || !k.e.IsLeader() {
+					t.Fatalf("%v after the acquire, renewals %s: assured %v, leader %v; want assured %v while leading", since, renew, got, k.e.IsLeader(), want)
+				}
+			}
+		})
+	}
+}
+
+func TestAssured(t *testing.T) {
+	base := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		renewed time.Time
+		now     time.Time
+		assured bool
+	}{
+		{"never renewed", time.Time{}, base, false},
+		{"just renewed", base, base, true},
+		{"within the lock delay less a renewal", base, base.Add(DefaultLockDelay - renewEvery - time.Millisecond), true},
+		{"at the lock delay less a renewal", base, base.Add(DefaultLockDelay - renewEvery), false},
+		{"long ago", base, base.Add(time.Hour), false},
+	} {
+		if got := Assured(tc.renewed, tc.now, DefaultLockDelay); got != tc.assured {
+			t.Errorf("%s: Assured = %v, want %v", tc.name, got, tc.assured)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
+	"github.com/mcrib/mcrib/internal/peak"
 )
 
 // ClientOptions configures a Client. Consul and Key are required; the
@@ -74,7 +75,7 @@ type Client struct {
 	mu        sync.Mutex // guards the fields below
 	doc       Document
 	haveDoc   bool
-	instances countPeak
+	instances peak.Count
 	limit     float64
 	burst     int
 
@@ -172,7 +173,7 @@ func (c *Client) Burst() int {
 func (c *Client) Instances() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, _ := c.instances.peak(c.clock.Now())
+	n, _ := c.instances.Peak(c.clock.Now())
 	return max(n, 1)
 }
 
@@ -213,7 +214,7 @@ func (c *Client) countInstances(_ context.Context, q *api.QueryOptions) (int, *a
 // onCount follows the number of passing instances of the service.
 func (c *Client) onCount(n int, _ uint64) error {
 	c.mu.Lock()
-	c.instances.observe(c.clock.Now(), n)
+	c.instances.Observe(c.clock.Now(), n)
 	c.mu.Unlock()
 	c.share()
 	select {
@@ -228,7 +229,7 @@ func (c *Client) onCount(n int, _ uint64) error {
 func (c *Client) expireCounts(ctx context.Context) {
 	for {
 		c.mu.Lock()
-		at, ok := c.instances.next()
+		at, ok := c.instances.Next()
 		c.mu.Unlock()
 		var (
 			timer clock.Timer
@@ -260,7 +261,7 @@ func (c *Client) share() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	limit, burst := c.fallback, DefaultBurst(c.fallback)
-	n, counted := c.instances.peak(c.clock.Now())
+	n, counted := c.instances.Peak(c.clock.Now())
 	switch {
 	case c.haveDoc && c.service == "":
 		limit, burst = shareOf(c.doc.Limit, c.doc.Burst, 1)

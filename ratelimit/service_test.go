@@ -465,7 +465,7 @@ func testClientFollows(t *testing.T, consul *api.Client, key string) {
 	testenv.Eventually(t, 5*time.Second, "the client to see 3 passing instances", func() bool {
 		shared.mu.Lock()
 		defer shared.mu.Unlock()
-		return shared.instances.current == 3
+		return shared.instances.Current() == 3
 	})
 	if shared.Instances() != 4 || shared.Limit() != 25 || shared.Burst() != 3 {
 		t.Fatalf("3 passing a moment after 4: share %v, burst %d among %d; want 25, 3 among 4", shared.Limit(), shared.Burst(), shared.Instances())

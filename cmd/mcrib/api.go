@@ -77,6 +77,9 @@ type apiServer struct {
 	// leader tells whether this process leads and who does; a follower
 	// forwards boots and replaces to the leader.
 	leader func() (leading bool, leaderID string)
+	// assured reports whether this process, while it leads, is sure no
+	// other process leads (leader.Elector.IsAssured); nil: always.
+	assured func() bool
 	// id is this replica's leader_id (--advertise-addr): a boot is never
 	// forwarded to it.
 	id string

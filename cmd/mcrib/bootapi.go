@@ -63,7 +63,11 @@ func (a *apiServer) newBootGate() *bootgate.Gate {
 			if a.leader == nil {
 				return true, ""
 			}
-			return a.leader()
+			leading, id := a.leader()
+			// A leader admits from the pool's limit only while it is sure
+			// no other process leads (leader.Assured); meanwhile it admits
+			// its share, as a follower that cannot reach the leader does.
+			return leading && (a.assured == nil || a.assured()), id
 		},
 		ID:       a.id,
 		TLS:      a.forwardTLS,

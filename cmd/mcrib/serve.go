@@ -140,6 +140,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		return elector.IsLeader(), elector.LeaderID()
 	})
 	handler.replicas = replicaSet{loop: loop, elector: elector}
+	handler.assured = elector.IsAssured
 	handler.ops = ops
 	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
 	handler.id = id

@@ -32,7 +32,7 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, leaderID string, 
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, g.scheme+"://"+leaderID+r.URL.RequestURI(), rd)
 	if err != nil { // a leader ID that makes no URL cannot be reached
 		g.leaderFailed(g.clock.Now(), err)
-		g.admit(w, true)
+		g.admitShare(w, 2) // another replica leads: the pool has two at least
 		return
 	}
 	out.ContentLength = size
@@ -52,7 +52,7 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, leaderID string, 
 			return
 		}
 		g.leaderFailed(g.clock.Now(), err)
-		g.admit(w, true)
+		g.admitShare(w, 2) // another replica leads: the pool has two at least
 		return
 	}
 	defer resp.Body.Close()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/apibody"
+	"github.com/mcrib/mcrib/internal/peak"
 	"github.com/mcrib/mcrib/internal/revert"
 )
 
@@ -81,7 +82,11 @@ type Options struct {
 	// replica always leads (a process that runs alone).
 	Leader func() (leading bool, leaderID string)
 	// Replicas returns the pool's live replicas, this one included; the
-	// share is the limit divided by it. nil, or a count below 1, counts 1.
+	// share is the limit divided by it, or by a larger count seen within
+	// the last 10 minutes (a count that is late, as a restarted replica's
+	// before it read the others' votes, never lets the pool admit more),
+	// and by at least 2 while another replica is known to lead. nil, or a
+	// count below 1, counts 1.
 	Replicas func() int
 	// ID is this replica's own leader_id: a boot is never forwarded to it
 	// (a replica that just stepped down may still name itself the
@@ -135,6 +140,7 @@ type Gate struct {
 	mu        sync.Mutex // guards the fields below
 	downUntil time.Time  // the leader counts as unreachable before it
 	down      bool       // the last forward failed (for logging each change once)
+	peak      peak.Count // the replica counts of the last 10 minutes
 }
 
 // New checks opts and returns a Gate.
@@ -204,8 +210,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.refuseForwarded(w)
-	case leaderID == "" || leaderID == g.id || g.leaderDown(g.clock.Now()):
+	case leaderID == "" || leaderID == g.id:
 		g.admit(w, true)
+	case g.leaderDown(g.clock.Now()):
+		g.admitShare(w, 2) // another replica leads: the pool has two at least
 	default:
 		g.forward(w, r, leaderID, body, streamed)
 	}
@@ -214,15 +222,32 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit answers a boot from this replica's limiter: the pool's limit, or
 // this replica's share of it.
 func (g *Gate) admit(w http.ResponseWriter, share bool) {
-	var (
-		ok    bool
-		retry time.Duration
-	)
 	if share {
-		ok, retry = g.adm.AdmitShare(max(g.replicas(), 1))
-	} else {
-		ok, retry = g.adm.Admit()
+		g.admitShare(w, 1)
+		return
 	}
+	ok, retry := g.adm.Admit()
+	g.answer(w, ok, retry)
+}
+
+// admitShare answers a boot from this replica's share of the limit: the
+// limit divided by the replicas (Options.Replicas), never by fewer than
+// the most seen in the last 10 minutes, nor than least.
+func (g *Gate) admitShare(w http.ResponseWriter, least int) {
+	now := g.clock.Now()
+	n := max(g.replicas(), 1)
+	g.mu.Lock()
+	if n != g.peak.Current() {
+		g.peak.Observe(now, n)
+	}
+	top, _ := g.peak.Peak(now)
+	g.mu.Unlock()
+	ok, retry := g.adm.AdmitShare(max(n, top, least))
+	g.answer(w, ok, retry)
+}
+
+// answer writes the answer to one boot this replica decided.
+func (g *Gate) answer(w http.ResponseWriter, ok bool, retry time.Duration) {
 	if g.rec != nil {
 		g.rec.BootAdmission(ok)
 	}

@@ -90,7 +90,9 @@ type bed struct {
 	clk     *clock.Fake
 	leading bool
 	leader  string
-	rec     []bool
+	// replicas is what Options.Replicas answers; 0 means 3.
+	replicas int
+	rec      []bool
 }
 
 func (b *bed) BootAdmission(ok bool) { b.rec = append(b.rec, ok) }
@@ -99,9 +101,14 @@ func newBed(t *testing.T, reverted revert.Set) *bed {
 	t.Helper()
 	b := &bed{adm: &counter{}, net: &network{}, clk: clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)), leader: "leader:7070"}
 	g, err := New(Options{
-		Admitter:  b.adm,
-		Leader:    func() (bool, string) { return b.leading, b.leader },
-		Replicas:  func() int { return 3 },
+		Admitter: b.adm,
+		Leader:   func() (bool, string) { return b.leading, b.leader },
+		Replicas: func() int {
+			if b.replicas == 0 {
+				return 3
+			}
+			return b.replicas
+		},
 		ID:        "me:7070",
 		Transport: b.net,
 		Clock:     b.clk,
@@ -388,5 +395,34 @@ func TestForwardOverTLSScheme(t *testing.T) {
 	g.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/boot", nil))
 	if n.count() != 1 || n.sent[0].URL.Scheme != "https" {
 		t.Fatalf("forwarded %d, to %v; want https", n.count(), n.sent)
+	}
+}
+
+// TestShareNeverOfALateCount: the share a replica admits divides the limit
+// by the most replicas seen in the last 10 minutes (a count that is late,
+// as a restarted replica's before it read the others' votes, never lets
+// the pool admit more), and by at least 2 while another replica leads.
+func TestShareNeverOfALateCount(t *testing.T) {
+	b := newBed(t, 0)
+	b.net.fail = errors.New("dial tcp leader:7070: connect: connection refused")
+	b.boot("")
+	if b.adm.of != 3 {
+		t.Fatalf("the share of 3 replicas was taken among %d", b.adm.of)
+	}
+	b.replicas = 1 // the others' votes are not seen any more
+	b.clk.Advance(time.Minute)
+	b.boot("")
+	if b.adm.of != 3 {
+		t.Fatalf("a count of 1 a minute after 3: the share was taken among %d, want 3", b.adm.of)
+	}
+	b.clk.Advance(10 * time.Minute)
+	b.boot("")
+	if b.adm.of != 2 {
+		t.Fatalf("a count of 1 for 10 minutes while another replica leads: the share was taken among %d, want 2", b.adm.of)
+	}
+	b.leader = "" // no leader known: this replica may be alone
+	b.boot("")
+	if b.adm.of != 1 {
+		t.Fatalf("alone for 10 minutes with no leader known: the share was taken among %d, want 1", b.adm.of)
 	}
 }
