@@ -33,6 +33,12 @@ type OwedFlush struct {
 	// (or the node leaving its slot) ends such an entry.
 	CmdFlush uint64 `json:"cmd_flush"`
 	PID      int64  `json:"pid"`
+	// CmdFlushUnknown is set when that reading may not count a flush the
+	// pool made of the node after it (it came before the node's placement,
+	// or while another flush of it was owed): a higher count is then no
+	// sign of this flush, so the leader reads the count again once the node
+	// answers, before it flushes it (owedflush.go).
+	CmdFlushUnknown bool `json:"cmd_flush_unknown,omitempty"`
 	// StartedAt is when that memcached started (the reading's time less
 	// its uptime), by the deciding leader's clock; zero when unknown. It
 	// is not compared with another host's clock: a restart is told by the
@@ -130,7 +136,7 @@ func sameFlushes(a, b []OwedFlush) bool {
 	a, b = flushesDoc(a).Flushes, flushesDoc(b).Flushes
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.NodeID != y.NodeID || x.Addr != y.Addr || x.CmdFlush != y.CmdFlush || x.PID != y.PID ||
+		if x.NodeID != y.NodeID || x.Addr != y.Addr || x.CmdFlush != y.CmdFlush || x.CmdFlushUnknown != y.CmdFlushUnknown || x.PID != y.PID ||
 			!x.StartedAt.Equal(y.StartedAt) || !x.Since.Equal(y.Since) || x.Reason != y.Reason {
 			return false
 		}

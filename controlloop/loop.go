@@ -179,7 +179,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.takeDrainLocked(st)
 	l.placeStepsLocked(now)
-	l.owedBaseLocked(st)
+	l.owedBaseLocked(st, now)
 	return nil
 }
 

@@ -35,16 +35,27 @@ import (
 // holders than the mass fraction are failing (massPending): the episode may
 // be about to be taken as the observer's fault, so nothing is decided yet.
 func (t *tracker) flushDue(s *nodeState, pending bool, now time.Time) bool {
-	if s.reachable || !s.holdsSlot || s.observerFault || pending {
+	if s.reachable || !s.holdsSlot || s.observerFault || pending || s.staleEpisode() {
 		return false
 	}
 	return t.cfg.FlushAfter <= 0 || now.Sub(s.unreachableSince) > t.cfg.FlushAfter
 }
 
+// staleEpisode reports whether s's episode of unreachability, as the
+// pool's verdict has it, began before this process saw the node placed
+// into its slot while none of this process's own probes failed since: the
+// placement's flush answered after the failures the votes report, and
+// emptied the node, so they are no evidence that it missed a delete since.
+// (The replicas' votes lag their probes: a node that paused just before
+// its placement is voted unreachable just after it.)
+func (s *nodeState) staleEpisode() bool {
+	return !s.placedAt.IsZero() && s.unreachableSince.Before(s.placedAt) && !s.lastFailed.After(s.placedAt)
+}
+
 // flushDueAt returns when s's flush would be due, and false when it will
 // not be due by the passing of time alone.
 func (t *tracker) flushDueAt(s *nodeState) (time.Time, bool) {
-	if s.reachable || !s.holdsSlot || s.observerFault || t.cfg.FlushAfter <= 0 {
+	if s.reachable || !s.holdsSlot || s.observerFault || t.cfg.FlushAfter <= 0 || s.staleEpisode() {
 		return time.Time{}, false
 	}
 	return s.unreachableSince.Add(t.cfg.FlushAfter + time.Millisecond), true
@@ -86,6 +97,7 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 	if s.haveDownStats {
 		e.CmdFlush, e.PID = s.downStats.CmdFlush, s.downStats.PID
 		e.StartedAt = s.downStatsAt.Add(-s.downStats.Uptime).UTC()
+		e.CmdFlushUnknown = !s.downCounted
 	}
 	if t.cfg.FlushAfter <= 0 {
 		e.Reason = "unreachable by the pool's verdict (--flush-after-unreachable 0s): it may have missed deletes"
@@ -98,28 +110,29 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 
 // flushDone reports whether the flush e owes is done already, and why: the
 // pool's verdict has the node answering, this process read it since it
-// came back, and the reading shows another memcached (another pid, or a
-// restart seen by this process's own readings before and after) that
-// started after this process's last failed probe of the node, or a flush
-// since (cmd_flush above the stored count). A start time written by
-// another host is never compared with this process's clock: a restart
-// shows in the pid, or in this process's own readings, and when it
-// happened in the reading's uptime.
-//
-// A memcached that restarted and then stopped answering again (a pause, a
-// cut link) is not empty: it took writes after its start and may have
-// missed deletes since, so a restart ends the owed flush only when it came
-// after the last probe that failed. memcached counts its uptime in whole
-// seconds, so a restart within a second of that probe counts as after it.
-func flushDone(e OwedFlush, s *nodeState) (bool, string) {
-	if s == nil || !s.reachable || !s.haveStats || s.statsAt.Before(s.answersSince) || e.PID == 0 {
+// came back, and the reading shows a flush since (cmd_flush above the
+// stored count, when that count is known to count every earlier flush) or
+// another memcached (another pid, or a restart seen by this process's own
+// readings before and after) that has not stopped answering since
+// (restartClean). A start time written by another host is never compared
+// with this process's clock: a restart shows in the pid, or in this
+// process's own readings, and when it happened in the reading's uptime.
+func (t *tracker) flushDone(e OwedFlush, s *nodeState) (bool, string) {
+	if s == nil || !s.reachable || !s.haveStats || s.statsAt.Before(s.answersSince) {
 		return false, ""
 	}
-	afterFailure := s.statsAt.Add(time.Second - s.stats.Uptime).After(s.lastFailed)
+	started := s.statsAt.Add(-s.stats.Uptime)
 	switch {
-	case s.stats.CmdFlush > e.CmdFlush && s.stats.PID == e.PID:
+	case e.PID == 0:
+		// Decided from no reading: a memcached that started after the
+		// episode began, as this process saw it, is empty of its misses.
+		if !s.downSince.IsZero() && started.After(s.downSince) && t.restartClean(s) {
+			return true, "its memcached started after the node became unreachable: it is empty"
+		}
+		return false, ""
+	case s.stats.CmdFlush > e.CmdFlush && s.stats.PID == e.PID && !e.CmdFlushUnknown:
 		return true, fmt.Sprintf("it was flushed since (cmd_flush %d, was %d)", s.stats.CmdFlush, e.CmdFlush)
-	case !afterFailure:
+	case !t.restartClean(s):
 		return false, ""
 	case s.stats.PID != e.PID:
 		return true, fmt.Sprintf("its memcached restarted (pid %d, was %d): it is empty", s.stats.PID, e.PID)
@@ -129,19 +142,46 @@ func flushDone(e OwedFlush, s *nodeState) (bool, string) {
 	return false, ""
 }
 
-// owedBaseLocked returns the flushes the pool owes as st has them, and
-// records them as this process's view (Status shows them). A corrupt
+// restartClean reports whether the memcached s's last reading shows is
+// empty of anything stale: since it started (a second later: memcached
+// counts its uptime in whole seconds), this process's probes of it never
+// failed without a break for a whole probe interval (what makes a node
+// unreachable, invariant 7) and for longer than --flush-after-unreachable.
+// A memcached that restarted and then stopped answering again (a pause, a
+// cut link) took writes after its start and may have missed deletes since.
+func (t *tracker) restartClean(s *nodeState) bool {
+	started := s.statsAt.Add(time.Second - s.stats.Uptime)
+	long := max(t.cfg.ProbeInterval, t.cfg.FlushAfter)
+	stretches := s.failures
+	if !s.failingSince.IsZero() {
+		stretches = append(slices.Clone(stretches), failStretch{from: s.failingSince, to: s.lastFailed})
+	}
+	for _, f := range stretches {
+		from := f.from
+		if from.Before(started) {
+			from = started
+		}
+		if f.to.Sub(from) >= long && (t.cfg.FlushAfter <= 0 || f.to.Sub(from) > t.cfg.FlushAfter) {
+			return false
+		}
+	}
+	return true
+}
+
+// owedBaseLocked returns the flushes the pool owes as st has them, read
+// at now, and records them as this process's view (Status shows them). A corrupt
 // document is read the safe way: the entries of the last good document
 // this process read, and every slot holder the corrupt text names (each
 // with an unknown base, so only a flush or its leaving the slot ends it);
 // the leader's next write replaces it. With revert.ForgottenFlush the
 // owed flushes live in this process's memory only, as they once did. l.mu
 // must be held.
-func (l *Loop) owedBaseLocked(st Snapshot) []OwedFlush {
+func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
 		l.owed = l.memOwed
 		return slices.Clone(l.memOwed)
 	}
+	defer l.tr.sawOwed(l.owed, now)
 	base := slices.Clone(st.Flushes)
 	if slices.Contains(st.Corrupt, kvlayout.Flushes) {
 		for _, e := range l.owedGood {
@@ -193,11 +233,11 @@ const KindFlushOwed = "flush owed"
 // whose flush is not done already, in ID order; it marks them flushing.
 // A freeze (an operator's or the automatic one) holds them back: they stay
 // owed (flush_pending). An entry without a base (no pid: decided from no
-// reading, or from one older than the node's placement, whose flush it
-// would count as its own) first gets one, from this process's reading
-// since the node answers again, and is flushed in a later pass: a flush
-// whose write is lost then shows in cmd_flush to the next leader, which
-// does not flush the node again. l.mu must be held.
+// reading; or a cmd_flush that may miss a flush the pool made after it,
+// which it would count as its own) first gets one, from this process's
+// reading since the node answers again, and is flushed in a later pass: a
+// flush whose write is lost then shows in cmd_flush to the next leader,
+// which does not flush the node again. l.mu must be held.
 func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, frozen bool) []cachenodes.Node {
 	if frozen || prev == nil {
 		return nil
@@ -209,14 +249,14 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, fro
 		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
 			continue
 		}
-		if e.PID == 0 {
-			if s.haveStats && !s.statsAt.Before(s.answersSince) {
-				e.PID, e.CmdFlush = s.stats.PID, s.stats.CmdFlush+s.flushedSince
-				e.StartedAt = s.statsAt.Add(-s.stats.Uptime).UTC()
-			}
+		if done, _ := l.tr.flushDone(*e, s); done {
 			continue
 		}
-		if done, _ := flushDone(*e, s); done {
+		if e.PID == 0 || e.CmdFlushUnknown {
+			if s.haveStats && !s.statsAt.Before(s.answersSince) {
+				e.PID, e.CmdFlush, e.CmdFlushUnknown = s.stats.PID, s.stats.CmdFlush+s.flushedSince, false
+				e.StartedAt = s.statsAt.Add(-s.stats.Uptime).UTC()
+			}
 			continue
 		}
 		s.flushing = true
@@ -259,7 +299,7 @@ func (l *Loop) noteFlushed(id string) {
 func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap) []OwedFlush {
 	out := make([]OwedFlush, 0, len(owed))
 	for _, e := range owed {
-		switch done, why := flushDone(e, l.tr.nodes[e.NodeID]); {
+		switch done, why := l.tr.flushDone(e, l.tr.nodes[e.NodeID]); {
 		case flushed[e.NodeID]:
 		case done:
 			l.opts.Logger.Info("owed flush done", "node", e.NodeID, "why", why)

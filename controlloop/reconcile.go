@@ -87,7 +87,7 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	l.takeDrainLocked(st)
 	l.placeStepsLocked(now)
 	shift := l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
-	base := l.owedBaseLocked(st)
+	base := l.owedBaseLocked(st, now)
 	evs := l.takeVotesLocked(st.Votes, now)
 	l.mu.Unlock()
 	l.logEvents(evs)

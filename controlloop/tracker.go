@@ -58,18 +58,19 @@ type nodeState struct {
 	// without a break; zero after a success. localDown is set once they
 	// failed for a whole probe interval: this process's own vote.
 	failingSince time.Time
-	// lastFailed is when this process's probe of the node last failed:
-	// a memcached that restarted before it may have taken writes, then
-	// missed deletes, while it did not answer.
+	// lastFailed is when this process's probe of the node last failed.
 	lastFailed time.Time
 	localDown  bool
-	lastErr      string
+	lastErr    string
 	// reachable and unreachableSince are the pool's verdict: this
 	// process's view and the other replicas' votes (see verdict).
 	reachable        bool
 	unreachableSince time.Time
-	stats            cachenodes.Stats
-	haveStats        bool
+	// downSince is when the last episode of unreachability began, kept
+	// once the verdict turned back.
+	downSince time.Time
+	stats     cachenodes.Stats
+	haveStats bool
 	// statsAt is when stats were read; flushedSince counts the flushes
 	// this process made of the node since (each raised its cmd_flush).
 	statsAt      time.Time
@@ -83,14 +84,27 @@ type nodeState struct {
 	downStatsAt   time.Time
 	haveDownStats bool
 	restarted     bool
-	// placedAt is when this process saw the node enter a slot: a reading
-	// from before it does not count the flush of that placement, so it is
-	// no base for an owed flush (its cmd_flush would pass at once).
-	placedAt time.Time
+	// downCounted is set when downStats count every flush a leader made
+	// of the node before the episode (countsEveryFlush): only then is its
+	// cmd_flush the base of an owed flush.
+	downCounted bool
+	// placedAt is when this process saw the node enter a slot, and
+	// owedCleared when it saw the pool's owed flush of the node gone
+	// (owedSeen: it is owed in the last flushes document read). A leader
+	// flushes a node before the write that shows it (the placement, the
+	// entry's removal), so a reading from before either, or taken while
+	// an entry was owed, may not count that flush: it is no base for an
+	// owed flush (its cmd_flush would pass at once).
+	placedAt    time.Time
+	owedCleared time.Time
+	owedSeen    bool
 	// answersSince is when the verdict last turned back to reachable (zero
 	// while it never turned): a reading from then on shows the node as it
 	// came back.
 	answersSince time.Time
+	// failures are the last stretches of this process's probes that failed
+	// without a break, from the first failure to the last (restartClean).
+	failures []failStretch
 	// observerFault is set while the node was unreachable during a mass
 	// episode (more than the guard's fraction of holders at once): taken as
 	// the observer's fault, it costs the node neither slot nor contents.
@@ -347,3 +361,11 @@ func (t *tracker) absentHolders(m *cachenodes.SlotMap) (serving, absent int) {
 	}
 	return serving, absent
 }
+
+// failStretch is a stretch of a node's probes that failed without a
+// break: from the first failure to the last.
+type failStretch struct{ from, to time.Time }
+
+// maxFailStretches is how many of a node's stretches of failed probes a
+// tracker keeps.
+const maxFailStretches = 8

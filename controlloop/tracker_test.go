@@ -50,6 +50,9 @@ type step struct {
 	probeID string
 	stats   cachenodes.Stats
 	err     error
+	// owed, when set, is the flushes document read at the step: whether
+	// it holds an entry for "a" (a leader's, carried out meanwhile).
+	owed *bool
 	// want, checked after the step for node "a"; owes: the leader has
 	// decided that it owes a flush, and the flush is not done yet
 	// (trackerOwes).
@@ -66,6 +69,13 @@ func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 		now := t0.Add(s.at)
 		if s.answer != nil {
 			tr.observeMembership(*s.answer, now)
+		}
+		if s.owed != nil {
+			var doc []OwedFlush
+			if *s.owed {
+				doc = []OwedFlush{{NodeID: "a"}}
+			}
+			tr.sawOwed(doc, now)
 		}
 		if s.probeID != "" {
 			tr.observeProbe(s.probeID, s.stats, s.err, holds, now)
@@ -103,7 +113,7 @@ func trackerOwes(tr *tracker, id string, entry *OwedFlush, now time.Time) *OwedF
 		entry = &e
 	}
 	if entry != nil {
-		if done, _ := flushDone(*entry, s); done {
+		if done, _ := tr.flushDone(*entry, s); done {
 			return nil
 		}
 	}
@@ -163,6 +173,30 @@ func TestTrackerHoldAndFlush(t *testing.T) {
 			{at: 4 * time.Second, probeID: "a", err: errDown},
 			{at: 8 * time.Second, probeID: "a", err: errDown},
 			{at: 9 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 200, Uptime: 6 * time.Second}, reachable: b(true), owes: b(true)},
+		}},
+		{"a flush another leader made after the last reading is no owed flush's", cfg, true, []step{
+			// Another leader owed a's flush and carried it out after this
+			// process's last reading (cmd_flush 0): a new episode's flush is
+			// not done by that one (cmd_flush 1 on return).
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 1500 * time.Millisecond, owed: b(true)},
+			{at: 2 * time.Second, owed: b(false)},
+			{at: 3 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 4 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 5 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 100, Uptime: time.Hour, CmdFlush: 1}, reachable: b(true), owes: b(true)},
+		}},
+		{"decided from no reading, a memcached that started since owes nothing", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 10 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 5, Uptime: 5 * time.Second}, reachable: b(true), owes: b(false)},
+		}},
+		{"decided from no reading, a memcached that ran all along still owes", cfg, true, []step{
+			{at: 0, answer: &both},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", err: errDown, owes: b(true)},
+			{at: 10 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 5, Uptime: time.Hour}, reachable: b(true), owes: b(true)},
 		}},
 		{"uptime reset counts as a restart", cfg, true, []step{
 			{at: 0, answer: &both},

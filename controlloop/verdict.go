@@ -44,6 +44,12 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 	}
 	s.statsAt, s.flushedSince = now, 0
 	s.probed = true
+	if !s.failingSince.IsZero() {
+		s.failures = append(s.failures, failStretch{from: s.failingSince, to: s.lastFailed})
+		if len(s.failures) > maxFailStretches {
+			s.failures = s.failures[1:]
+		}
+	}
 	s.failingSince = time.Time{}
 	if s.localDown {
 		s.localDown = false
@@ -102,7 +108,8 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		wasHealthy := s.healthy()
 		s.reachable = false
 		s.unreachableSince = since
-		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats && !s.statsAt.Before(s.placedAt), false
+		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats, false
+		s.downCounted = s.haveStats && s.countsEveryFlush(s.statsAt)
 		// A flush this process made after that reading raised cmd_flush:
 		// the count to pass is the raised one, or the flush would count as
 		// done on return.
@@ -126,19 +133,45 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 	}
 }
 
+// countsEveryFlush reports whether a reading of s taken at at counts
+// every flush a leader made of it: it was taken after this process saw
+// the node's latest placement and the end of its latest owed flush, and
+// while none was owed.
+func (s *nodeState) countsEveryFlush(at time.Time) bool {
+	return !s.owedSeen && !at.Before(s.placedAt) && !at.Before(s.owedCleared)
+}
+
 // placed records that node id entered a slot at now, as this process
 // learned from the slot map: its readings from before do not count that
-// placement's flush. When it is unreachable already, the reading kept from
-// before the episode is no base for an owed flush any more: an entry
-// decided from it would count the placement's flush as its own.
+// placement's flush.
 func (t *tracker) placed(id string, now time.Time) {
-	s := t.nodes[id]
-	if s == nil {
-		return
+	if s := t.nodes[id]; s != nil {
+		s.placedAt = now
+		s.voidBase(now)
 	}
-	s.placedAt = now
+}
+
+// sawOwed records the owed flushes this process read at now: a node whose
+// entry is gone was flushed, or left its slot, meanwhile.
+func (t *tracker) sawOwed(owed []OwedFlush, now time.Time) {
+	for id, s := range t.nodes {
+		switch owes := owedIndex(owed, id) >= 0; {
+		case owes:
+			s.owedSeen = true
+		case s.owedSeen:
+			s.owedSeen, s.owedCleared = false, now
+			s.voidBase(now)
+		}
+	}
+}
+
+// voidBase drops the cmd_flush of the reading kept from before s's
+// episode of unreachability, when there is one, as a base for an owed
+// flush: a flush this process learned of at now may have come after it.
+// (Its pid still tells a restart.)
+func (s *nodeState) voidBase(now time.Time) {
 	if !s.reachable && s.haveDownStats && s.downStatsAt.Before(now) {
-		s.haveDownStats = false
+		s.downCounted = false
 	}
 }
 
@@ -169,7 +202,7 @@ func (t *tracker) returned(s *nodeState, now time.Time) {
 	}
 	t.event(s.node.ID, "reachable", detail)
 	s.reachable = true
-	s.unreachableSince = time.Time{}
+	s.downSince, s.unreachableSince = s.unreachableSince, time.Time{}
 	s.answersSince = now
 	s.observerFault = false
 	if t.mass != "" {

@@ -96,6 +96,15 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 	return ok && e.PID == t.n.pid && e.CmdFlush >= t.n.flushes
 }
 
+// storedForAnother reports whether the flushes document holds an entry for
+// t's node decided on another memcached process than the one running now
+// (its pid): the leader shows it pending, but it is no decision about this
+// process, which started empty since.
+func (c *checker) storedForAnother(t *nodeTruth) bool {
+	e, ok := c.storedEntry(t.n.id)
+	return ok && e.PID != 0 && e.PID != t.n.pid
+}
+
 // flushEntry is what the checker reads of one entry of the stored
 // flushes document.
 type flushEntry struct {

@@ -39,7 +39,7 @@ func (c *checker) checkOwed() {
 		// decision: the node is empty (a stale mark its next probe clears).
 		// Nor does a node owe one that was emptied (restarted, or flushed
 		// with the answer lost) during the episode it returns from.
-		if !t.owe && (c.storedOwes(t) || (pendingNow[id] && c.pending[l][id] >= l.lead.termStart && c.pending[l][id] > t.cleanAt &&
+		if !t.owe && (c.storedOwes(t) || (pendingNow[id] && !c.storedForAnother(t) && c.pending[l][id] >= l.lead.termStart && c.pending[l][id] > t.cleanAt &&
 			t.cleanAt < lastSpanStart(t.disturbed, probeInterval))) {
 			t.owe, t.oweSince, t.oweBy, t.oweProc, t.forgotSince = true, w.now, "the pool", l, 0
 			t.oweFrozen = w.consul.kv[poolKeys.Freeze()] != nil
