@@ -8,8 +8,9 @@ import (
 
 // TestSpareAtAHoldersAddressIsNeverPlaced: a memcached re-registered under
 // a new service ID (the same address as a slot holder) must not be flushed
-// and placed into a second slot; of spares sharing an address, only the
-// lowest ID may be placed.
+// and placed into a second slot, nor listed as a spare; of spares sharing
+// an address, only the lowest ID may be placed or listed (runAssign's
+// checks hold the spares list to that).
 func TestSpareAtAHoldersAddressIsNeverPlaced(t *testing.T) {
 	first, m := runAssign(t, Input{Pool: assignPool, NumSlots: 3, Nodes: []NodeView{vUp("a1"), vUp("b1")}, Budget: 2}, nil)
 	if len(first.Placements) != 2 {

@@ -485,41 +485,52 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 		}
 		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID]) && !taken[n.Addr]
 	}
+	slots := make([]cachenodes.Node, in.NumSlots)
+	for i := range slots {
+		slots[i] = slotAt(i)
+	}
+	keepAddrsDistinct(slots, idx)
+	// The spares, by ID: one memcached is listed once, and never one a
+	// slot holder or a warm source has (the same memcached registered
+	// under a second service ID, section 7).
+	order := make([]int, 0, len(in.Nodes))
+	for j := range in.Nodes {
+		if isSpare(j) {
+			order = append(order, j)
+		}
+	}
+	if !idx.sorted {
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
+	}
+	listed := make(map[string]bool, len(slots)+len(order))
+	for _, n := range slots {
+		if n.Addr != "" {
+			listed[n.Addr] = true
+		}
+	}
+	spareNodes := make([]cachenodes.Node, 0, len(order))
+	for _, j := range order {
+		if n := in.Nodes[j].Node; !listed[n.Addr] {
+			listed[n.Addr] = true
+			spareNodes = append(spareNodes, n)
+		}
+	}
 
-	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && idx.sorted && len(plan.EndWarming) == 0 && warmed == nil {
+	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && len(plan.EndWarming) == 0 && warmed == nil &&
+		in.Prev.NumSpares() == len(spareNodes) {
 		same := true
 		for i := 0; same && i < in.NumSlots; i++ {
-			same = slotAt(i) == in.Prev.Slot(i)
+			same = slots[i] == in.Prev.Slot(i)
 		}
-		k, nspares := 0, in.Prev.NumSpares()
-		for j := 0; same && j < len(in.Nodes); j++ {
-			if isSpare(j) {
-				same = k < nspares && in.Prev.Spare(k) == in.Nodes[j].Node
-				k++
-			}
+		for k := 0; same && k < len(spareNodes); k++ {
+			same = in.Prev.Spare(k) == spareNodes[k]
 		}
-		if same && k == nspares {
+		if same {
 			return in.Prev, nil
 		}
 	}
 
-	spares := len(plan.Evictions) + 16
-	if in.Prev != nil {
-		spares += in.Prev.NumSpares()
-	}
-	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: make([]cachenodes.Node, in.NumSlots), Spares: make([]cachenodes.Node, 0, spares), UpdatedAt: now, Warming: warming}
-	for i := range spec.Slots {
-		spec.Slots[i] = slotAt(i)
-	}
-	keepAddrsDistinct(spec.Slots, idx)
-	for j := range in.Nodes {
-		if isSpare(j) {
-			spec.Spares = append(spec.Spares, in.Nodes[j].Node)
-		}
-	}
-	if !idx.sorted {
-		slices.SortFunc(spec.Spares, func(a, b cachenodes.Node) int { return cmp.Compare(a.ID, b.ID) })
-	}
+	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: slots, Spares: spareNodes, UpdatedAt: now, Warming: warming}
 	switch {
 	case in.Prev == nil:
 		spec.Generation = 1

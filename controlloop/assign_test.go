@@ -374,13 +374,23 @@ func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachen
 	if got := next.Slots(); !slices.Equal(got, want) {
 		t.Errorf("slots = %v, want %v", got, want)
 	}
+	// The spares, by ID: each memcached (address) once, and none that a
+	// slot holder has.
+	byID := slices.Clone(in.Nodes)
+	slices.SortFunc(byID, func(a, b NodeView) int { return strings.Compare(a.ID, b.ID) })
+	addrTaken := make(map[string]bool)
+	for _, n := range want {
+		if n.Addr != "" {
+			addrTaken[n.Addr] = true
+		}
+	}
 	var wantSpares []string
-	for _, v := range in.Nodes {
-		if !inSlot[v.ID] && v.Listed && v.Present && !v.Maintenance && v.Reachable {
+	for _, v := range byID {
+		if !inSlot[v.ID] && v.Listed && v.Present && !v.Maintenance && v.Reachable && !addrTaken[v.Addr] {
+			addrTaken[v.Addr] = true
 			wantSpares = append(wantSpares, v.ID)
 		}
 	}
-	slices.Sort(wantSpares)
 	if got := nodeIDs(next.Spares()); !slices.Equal(got, wantSpares) && len(got)+len(wantSpares) > 0 {
 		t.Errorf("spares = %v, want %v", got, wantSpares)
 	}

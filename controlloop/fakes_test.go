@@ -1,6 +1,7 @@
 package controlloop
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,6 +69,9 @@ type fakeStore struct {
 
 	// failReads makes that many reads fail.
 	failReads int
+	// loseAnswers makes that many writes carried out answer an error, as
+	// a write whose answer was lost on the way back.
+	loseAnswers int
 	// beforeWrite runs, with mu held, before a write checks anything: the
 	// world changing between a pass's read and its write.
 	beforeWrite func(s *fakeStore)
@@ -202,6 +206,10 @@ func (s *fakeStore) WritePool(ctx context.Context, read Snapshot, lease leader.L
 	}
 	if w.Drain != nil {
 		s.putDrainLocked(w.Drain)
+	}
+	if s.loseAnswers > 0 {
+		s.loseAnswers--
+		return false, errors.New("fake store: the answer to a write carried out was lost")
 	}
 	return true, nil
 }

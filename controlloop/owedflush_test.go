@@ -297,3 +297,42 @@ func TestNextDecisionInWakesForTheFlushDecision(t *testing.T) {
 		t.Fatalf("a follower is due a decision in %s", d)
 	}
 }
+
+// TestOwedFlushShownWhileItsWriteIsInDoubt: the leader decides that a
+// holder owes a flush and writes the entry; the write is carried out but
+// its answer is lost, and then the store cannot be read. The leader shows
+// the node flush_pending all the same: the decision may well be stored
+// (found by the deterministic simulation, where Consul lost its leader
+// right after such a write and the leader showed the flush forgotten).
+func TestOwedFlushShownWhileItsWriteIsInDoubt(t *testing.T) {
+	w := leadingWorld(t, []string{"a", "b", "c"}, "d")
+	w.store.mu.Lock()
+	w.store.loseAnswers = 1
+	w.store.mu.Unlock()
+	w.away("c")
+	// Passes every second until the leader decides (after
+	// --flush-after-unreachable, 10s) and writes; that answer is lost.
+	for range 15 {
+		if got := w.store.storedFlushes(t); len(got) > 0 {
+			break
+		}
+		w.clk.Advance(time.Second)
+		w.probe()
+		_, _ = w.loop.Reconcile(context.Background())
+	}
+	if got := w.store.storedFlushes(t); len(got) != 1 || got[0].NodeID != "c" || w.store.loseAnswers != 0 {
+		t.Fatalf("stored flushes %+v, want c's entry, written with its answer lost", got)
+	}
+	w.store.mu.Lock()
+	w.store.failReads = 3
+	w.store.mu.Unlock()
+	for range 3 {
+		w.clk.Advance(time.Second)
+		if res, _ := w.loop.Reconcile(context.Background()); res.Outcome != OutcomeError {
+			t.Fatalf("a pass with the store unreadable: %s", res.Outcome)
+		}
+		if !w.node("c").FlushPending {
+			t.Fatal("c is not shown flush_pending while its stored entry cannot be read back")
+		}
+	}
+}

@@ -248,6 +248,14 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
 		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err != nil {
+			if w.Flushes != nil {
+				// The write may have been carried out with its answer
+				// lost: the flushes decided stay shown (flush_pending)
+				// until a read of the store says otherwise.
+				l.mu.Lock()
+				l.owed = owed
+				l.mu.Unlock()
+			}
 			l.setPassError(err, true)
 			return Result{Outcome: OutcomeError}, err
 		}

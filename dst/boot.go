@@ -201,7 +201,7 @@ func (w *world) boot() {
 	}
 	if rec.Code == http.StatusOK {
 		w.boots.admitted = append(w.boots.admitted, w.now)
-		w.chk.onAdmission(kind, w.boots.by)
+		w.chk.onAdmission(kind, w.boots.by, p)
 	}
 }
 
@@ -238,6 +238,19 @@ func (t replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if r.host.name == host {
 			target = r.proc
 		}
+	}
+	// As a real transport sends it: a request whose context is done is not
+	// sent, and one whose body cannot be read whole fails on the way.
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("writing the request body: %w", err)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	out := w.net.send(t.from, host, "http", req.Method+" "+req.URL.Path)
 	if target == nil || out == lostRequest || out == refused {
@@ -295,16 +308,23 @@ func (c *checker) limitSince(from time.Duration) (float64, int) {
 // count for the whole window. With the real gate (by.proc set) it holds
 // the admissions from the pool's limit to limit × time + burst, each
 // replica's admissions from its share to the share's, and admits a share
-// admission only from a replica whose own connection to the leader failed
-// within bootgate.LeaderRetryAfter, or that knows no other leader. With a
-// handler of a test's (by.proc nil) it holds every admission to the
-// limit.
-func (c *checker) onAdmission(kind string, by admission) {
+// admission only of a boot not marked forwarded (the caller called via,
+// the replica that admitted it, and did not forge the mark), by a replica
+// whose own connection to the leader failed within
+// bootgate.LeaderRetryAfter or that knows no other leader. With a handler
+// of a test's (by.proc nil) it holds every admission to the limit.
+func (c *checker) onAdmission(kind string, by admission, via *replicaProc) {
 	w := c.w
 	c.noteLimit()
 	if by.proc != nil && by.share {
 		r := by.proc.r
 		w.boots.shares[r] = append(w.boots.shares[r], pathAdmission{at: w.now, replicas: by.replicas, limit: by.limit, burst: by.burst})
+		if kind == bootForged || by.proc != via {
+			c.fail(ruleShareUnfailed, revert.ForwardedNeverShared,
+				"%s admitted a boot marked forwarded (a %s caller's, through %s) from its share: a replica that does not lead never admits one",
+				by.proc.name(), kind, via.name())
+			return
+		}
 		_, leader := by.proc.lead.Lease()
 		failed, ever := w.boots.forwardFailed[r]
 		id := by.proc.lead.LeaderID()

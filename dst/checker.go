@@ -57,6 +57,8 @@ type checker struct {
 	// flushesIndex and flushes cache the stored flushes document.
 	flushesIndex uint64
 	flushes      map[string]flushEntry
+	// flushFirst is when the checker first saw each stored entry.
+	flushFirst map[string]time.Duration
 	// kvMap is the stored slot map as last read, kvIndex its ModifyIndex.
 	kvMap   *cachenodes.SlotMap
 	kvIndex uint64
@@ -88,7 +90,7 @@ type checker struct {
 func newChecker(w *world) *checker {
 	return &checker{w: w, nodes: map[string]*nodeTruth{}, served: map[string]uint64{},
 		pending: map[*replicaProc]map[string]time.Duration{}, status: map[*replicaProc]controlloop.Status{},
-		dirty: map[*replicaProc]bool{}, hist: newHistory(), toleratedRules: map[string]bool{}}
+		dirty: map[*replicaProc]bool{}, flushFirst: map[string]time.Duration{}, hist: newHistory(), toleratedRules: map[string]bool{}}
 }
 
 // fail records a violation: the first one ends the run, unless it is

@@ -163,6 +163,7 @@ func DefaultMix() Mix {
 			faultConsulErrors:   2,
 			faultConsulDown:     1,
 			faultObserverBlip:   2,
+			faultReregister:     2,
 		},
 	}
 }

@@ -2,6 +2,7 @@ package dst
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/revert"
@@ -38,7 +39,7 @@ func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
 	since, seen := c.pending[p][t.n.id]
 	settle := 2*probeInterval + 2*maxSkew
 	switch {
-	case c.storedFlush(t.n.id), t.owe:
+	case c.storedFlush(t), t.owe:
 	case t.oweEnded > 0 && w.now-t.oweEnded <= settle:
 		// A retry of a decided flush whose answer was lost.
 	case seen && since >= p.lead.termStart && since > t.cleanAt:
@@ -79,10 +80,21 @@ func pendingIn(st controlloop.Status, id string) bool {
 }
 
 // storedFlush reports whether the flushes document in KV holds an entry
-// for id.
-func (c *checker) storedFlush(id string) bool {
-	_, ok := c.storedEntry(id)
+// for t's memcached.
+func (c *checker) storedFlush(t *nodeTruth) bool {
+	_, ok := c.entryOf(t)
 	return ok
+}
+
+// entryOf returns the stored entry of t's memcached, under any service ID
+// it is registered with.
+func (c *checker) entryOf(t *nodeTruth) (flushEntry, bool) {
+	for _, id := range t.n.ids() {
+		if e, ok := c.storedEntry(id); ok {
+			return e, true
+		}
+	}
+	return flushEntry{}, false
 }
 
 // storedOwes reports whether the flushes document holds an entry for
@@ -92,8 +104,17 @@ func (c *checker) storedFlush(id string) bool {
 // a flush whose answer was lost already carried out, owes nothing: the
 // node is empty, and the leader drops the entry when it sees so.
 func (c *checker) storedOwes(t *nodeTruth) bool {
-	e, ok := c.storedEntry(t.n.id)
-	return ok && e.PID == t.n.pid && e.CmdFlush >= t.n.flushes
+	e, ok := c.entryOf(t)
+	switch {
+	case !ok:
+		return false
+	case e.PID == 0:
+		// Decided from no reading: it binds the memcached that was not
+		// emptied since the episode began (since, by a host's clock).
+		since := e.Since.Sub(c.w.start) - maxSkew
+		return t.cleanAt < min(since, c.flushFirst[e.NodeID])
+	}
+	return e.PID == t.n.pid && e.CmdFlush >= t.n.flushes
 }
 
 // storedForAnother reports whether the flushes document holds an entry for
@@ -101,22 +122,24 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 // (its pid): the leader shows it pending, but it is no decision about this
 // process, which started empty since.
 func (c *checker) storedForAnother(t *nodeTruth) bool {
-	e, ok := c.storedEntry(t.n.id)
+	e, ok := c.entryOf(t)
 	return ok && e.PID != 0 && e.PID != t.n.pid
 }
 
 // flushEntry is what the checker reads of one entry of the stored
 // flushes document.
 type flushEntry struct {
-	NodeID   string `json:"node_id"`
-	CmdFlush uint64 `json:"cmd_flush"`
-	PID      int64  `json:"pid"`
+	NodeID   string    `json:"node_id"`
+	CmdFlush uint64    `json:"cmd_flush"`
+	PID      int64     `json:"pid"`
+	Since    time.Time `json:"since"`
 }
 
 // storedEntry returns the stored flushes document's entry for id.
 func (c *checker) storedEntry(id string) (flushEntry, bool) {
 	e := c.w.consul.kv[poolKeys.Flushes()]
 	if e == nil {
+		clear(c.flushFirst)
 		return flushEntry{}, false
 	}
 	if e.modifyIndex != c.flushesIndex {
@@ -127,6 +150,16 @@ func (c *checker) storedEntry(id string) (flushEntry, bool) {
 		if json.Unmarshal(e.value, &doc) == nil {
 			for _, f := range doc.Flushes {
 				c.flushes[f.NodeID] = f
+			}
+		}
+		for id := range c.flushFirst {
+			if _, ok := c.flushes[id]; !ok {
+				delete(c.flushFirst, id)
+			}
+		}
+		for id := range c.flushes {
+			if _, ok := c.flushFirst[id]; !ok {
+				c.flushFirst[id] = c.w.now
 			}
 		}
 	}

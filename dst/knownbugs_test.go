@@ -21,22 +21,30 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 9, 34397 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 39, 99365 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 40, 290864 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 8, 36139 * time.Millisecond, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 3, 57430 * time.Millisecond, ruleInv3Ceiling},
-	{revert.GenerationOrder, 31, 26521 * time.Millisecond, ruleClientGeneration},
+	{revert.FollowerFlush, 0, 0, ruleInv2Undecided},
+	{revert.ForgottenFlush, 0, 0, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 0, 0, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 0, 0, ruleStaleRead},
+	{revert.CeilingAfterTakeover, 0, 0, ruleInv3Ceiling},
+	{revert.CallerErrorNotLeaderDown, 0, 0, ruleShareUnfailed},
+	{revert.GenerationOrder, 0, 0, ruleClientGeneration},
+	{revert.ForwardedNeverShared, 0, 0, ruleShareUnfailed},
 }
 
+// others is the set of every fix but f: with f reverted, a violation that
+// only another fix's rule finds is recorded and the run goes on (turning
+// one fix off may break what another proves: the old flush path keeps its
+// marks in memory, so a restart forgets them too).
+func others(f revert.Fix) revert.Set { return revert.Of(revert.All()...) &^ revert.Of(f) }
+
 // TestDSTKnownBugs shows that the checker finds each known bug: its seed,
-// run with the bug's fix reverted (today: absent) and every other missing
-// fix tolerated, ends with a violation of the bug's rule, attributed to
+// run with the bug's fix reverted and violations of the other fixes'
+// rules tolerated, ends with a violation of the bug's rule, attributed to
 // the fix, at the time the table says.
 func TestDSTKnownBugs(t *testing.T) {
 	for _, b := range knownBugs {
 		t.Run(b.fix.String(), func(t *testing.T) {
-			cfg := Config{Seed: b.seed, Duration: b.at + time.Second, Reverted: revert.Of(b.fix), Tolerate: pending &^ revert.Of(b.fix)}
+			cfg := Config{Seed: b.seed, Duration: b.at + time.Second, Reverted: revert.Of(b.fix), Tolerate: others(b.fix)}
 			res := Run(cfg)
 			v := res.Violation
 			switch {
@@ -52,10 +60,13 @@ func TestDSTKnownBugs(t *testing.T) {
 	}
 }
 
-var selfTestFlag = flag.Bool("dst.selftest", false, "run TestDSTSelfTest (make dst-selftest)")
+var (
+	selfTestFlag = flag.Bool("dst.selftest", false, "run TestDSTSelfTest (make dst-selftest)")
+	fixFlag      = flag.String("dst.fix", "all", "the fixes TestDSTSelfTest proves the checker against: all, or names")
+)
 
 // TestDSTSelfTest proves the checker against each fix of issue 18: with the
-// fix reverted (today: absent) and every other missing fix tolerated, seeds
+// fix reverted and the other fixes' violations tolerated, seeds
 // of the short set (-dst.seeds from -dst.from, 10 simulated minutes each)
 // must find it. For each fix it reports how many seeds found it, the first
 // that did, and the earliest find, as a line of the table TestDSTKnownBugs
@@ -72,13 +83,20 @@ func TestDSTSelfTest(t *testing.T) {
 	if *durationFlag != 0 {
 		duration = *durationFlag
 	}
+	only, err := parseSet(*fixFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range knownBugs {
 		f := b.fix
+		if !only.Reverted(f) {
+			continue
+		}
 		start := time.Now()
 		var first, earliest *Violation
 		n := 0
 		for s := *fromFlag; s < *fromFlag+uint64(seeds); s++ {
-			res := Run(Config{Seed: s, Duration: duration, Reverted: revert.Of(f), Tolerate: pending &^ revert.Of(f)})
+			res := Run(Config{Seed: s, Duration: duration, Reverted: revert.Of(f), Tolerate: others(f)})
 			v := res.Violation
 			switch {
 			case v == nil:
@@ -118,6 +136,7 @@ func ruleName(rule string) string {
 	for name, r := range map[string]string{
 		"ruleInv2Undecided": ruleInv2Undecided, "ruleInv2Forgotten": ruleInv2Forgotten, "ruleInv9WarmOwing": ruleInv9WarmOwing,
 		"ruleS7CopyOwing": ruleS7CopyOwing, "ruleStaleRead": ruleStaleRead, "ruleInv3Ceiling": ruleInv3Ceiling, "ruleClientGeneration": ruleClientGeneration,
+		"ruleShareUnfailed": ruleShareUnfailed, "ruleAdmissions": ruleAdmissions,
 	} {
 		if r == rule {
 			return name

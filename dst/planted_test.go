@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -249,10 +250,16 @@ func TestPlantedFlushForgotten(t *testing.T) {
 	// the leader never shows it pending.
 	res := plantedRun(t, at(60*time.Second, func(w *world) {
 		n := w.randomHolder()
-		w.consul.put(kvlayout.For(kvPrefix, poolName).Flushes(), []byte(`{"flushes":[{"node_id":"`+n.id+`"}]}`), 0, w.consul.bump())
+		w.consul.put(kvlayout.For(kvPrefix, poolName).Flushes(), owedEntry(n), 0, w.consul.bump())
 		w.after(time.Second, "plant", func() { delete(w.consul.kv, kvlayout.For(kvPrefix, poolName).Flushes()) })
 	}), 2*time.Minute, nil)
 	wantRule(t, res, ruleInv2Forgotten)
+}
+
+// owedEntry is a flushes document that owes n's flush, decided on its
+// memcached as it runs now.
+func owedEntry(n *mcNode) []byte {
+	return fmt.Appendf(nil, `{"flushes":[{"node_id":%q,"addr":%q,"pid":%d,"cmd_flush":%d}]}`, n.id, n.addr, n.pid, n.flushes)
 }
 
 // oweAndWarm stores a flushes entry for a holder whose slot moves warm to a
@@ -264,7 +271,7 @@ func oweAndWarm(t *testing.T, warmFirst bool) *Plant {
 		n := w.nodeByID[m.Slot(0).ID]
 		sp := spare(t, w, m)
 		owe := func() {
-			w.consul.put(kvlayout.For(kvPrefix, poolName).Flushes(), []byte(`{"flushes":[{"node_id":"`+n.id+`"}]}`), 0, w.consul.bump())
+			w.consul.put(kvlayout.For(kvPrefix, poolName).Flushes(), owedEntry(n), 0, w.consul.bump())
 			w.plant.pending = map[string]bool{n.id: true}
 		}
 		warm := func() {
