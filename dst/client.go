@@ -9,6 +9,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/staleread"
 	"github.com/mcrib/mcrib/mcclient"
 )
 
@@ -44,6 +45,8 @@ type op struct {
 	// warm source (a fill), not written there by a set.
 	filled bool
 	nested bool
+	// rec is the operation as the stale-read check has it (history.go).
+	rec *staleread.Op
 }
 
 // appClient is one application process: a real mcclient.Client on its own

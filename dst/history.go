@@ -1,109 +1,49 @@
 package dst
 
 import (
-	"sort"
-
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/internal/staleread"
 )
 
-// history holds the clients' operations for the stale-read rule: no read
-// returns a value that a delete or set completed before the read began
-// had replaced.
-//
-// Its scope: a read is judged only against writes made under the
-// generation of the reader's map. A client that has not yet seen a cold
-// move may still reach the old holder, and one that has may no longer:
-// both are the map's propagation, not a broken promise (section 7 promises
-// no stale read through a warming slot's old holder, whose map both sides
-// share). A write that failed is indeterminate, as Jepsen's checkers take
-// it: it may take effect at any time after it began, so a value it wrote
-// is never stale; a write that succeeded took effect between its begin
-// and its end.
+// history holds the clients' operations for the stale-read rule, judged
+// by package staleread (the check the soak on real hosts runs too): no
+// read returns a value that a delete or set completed before the read
+// began had replaced, judged against the writes made under the generation
+// of the reader's map (see the package's doc for the scope). recs maps
+// each record back to the simulation's operation, for the messages.
 type history struct {
-	// writer maps a value to the set that wrote it (values are unique).
-	writer map[string]*op
-	// done holds, per key and generation, the writes that succeeded, in
-	// the order they ended.
-	done map[string]map[uint64]*keyWrites
-	// reads are the reads that returned a value.
-	reads []*op
-}
-
-// keyWrites are the successful writes of one key under one generation,
-// by end; maxStart[i] is the latest begin among the first i+1.
-type keyWrites struct {
-	ops      []*op
-	maxStart []uint64
+	h    *staleread.History
+	recs map[*staleread.Op]*op
 }
 
 func newHistory() *history {
-	return &history{writer: map[string]*op{}, done: map[string]map[uint64]*keyWrites{}}
+	return &history{h: staleread.New(), recs: map[*staleread.Op]*op{}}
 }
+
+// kinds are the simulation's operation kinds as package staleread has
+// them.
+var kinds = map[string]staleread.Kind{opGet: staleread.Get, opSet: staleread.Set, opDelete: staleread.Delete}
 
 // add records a completed operation.
 func (h *history) add(o *op) {
-	if o.kind == opSet {
-		h.writer[o.value] = o
-	}
-	if o.kind == opGet {
-		if o.hit {
-			h.reads = append(h.reads, o)
-		}
-		return
-	}
-	if !o.ok {
-		return
-	}
-	byGen := h.done[o.key]
-	if byGen == nil {
-		byGen = map[uint64]*keyWrites{}
-		h.done[o.key] = byGen
-	}
-	kw := byGen[o.gen]
-	if kw == nil {
-		kw = &keyWrites{}
-		byGen[o.gen] = kw
-	}
-	ms := o.start
-	if n := len(kw.maxStart); n > 0 {
-		ms = max(ms, kw.maxStart[n-1])
-	}
-	kw.ops = append(kw.ops, o)
-	kw.maxStart = append(kw.maxStart, ms)
+	o.rec = &staleread.Op{Client: o.client, Kind: kinds[o.kind], Key: o.key, Value: o.value, Hit: o.hit, OK: o.ok,
+		Gen: o.gen, Start: o.start, End: o.end}
+	h.recs[o.rec] = o
+	h.h.Add(o.rec)
 }
 
-// replacedBy returns a successful write, under the reader's generation,
-// that began after the write of the value r read had ended and ended
-// before r began; nil when there is none (r is not stale).
-func (h *history) replacedBy(r *op) *op {
-	wv := h.writer[r.value]
-	if wv == nil || !wv.ok {
-		return nil
-	}
-	kw := h.done[r.key][r.gen]
-	if kw == nil {
-		return nil
-	}
-	// The writes that ended before r began.
-	n := sort.Search(len(kw.ops), func(i int) bool { return kw.ops[i].end >= r.start })
-	if n == 0 || kw.maxStart[n-1] <= wv.end {
-		return nil
-	}
-	for i := n - 1; i >= 0; i-- {
-		if kw.ops[i].start > wv.end {
-			return kw.ops[i]
-		}
-	}
-	return nil
-}
+// replacedBy returns the write that replaced the value r read before r
+// began, or nil when r is not stale.
+func (h *history) replacedBy(r *op) *op { return h.recs[h.h.ReplacedBy(r.rec)] }
+
+// writer returns the set that wrote value.
+func (h *history) writer(value string) *op { return h.recs[h.h.Writer(value)] }
 
 // recheck judges every read again over the whole history and returns the
 // first stale one.
 func (h *history) recheck() *op {
-	for _, r := range h.reads {
-		if h.replacedBy(r) != nil {
-			return r
-		}
+	if stale := h.h.Check(); len(stale) > 0 {
+		return h.recs[stale[0]]
 	}
 	return nil
 }
@@ -123,7 +63,7 @@ func (c *checker) onOp(o *op) {
 // staleRead reports a stale read.
 func (c *checker) staleRead(r *op) {
 	by := c.hist.replacedBy(r)
-	wv := c.hist.writer[r.value]
+	wv := c.hist.writer(r.value)
 	fix := revert.Fix(0)
 	where := "its slot's holder"
 	if r.servedBy != nil {
