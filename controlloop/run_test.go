@@ -195,79 +195,99 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 // timer at 0 after every blocked step: 50 passes a second, each a full
 // read of the pool, on every replica).
 func TestRunDoesNotSpinOnABlockedDrain(t *testing.T) {
-	for _, leading := range []bool{true, false} {
-		t.Run(map[bool]string{true: "leader", false: "follower"}[leading], func(t *testing.T) {
-			leakcheck.Check(t)
-			clk := clock.NewFake(assignNow)
-			store := &fakeStore{}
-			store.putLocked(slotMapOf(t, 3, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, []string{"b3"}))
-			store.putDrainLocked(&DrainDoc{Zones: map[string]*DrainEntry{"az-b": {Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2}}})
-			lead := &fakeLeader{store: store}
-			if leading {
-				lead.win("s1")
-			}
-			disc := &fakeDiscovery{answers: make(chan cachenodes.Membership), taken: make(chan struct{})}
-			metrics := &fakeMetrics{}
-			loop, err := New(Options{
-				Pool: assignPool, KVPrefix: "mcrib", NumSlots: 6,
-				Hold: time.Minute, ProbeInterval: time.Second, MaxAbsentFraction: 0.5, MaxReplacementsPerMinute: 10,
-				Store: store, Discovery: disc, Leadership: lead, Prober: &fakeProber{}, Clock: clk, Metrics: metrics,
+	// A drain with no spare outside the drained zone, and a return (an
+	// undrain after the zone's nodes died: none of them is a spare).
+	blocked := map[string]struct {
+		slots, spares, present []string
+		entry                  *DrainEntry
+	}{
+		"drain": {[]string{"a1", "b1", "c1", "a2", "b2", "c2"}, []string{"b3"}, []string{"a1", "b1", "c1", "a2", "b2", "c2", "b3"},
+			&DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2}},
+		"return": {[]string{"a1", "c1", "a2", "c2", "a3", "c3"}, []string{"a4"}, []string{"a1", "c1", "a2", "c2", "a3", "c3", "a4"},
+			&DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2, Returning: true, MovedSlots: []int{4, 5}}},
+	}
+	for _, kind := range []string{"drain", "return"} {
+		for _, leading := range []bool{true, false} {
+			t.Run(kind+"/"+map[bool]string{true: "leader", false: "follower"}[leading], func(t *testing.T) {
+				spinBlocked(t, leading, blocked[kind].slots, blocked[kind].spares, blocked[kind].present, blocked[kind].entry)
 			})
-			if err != nil {
-				t.Fatal(err)
+		}
+	}
+}
+
+// spinBlocked runs a loop whose pool has slots and spares, present nodes
+// and zone b's drain entry, whose step is blocked, and holds it to about
+// one pass a probe interval.
+func spinBlocked(t *testing.T, leading bool, slots, spares, present []string, entry *DrainEntry) {
+	leakcheck.Check(t)
+	clk := clock.NewFake(assignNow)
+	store := &fakeStore{}
+	store.putLocked(slotMapOf(t, 3, slots, spares))
+	store.putDrainLocked(&DrainDoc{Zones: map[string]*DrainEntry{"az-b": entry}})
+	lead := &fakeLeader{store: store}
+	if leading {
+		lead.win("s1")
+	}
+	disc := &fakeDiscovery{answers: make(chan cachenodes.Membership), taken: make(chan struct{})}
+	metrics := &fakeMetrics{}
+	loop, err := New(Options{
+		Pool: assignPool, KVPrefix: "mcrib", NumSlots: 6,
+		Hold: time.Minute, ProbeInterval: time.Second, MaxAbsentFraction: 0.5, MaxReplacementsPerMinute: 10,
+		Store: store, Discovery: disc, Leadership: lead, Prober: &fakeProber{}, Clock: clk, Metrics: metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	var m cachenodes.Membership
+	for _, id := range present {
+		m.Instances = append(m.Instances, cachenodes.Instance{Node: cacheNode(id), Present: true})
+	}
+	disc.answers <- m
+	<-disc.taken
+	passes := func() int {
+		metrics.mu.Lock()
+		defer metrics.mu.Unlock()
+		return len(metrics.passes)
+	}
+	// settle waits until Run and the probe loop wait on the clock
+	// and no pass has come for a few polls.
+	settle := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		last, quiet := -1, 0
+		for quiet < 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("Run never settled")
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { loop.Run(ctx); close(done) }()
-			t.Cleanup(func() {
-				cancel()
-				<-done
-			})
-			var m cachenodes.Membership
-			for _, id := range []string{"a1", "b1", "c1", "a2", "b2", "c2", "b3"} {
-				m.Instances = append(m.Instances, cachenodes.Instance{Node: cacheNode(id), Present: true})
+			time.Sleep(100 * time.Microsecond)
+			if n := passes(); n == last && clk.Waiters() >= 2 {
+				quiet++
+			} else {
+				last, quiet = n, 0
 			}
-			disc.answers <- m
-			<-disc.taken
-			passes := func() int {
-				metrics.mu.Lock()
-				defer metrics.mu.Unlock()
-				return len(metrics.passes)
-			}
-			// settle waits until Run and the probe loop wait on the clock
-			// and no pass has come for a few polls.
-			settle := func() {
-				t.Helper()
-				deadline := time.Now().Add(5 * time.Second)
-				last, quiet := -1, 0
-				for quiet < 3 {
-					if time.Now().After(deadline) {
-						t.Fatal("Run never settled")
-					}
-					time.Sleep(100 * time.Microsecond)
-					if n := passes(); n == last && clk.Waiters() >= 2 {
-						quiet++
-					} else {
-						last, quiet = n, 0
-					}
-				}
-			}
-			settle()
-			start := passes()
-			for range 200 {
-				clk.Advance(50 * time.Millisecond)
-				settle()
-			}
-			got := passes() - start
-			if leading {
-				if e := loop.Drains().Zones["az-b"]; e == nil || e.Blocked == "" {
-					t.Fatalf("the drain is not blocked: %+v", e)
-				}
-			}
-			t.Logf("%d passes in 10s", got)
-			if got > 15 {
-				t.Fatalf("Run made %d passes in 10s with a blocked drain step, want about 10 (one a probe interval)", got)
-			}
-		})
+		}
+	}
+	settle()
+	start := passes()
+	for range 200 {
+		clk.Advance(50 * time.Millisecond)
+		settle()
+	}
+	got := passes() - start
+	if leading {
+		if e := loop.Drains().Zones["az-b"]; e == nil || e.Blocked == "" {
+			t.Fatalf("the drain is not blocked: %+v", e)
+		}
+	}
+	t.Logf("%d passes in 10s", got)
+	if got > 15 {
+		t.Fatalf("Run made %d passes in 10s with a blocked step, want about 10 (one a probe interval)", got)
 	}
 }
