@@ -14,7 +14,7 @@ import (
 type Violation struct {
 	// Rule names the rule ("inv2-flush-undecided", …; see rules.go).
 	Rule string
-	// Fix is the fix of issue 18 whose absence explains the violation,
+	// Fix is the known fix whose absence explains the violation,
 	// when the rule is one only that fix keeps; 0 otherwise.
 	Fix revert.Fix
 	// Message says what happened, in one sentence.

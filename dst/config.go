@@ -134,7 +134,7 @@ type Mix struct {
 }
 
 // DefaultMix is the fault mix of the short seed set: faults every 5 s on
-// average, biased toward what the known bugs of issue 18 need (blips near
+// average, biased toward what the known bugs need (blips near
 // --flush-after-unreachable, drains, replicas restarting, lossy links to
 // warm sources) while every fault stays one that happens to real pools.
 func DefaultMix() Mix {

@@ -92,11 +92,18 @@
 // unfreeze, replaces and maintenance, zone drains and undrains (most of
 // them of a zone that half-fails meanwhile, its nodes pausing one after
 // another: why operators drain), clock steps, Consul's errors, lost
-// answers and lost leader. Mix weighs them and sets their pace (one every
-// 5 s on average by default). One more fault, a memcached registered again
-// under a second service ID, is left out of the default mix: the pool does
-// not handle it yet (the checker finds the same memcached as a holder and a
-// spare within minutes).
+// answers and lost leader, and a memcached registered again under a second
+// service ID (most often a warm source's). Mix weighs them and sets their
+// pace (one every 5 s on average by default).
+//
+// Boots: every replica process runs mcrib serve's own boot gate and
+// limiter (limiter.go: the real bootgate.Gate in front of a real
+// ratelimit.Service over the pool's boot-limit document, read every second
+// and ticked every stats interval with Loop.HitCounters), with a low limit
+// (20 boots/s) against some 50 offered. Callers POST /v1/boot to random
+// replicas; some cut their body short, send more than 64 KiB, hang up, or
+// forge the forwarded mark. A forward between replicas goes over the
+// simulated network as a real transport sends it.
 //
 // # The checker
 //
@@ -160,19 +167,25 @@
 //     that has no longer does; that is the map's propagation, not a broken
 //     promise. A write that failed is indeterminate (it may take effect at
 //     any time after it began), so a value it wrote is never stale.
-//   - inv8-admissions: the pool's boot admissions stay within limit ×
-//     time + burst (over windows of 1 s to 30 s, allowing 1 s of skew),
-//     once boot admissions are driven (BootConfig).
+//   - inv8-admissions: the boots admitted from the pool's limit stay
+//     within limit × time + burst, and each replica's admissions from its
+//     share within the share of the limit it had in force (over windows of
+//     1 s to 30 s, allowing 1 s of skew; where the limit changed, the
+//     highest in force counts). With a test's own handler
+//     (BootConfig.Handler), every admission counts against the limit.
+//   - inv8-share-without-failure: a replica admits from its share only a
+//     boot not marked forwarded, and only once its own connection to the
+//     leader failed (within the gate's LeaderRetryAfter), or while it knows
+//     no other leader.
 //
-// A rule that only one fix of issue 18 keeps names that fix
-// (Violation.Fix): a violation tells which known bug it is. Config.Tolerate
-// lists fixes known to be missing from the code under test: their
-// violations are recorded (Result.Tolerated) and the run goes on, so one
-// run finds several known bugs and a clean run means no unknown one.
-// Config.Reverted is the revert.Set handed to the packages' Options once
-// they hold the fixes, for the checker's self-test (TestDSTSelfTest, make
-// dst-selftest: each fix reverted alone must be found within the short
-// seed set; TestDSTKnownBugs keeps a seed for each).
+// A rule that only one known fix keeps names that fix (Violation.Fix): a
+// violation tells which known bug it is. Config.Reverted is the revert.Set
+// handed to the packages' Options (controlloop, mcclient, the boot gate):
+// the checker's self-test turns each fix off alone and must find it within
+// the short seed set (TestDSTSelfTest, make dst-selftest; TestDSTKnownBugs
+// keeps a seed for each). Config.Tolerate lists fixes whose violations are
+// recorded (Result.Tolerated) while the run goes on: the self-test
+// tolerates the other fixes' rules, and a clean run tolerates nothing.
 //
 // # Replaying a seed
 //

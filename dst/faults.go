@@ -30,8 +30,7 @@ const (
 	faultObserverBlip   = "observer-blip"
 	// faultReregister registers a memcached again under a second service
 	// ID (a redeploy that renamed it, the old registration left behind),
-	// most often a warm source's. DefaultMix leaves it out: the pool does
-	// not handle it yet (issue 18).
+	// most often a warm source's.
 	faultReregister = "reregister"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/mcrib/mcrib/internal/revert"
 )
 
-// knownBugs are the bugs of issue 18 that the simulation finds in this
+// knownBugs are the known bugs that the simulation finds in this
 // tree: for each, the fix whose absence (or whose revert switch) lets it
 // happen, the seed and the simulated time at which it is found, and the
 // rule that finds it. When the code or the simulation changes, the seeds
@@ -65,7 +65,7 @@ var (
 	fixFlag      = flag.String("dst.fix", "all", "the fixes TestDSTSelfTest proves the checker against: all, or names")
 )
 
-// TestDSTSelfTest proves the checker against each fix of issue 18: with the
+// TestDSTSelfTest proves the checker against each known fix: with the
 // fix reverted and the other fixes' violations tolerated, seeds
 // of the short set (-dst.seeds from -dst.from, 10 simulated minutes each)
 // must find it. For each fix it reports how many seeds found it, the first
