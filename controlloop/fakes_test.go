@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -209,7 +210,7 @@ func (s *fakeStore) WritePool(ctx context.Context, read Snapshot, lease leader.L
 	}
 	if s.loseAnswers > 0 {
 		s.loseAnswers--
-		return false, errors.New("fake store: the answer to a write carried out was lost")
+		return false, &url.Error{Op: "Put", URL: "http://consul/v1/txn", Err: errors.New("i/o timeout: the answer to a write carried out was lost")}
 	}
 	return true, nil
 }

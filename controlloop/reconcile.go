@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"time"
 
@@ -248,10 +249,13 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
 		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err != nil {
-			if w.Flushes != nil {
-				// The write may have been carried out with its answer
-				// lost: the flushes decided stay shown (flush_pending)
-				// until a read of the store says otherwise.
+			var noAnswer *url.Error
+			if w.Flushes != nil && errors.As(err, &noAnswer) {
+				// No answer came (the HTTP call itself failed): the write
+				// may have been carried out with its answer lost. The
+				// flushes decided stay shown (flush_pending) until a read
+				// of the store says otherwise. (Consul's refusal is an
+				// answer: it wrote nothing.)
 				l.mu.Lock()
 				l.owed = owed
 				l.mu.Unlock()

@@ -30,6 +30,10 @@ func (c *checker) checkOwed() {
 	for id, on := range w.plant.pending {
 		pendingNow[id] = on // a planted lie about the leader's status
 	}
+	// The pool's decision is the stored entry; with the old paths (owed
+	// flushes in each process's memory, reverted for the self-test) it is
+	// what the leader of the moment shows pending.
+	memoryDecides := w.cfg.Reverted.Reverted(revert.FollowerFlush) || w.cfg.Reverted.Reverted(revert.ForgottenFlush)
 	for _, t := range c.order {
 		id := t.n.id
 		if !holds(id) {
@@ -39,7 +43,7 @@ func (c *checker) checkOwed() {
 		// decision: the node is empty (a stale mark its next probe clears).
 		// Nor does a node owe one that was emptied (restarted, or flushed
 		// with the answer lost) during the episode it returns from.
-		if !t.owe && (c.storedOwes(t) || (pendingNow[id] && !c.storedForAnother(t) && c.pending[l][id] >= l.lead.termStart && c.pending[l][id] > t.cleanAt &&
+		if !t.owe && (c.storedOwes(t) || (memoryDecides && pendingNow[id] && !c.storedForAnother(t) && c.pending[l][id] >= l.lead.termStart && c.pending[l][id] > t.cleanAt &&
 			t.cleanAt < lastSpanStart(t.disturbed, probeInterval))) {
 			t.owe, t.oweSince, t.oweBy, t.oweProc, t.forgotSince = true, w.now, "the pool", l, 0
 			t.oweFrozen = w.consul.kv[poolKeys.Freeze()] != nil
