@@ -6,7 +6,12 @@
 #                (MCRIB_NO_CHROMIUM=1 skips chromium), and build bin/consul
 #                (Consul 1.13.9, ~7 min, only when missing)
 #   make build   build bin/mcrib
-#   make test    deps, go vet, go test -race (what CI runs, via .ci/run)
+#   make check   the one-minute loop: gofmt, go vet, staticcheck and
+#                go test -race -short, which skips the tests that start
+#                Consul, memcached, nutcracker, chromium or a bed of hosts
+#                and shortens the simulations; installs nothing, no root
+#   make test    deps, go vet, go test -race (CI runs make check, then this,
+#                via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
 #                mcrib on http://127.0.0.1:7070/); Ctrl-C stops it all, exit 0
 #   make bench   run the Go benchmarks and make bench-sim
@@ -37,6 +42,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 GO ?= go
+GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # Package installs need root: use sudo unless we are root already.
@@ -45,7 +51,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build test vet run bench bench-sim bench-real bench-zones scale dst dst-selftest fuzz soak clean distclean
+.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones scale dst dst-selftest fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -75,6 +81,19 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# The one-minute loop (docs/testing.md). staticcheck is pinned by the tool
+# directive of go.mod (go get -tool honnef.co/go/tools/cmd/staticcheck@vX.Y.Z
+# moves it); vet and staticcheck see this module's packages, not the module
+# tools/consul.
+check:
+	@unformatted=$$($(GOFMT) -l .); \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files are not formatted (gofmt -w them):"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) test -race -short ./...
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...

@@ -139,13 +139,6 @@ func (p *pool) lead(r *replica, others ...*replica) {
 	r.lead.mu.Unlock()
 }
 
-// gone ends r's session: its vote no longer counts.
-func (p *pool) gone(r *replica) {
-	p.store.mu.Lock()
-	defer p.store.mu.Unlock()
-	delete(p.store.votes, r.id)
-}
-
 func (r *replica) node(id string) NodeStatus {
 	r.t.Helper()
 	for _, n := range r.loop.Status().Nodes {

@@ -67,7 +67,7 @@ func TestReconcilePassIsTraced(t *testing.T) {
 		"mcrib.pool":         attribute.StringValue(assignPool),
 	} {
 		if got, ok := attrOf(pass.Attributes, key); !ok || got != want {
-			t.Errorf("pass attribute %s = %v (%v), want %v", key, got.Emit(), ok, want.Emit())
+			t.Errorf("pass attribute %s = %v (%v), want %v", key, got.String(), ok, want.String())
 		}
 	}
 	var events []string

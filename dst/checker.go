@@ -62,7 +62,6 @@ type checker struct {
 	// kvMap is the stored slot map as last read, kvIndex its ModifyIndex.
 	kvMap   *cachenodes.SlotMap
 	kvIndex uint64
-	kvGen   uint64
 	// served is the highest generation each replica served.
 	served map[string]uint64
 	// pending holds, for each live process, since when it shows each node

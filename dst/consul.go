@@ -198,6 +198,7 @@ func (c *consulSim) createSession(node string, e api.SessionEntry) (string, erro
 	for _, nc := range e.NodeChecks {
 		if nc == "serfHealth" {
 			if a := c.agents[e.Node]; a == nil || !a.serfOK {
+				//lint:ignore ST1005 the simulated agent answers in Consul's own words
 				return "", fmt.Errorf("Check 'serfHealth' is in critical state")
 			}
 		}
@@ -205,9 +206,11 @@ func (c *consulSim) createSession(node string, e api.SessionEntry) (string, erro
 	for _, sc := range e.ServiceChecks {
 		ch := c.checks[sc.ID]
 		if ch == nil || ch.node != e.Node {
+			//lint:ignore ST1005 the simulated agent answers in Consul's own words
 			return "", fmt.Errorf("Missing check '%s' registration", sc.ID)
 		}
 		if !ch.passing {
+			//lint:ignore ST1005 the simulated agent answers in Consul's own words
 			return "", fmt.Errorf("Check '%s' is in critical state", sc.ID)
 		}
 	}
@@ -215,6 +218,7 @@ func (c *consulSim) createSession(node string, e api.SessionEntry) (string, erro
 	if e.TTL != "" {
 		d, err := time.ParseDuration(e.TTL)
 		if err != nil {
+			//lint:ignore ST1005 the simulated agent answers in Consul's own words
 			return "", fmt.Errorf("Invalid Session TTL '%s'", e.TTL)
 		}
 		ttl = d
@@ -261,6 +265,7 @@ func (c *consulSim) deregister(node, serviceID string) {
 func (c *consulSim) updateTTL(node, id, status string) error {
 	ch := c.checks[id]
 	if ch == nil || ch.node != node {
+		//lint:ignore ST1005 the simulated agent answers in Consul's own words
 		return fmt.Errorf("Unknown check ID %q", id)
 	}
 	ch.passing = status == api.HealthPassing

@@ -77,7 +77,7 @@ func flagConfig(t *testing.T, seed uint64, duration time.Duration) Config {
 }
 
 // shortSeeds is make test's fixed set: a few seeds of a few simulated
-// minutes each.
+// minutes each; under -short (make check) only the first.
 var shortSeeds = []uint64{1, 2, 3}
 
 const shortDuration = 90 * time.Second
@@ -87,6 +87,9 @@ const shortDuration = 90 * time.Second
 // tolerated and how fast it ran.
 func TestDST(t *testing.T) {
 	seeds := shortSeeds
+	if testing.Short() {
+		seeds = shortSeeds[:1]
+	}
 	duration := shortDuration
 	switch {
 	case *seedFlag != 0:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 // knownBugs are the known bugs that the simulation finds in this
@@ -42,6 +43,7 @@ func others(f revert.Fix) revert.Set { return revert.Of(revert.All()...) &^ reve
 // rules tolerated, ends with a violation of the bug's rule, attributed to
 // the fix, at the time the table says.
 func TestDSTKnownBugs(t *testing.T) {
+	testenv.SkipShort(t, "each known bug's seed run to the minute it is found")
 	for _, b := range knownBugs {
 		t.Run(b.fix.String(), func(t *testing.T) {
 			cfg := Config{Seed: b.seed, Duration: b.at + time.Second, Reverted: revert.Of(b.fix), Tolerate: others(b.fix)}

@@ -24,8 +24,14 @@ import (
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
-// mcribBin is the mcrib binary built by TestMain.
-var mcribBin string
+// mcribBuild is the mcrib binary of this test run, built in dir by the
+// first test that asks for it (mcribBinary).
+var mcribBuild struct {
+	dir  string
+	once sync.Once
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcrib-e2e-")
@@ -33,20 +39,35 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	mcribBin = filepath.Join(dir, "mcrib")
-	args := []string{"build", "-o", mcribBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "github.com/mcrib/mcrib/cmd/mcrib")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building mcrib:", err)
-		os.Exit(1)
-	}
+	mcribBuild.dir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// mcribBinary returns the mcrib binary, built once per test run (with
+// -race when this test binary has it) by the first test that needs it. It
+// skips the test under -short, which builds nothing.
+func mcribBinary(t testing.TB) string {
+	t.Helper()
+	testenv.SkipShort(t, "the mcrib binary")
+	mcribBuild.once.Do(func() {
+		path := filepath.Join(mcribBuild.dir, "mcrib")
+		args := []string{"build", "-o", path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/mcrib/mcrib/cmd/mcrib")...).CombinedOutput()
+		if err != nil {
+			mcribBuild.err = fmt.Errorf("building mcrib: %w\n%s", err, out)
+			return
+		}
+		mcribBuild.path = path
+	})
+	if mcribBuild.err != nil {
+		t.Fatal(mcribBuild.err)
+	}
+	return mcribBuild.path
 }
 
 // mcrib is one `mcrib serve` process.
@@ -97,7 +118,7 @@ func startMcrib(t testing.TB, consulAddr string, flags ...string) *mcrib {
 
 func (m *mcrib) start() {
 	m.t.Helper()
-	m.cmd = exec.Command(mcribBin, m.args...)
+	m.cmd = exec.Command(mcribBinary(m.t), m.args...)
 	m.cmd.Env = append(os.Environ(), m.env...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -137,7 +137,7 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 			"--token-file", tokenFile,
 		}, o.flags...)
 		r.prog = testenv.StartProgram(t, testenv.ProgramOptions{
-			Name: "mcrib on " + r.name, Path: mcribBin, Args: args, Host: r.host})
+			Name: "mcrib on " + r.name, Path: mcribBinary(t), Args: args, Host: r.host})
 		p.replicas = append(p.replicas, r)
 	}
 	for _, r := range p.replicas {

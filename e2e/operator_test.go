@@ -242,9 +242,10 @@ func TestCLI(t *testing.T) {
 	p := newPool(t, 5)
 	m := startMcrib(t, p.consul.HTTPAddr, flags(append(withToken(t), "--slots", "4")...)...)
 	filled(t, p, m, 4)
+	bin := mcribBinary(t)
 	cli := func(env []string, args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(mcribBin, args...)
+		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), append([]string{"MCRIB_ADDR=http://" + m.Addr}, env...)...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

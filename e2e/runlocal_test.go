@@ -59,14 +59,13 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	root := testenv.RepoRoot(t)
 	consul := testenv.ConsulBinary(t)
 	testenv.MemcachedBinary(t)
-	for _, tool := range []string{"bash", "curl", "tee"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			requireTool(t, tool)
-		}
+	for _, tool := range [][2]string{{"bash", "bash"}, {"curl", "curl"}, {"tee", "coreutils"}} {
+		testenv.LookPath(t, tool[0], "Debian package "+tool[1])
 	}
 	if o.make {
-		requireTool(t, "make")
+		testenv.LookPath(t, "make", "Debian package make")
 	}
+	mcrib := mcribBinary(t)
 	var b [8]byte
 	rand.Read(b[:])
 	r := &runLocal{t: t, dir: t.TempDir(), mark: hex.EncodeToString(b[:]), out: &syncBuffer{},
@@ -76,7 +75,7 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	if o.make {
 		// deps and build are made already (the test built mcrib); make
 		// runs only the run target's recipe.
-		what = "make -s -o deps -o build run MCRIB=" + shellQuote(mcribBin)
+		what = "make -s -o deps -o build run MCRIB=" + shellQuote(mcrib)
 	}
 	// The shell writes the exit status of make (or the script) itself,
 	// not the pipeline's, to a file.
@@ -87,7 +86,7 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	r.cmd = exec.Command("bash", "-c", line)
 	r.cmd.Dir = root
 	r.cmd.Env = append(append(os.Environ(),
-		"MCRIB_BIN="+mcribBin, "CONSUL_BIN="+consul,
+		"MCRIB_BIN="+mcrib, "CONSUL_BIN="+consul,
 		"MCRIB_RUNLOCAL_TEST="+r.mark), o.env...)
 	if o.terminal {
 		master, slave := openPTY(t)
@@ -140,19 +139,6 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	}
 	t.Logf("ready in %.1f s", time.Since(start).Seconds())
 	return r
-}
-
-// requireTool fails (CI) or skips the test when a program it runs is
-// missing.
-func requireTool(t *testing.T, tool string) {
-	t.Helper()
-	if _, err := exec.LookPath(tool); err == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is not installed (CI is set, so this is a failure, not a skip)", tool)
-	}
-	t.Skipf("%s is not installed", tool)
 }
 
 // output returns what the terminal showed, or the log when the run is

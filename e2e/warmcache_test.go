@@ -253,6 +253,7 @@ func TestConsulOutage(t *testing.T) {
 // TestBadFlagsExit2 checks that each bad value exits 2 with one line that
 // names the flag.
 func TestBadFlagsExit2(t *testing.T) {
+	bin := mcribBinary(t)
 	for _, tc := range []struct {
 		args []string
 		flag string
@@ -264,7 +265,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--token-file", "/nonexistent/token"}, "--token-file"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := exec.Command(mcribBin, append([]string{"serve"}, tc.args...)...)
+			cmd := exec.Command(bin, append([]string{"serve"}, tc.args...)...)
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 2 {
@@ -283,7 +284,7 @@ func TestSlotCountIsFixed(t *testing.T) {
 	p := newPool(t, 4)
 	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", "4")...)
 	filled(t, p, m, 4)
-	cmd := exec.Command(mcribBin, "serve", "--consul", p.consul.HTTPAddr, "--slots", "8", "--listen", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)))
+	cmd := exec.Command(mcribBinary(t), "serve", "--consul", p.consul.HTTPAddr, "--slots", "8", "--listen", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)))
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--slots") {

@@ -583,7 +583,7 @@ func runCLI(t *testing.T, addr string, env []string, args ...string) (int, strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, mcribBin, args...)
+	cmd := exec.CommandContext(ctx, mcribBinary(t), args...)
 	cmd.Env = append(append(os.Environ(), "MCRIB_ADDR=http://"+addr, "MCRIB_TOKEN="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -1,10 +1,6 @@
 package mcclient
 
-import (
-	"errors"
-
-	"github.com/bradfitz/gomemcache/memcache"
-)
+import "github.com/bradfitz/gomemcache/memcache"
 
 // warmGet reads key from w after the new holder n missed it. A hit is
 // copied into n (see fill) and answered when fill lets it through; a
@@ -99,6 +95,3 @@ func (c *Client) markFills(w *warmSource, key string) guardMark {
 	}
 	return w.st.guard.markFills(key)
 }
-
-// isMiss reports whether err is memcache's miss.
-func isMiss(err error) bool { return errors.Is(err, memcache.ErrCacheMiss) }

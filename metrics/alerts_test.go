@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 // Paths of the alert rules and their promtool tests, relative to this
@@ -28,25 +30,8 @@ var wantAlerts = []string{
 	"McribKVDocumentCorrupt", "McribZoneHoldersUnreachable",
 }
 
-// promtool returns the path of promtool. When it is missing the test is
-// skipped, or fails when env CI is set.
-func promtool(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/bin/promtool"); statErr == nil {
-			return "/usr/bin/promtool"
-		}
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool not found (install Debian package prometheus): %v", err)
-		}
-		t.Skipf("promtool not found (install Debian package prometheus): %v", err)
-	}
-	return path
-}
-
 func TestAlertRulesPromtool(t *testing.T) {
-	bin := promtool(t)
+	bin := testenv.LookPath(t, "promtool", "Debian package prometheus")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for _, args := range [][]string{

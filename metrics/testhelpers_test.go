@@ -59,17 +59,6 @@ func wantLines(t *testing.T, samples map[string]bool, want ...string) {
 	}
 }
 
-// sampleValue returns the value of the sample series (name with labels,
-// exactly as exposed) and whether the scrape has it.
-func sampleValue(samples map[string]bool, series string) (string, bool) {
-	for line := range samples {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 func sortedLines(samples map[string]bool) string {
 	lines := make([]string, 0, len(samples))
 	for l := range samples {

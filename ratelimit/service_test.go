@@ -241,12 +241,6 @@ type fakeStats struct {
 	hits, misses uint64
 }
 
-func (f *fakeStats) set(rate float64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rate = rate
-}
-
 func (f *fakeStats) read(context.Context) (map[string]Counters, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

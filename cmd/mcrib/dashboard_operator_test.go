@@ -125,7 +125,7 @@ func dashShot(t *testing.T, bin, base, name, size string) {
 // banner and no zone alert; its slot row says "held, replaced in … if it
 // does not return", and the band counts one slot unserved.
 func TestDashboardLoneDeadHolder(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	s := startDashStack(t, []string{"a", "b", "c"}, 2, "--slots", "4", "--hold", "60s",
 		"--probe-interval", "200ms", "--stats-interval", "200ms")
 	var victim string
@@ -230,7 +230,7 @@ func (l *dashLoad) run(ctx context.Context, workers int) {
 // drained with nothing left to move; the boot limit stays at the ceiling
 // through the drain, as the history the page draws shows.
 func TestDashboardDrainUnderLoad(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	s := startDashStack(t, []string{"a", "b", "c"}, 3, "--slots", "4", "--hold", "60s", "--warm-for", "40s",
 		"--probe-interval", "200ms", "--stats-interval", "500ms")
 	testenv.Eventually(t, 30*time.Second, "4 slots filled, zone a holding two", func() bool {

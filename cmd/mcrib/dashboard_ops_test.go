@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 // TestDashboardShowsWaitsAndUnknowns runs the page in Chromium against the
@@ -15,7 +17,7 @@ import (
 // the hit-rate chart says the rate is unknown, and the decisions are
 // listed newest first with their markup shown as text.
 func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	fake := &dashFakeAPI{}
 	dash := dashboardHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

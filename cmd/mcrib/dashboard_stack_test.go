@@ -33,7 +33,7 @@ func stackGet(url string, v any) bool {
 // page draws the history and lists the replacement with its node and
 // reason. MCRIB_SCREENSHOT=1 also writes /tmp/mcrib-dashboard-replacement.png.
 func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	consul := testenv.StartConsul(t)
 	nodes := map[string]*testenv.Memcached{}
 	for i := range 6 {

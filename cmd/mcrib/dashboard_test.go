@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 func TestDashboardServesAssets(t *testing.T) {
@@ -278,7 +280,7 @@ const dashRateLimitDoc = `{"mode":"manual","limit":250,"burst":25,"hit_rate":0.7
 "auto_limit":500,"auto_reason":"hit rate 0.72 below 0.80: cut from 1000 to 500"}`
 
 func TestDashboardInChromium(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	fake := &dashFakeAPI{}
 	dash := dashboardHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -429,23 +431,6 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Logf("screenshot of %q written to %s", tt.name, shot)
 		})
 	}
-}
-
-// dashChromium finds Debian's chromium; without it the browser test is
-// skipped locally and fails in CI.
-func dashChromium(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; CI needs Debian's chromium package for the dashboard test")
-	}
-	t.Skip("chromium is not installed (Debian package chromium); skipping the dashboard browser test")
-	return ""
 }
 
 // dashRunChromium runs headless chromium with args after the common flags and

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 // dashZoneSlotMapDoc is dashSlotMapDoc with slot 3 warming from mc-2.
@@ -22,7 +24,7 @@ const dashZoneSlotMapDoc = `{"pool":"payments-east","num_slots":4,"generation":4
 // zone and the command; drained nodes and warm sources marked, and a
 // warming slot naming its source.
 func TestDashboardShowsZones(t *testing.T) {
-	bin := dashChromium(t)
+	bin := testenv.ChromiumBinary(t)
 	fake := &dashFakeAPI{}
 	dash := dashboardHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

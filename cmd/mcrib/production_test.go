@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
 )
 
 // productionPage is the walk-through "production on three hosts", relative
@@ -40,19 +42,6 @@ func pageBlock(t *testing.T, name string) string {
 		t.Fatalf("the block %q of %s does not end", name, productionPage)
 	}
 	return block + "\n"
-}
-
-// needTool skips the test when a program it runs is missing, or fails it
-// when the environment variable CI is set.
-func needTool(t *testing.T, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err == nil {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is not installed (CI is set, so this is a failure, not a skip)", name)
-	}
-	t.Skipf("%s is not installed", name)
 }
 
 // runShell runs script with bash -eu -o pipefail in dir with the extra
@@ -110,7 +99,7 @@ func checkModes(t *testing.T, root string, want map[string]fs.FileMode) {
 // the files land with their modes (an `install` without -D into a missing
 // directory fails).
 func TestSystemdUnitInstallSteps(t *testing.T) {
-	needTool(t, "install")
+	testenv.LookPath(t, "install", "Debian package coreutils")
 	data, err := os.ReadFile(unitFile)
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +140,9 @@ func TestSystemdUnitInstallSteps(t *testing.T) {
 // put them, is a configuration mcrib serve accepts: listening on the
 // host's address, with the token and TLS.
 func TestProductionInstall(t *testing.T) {
-	needTool(t, "bash")
-	needTool(t, "openssl")
-	needTool(t, "install")
+	testenv.LookPath(t, "bash", "Debian package bash")
+	testenv.LookPath(t, "openssl", "Debian package openssl")
+	testenv.LookPath(t, "install", "Debian package coreutils")
 	work := hostCheckout(t)
 	runShell(t, work, pageBlock(t, "secrets"))
 	// The Consul tokens come from the page's consul-acl step, which e2e

@@ -159,7 +159,8 @@ func relativeLinks(text string) []link {
 // checkTarget says what is wrong with target, a link from page (both
 // relative to root), or "" when it resolves: the file or directory exists
 // and, for an #anchor into a Markdown page, that page has the anchor.
-func checkTarget(t *testing.T, page, target string) string {
+// known holds the anchors of the pages read so far, each page's read once.
+func checkTarget(t *testing.T, known map[string]map[string]bool, page, target string) string {
 	t.Helper()
 	path, anchor, _ := strings.Cut(target, "#")
 	file := page
@@ -178,7 +179,10 @@ func checkTarget(t *testing.T, page, target string) string {
 	if !strings.HasSuffix(file, ".md") {
 		return "an anchor into " + file + ", which is not a Markdown page"
 	}
-	if !anchors(readPage(t, file))[anchor] {
+	if known[file] == nil {
+		known[file] = anchors(readPage(t, file))
+	}
+	if !known[file][anchor] {
 		return file + " has no heading or anchor #" + anchor
 	}
 	return ""
@@ -189,10 +193,11 @@ func checkTarget(t *testing.T, page, target string) string {
 // (or HTML anchor) of the page it points into.
 func TestDocLinksResolve(t *testing.T) {
 	checked := 0
+	known := map[string]map[string]bool{}
 	for _, page := range mdPages(t) {
 		for _, l := range relativeLinks(readPage(t, page)) {
 			checked++
-			if problem := checkTarget(t, page, l.target); problem != "" {
+			if problem := checkTarget(t, known, page, l.target); problem != "" {
 				t.Errorf("%s:%d: link %q: %s", page, l.line, l.target, problem)
 			}
 		}

@@ -46,11 +46,13 @@ type Bed struct {
 }
 
 // NewBed creates a bed with no hosts: it takes a free /24, creates the
-// bridge and gives it the /24's first address. It skips the test without
-// root or without ip, or fails it when the environment variable CI is set.
-// Everything the bed creates is removed when the test ends.
+// bridge and gives it the /24's first address. It skips the test under
+// -short (see SkipShort); without root or without ip it skips the test
+// too, or fails it when the environment variable CI is set. Everything the
+// bed creates is removed when the test ends.
 func NewBed(t testing.TB) *Bed {
 	t.Helper()
+	SkipShort(t, "a test bed of hosts (network namespaces)")
 	requireRoot(t)
 	ip := ipBinary(t)
 	if err := sweepDeadBeds(ip); err != nil {

@@ -52,10 +52,12 @@ func moduleOf(path string) string {
 }
 
 // ConsulBinary returns the path of the Consul binary: $MCRIB_CONSUL_BIN when
-// set, else <repo root>/bin/consul. When it is missing the test is skipped, or
-// failed when the environment variable CI is set.
+// set, else <repo root>/bin/consul. It skips the test under -short (see
+// SkipShort). When the binary is missing the test is skipped, or failed when
+// the environment variable CI is set.
 func ConsulBinary(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "Consul")
 	path := os.Getenv("MCRIB_CONSUL_BIN")
 	if path == "" {
 		path = filepath.Join(RepoRoot(t), "bin", "consul")
@@ -66,19 +68,44 @@ func ConsulBinary(t testing.TB) string {
 	return path
 }
 
-// MemcachedBinary returns the path of memcached, looked up in PATH and then
-// at /usr/bin/memcached. When it is missing the test is skipped, or failed
-// when the environment variable CI is set.
+// MemcachedBinary returns the path of memcached, looked up as LookPath does.
+// It skips the test under -short (see SkipShort). When memcached is missing
+// the test is skipped, or failed when the environment variable CI is set.
 func MemcachedBinary(t testing.TB) string {
 	t.Helper()
-	if path, err := exec.LookPath("memcached"); err == nil {
+	SkipShort(t, "memcached")
+	return LookPath(t, "memcached", "run `make deps`")
+}
+
+// ChromiumBinary returns the path of Debian's chromium, looked up as
+// LookPath does. It skips the test under -short (see SkipShort). When
+// chromium is missing the test is skipped, or failed when the environment
+// variable CI is set.
+func ChromiumBinary(t testing.TB) string {
+	t.Helper()
+	SkipShort(t, "chromium")
+	return LookPath(t, "chromium", "Debian package chromium; `make deps` installs it")
+}
+
+// LookPath returns the path of the program name, looked up in PATH and then
+// in /usr/bin, /usr/sbin and /sbin (Debian's places, which a normal user's
+// PATH may lack). When it is missing the test is skipped, or failed when
+// the environment variable CI is set and go test does not run with -short;
+// install says how to get it. It does not skip under -short by itself:
+// small tools such as promtool or bash run in make check when they are
+// there.
+func LookPath(t testing.TB, name, install string) string {
+	t.Helper()
+	if path, err := exec.LookPath(name); err == nil {
 		return path
 	}
-	const fallback = "/usr/bin/memcached"
-	if !isExecutable(fallback) {
-		missing(t, "memcached not found in PATH or at %s (run `make deps`)", fallback)
+	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/sbin"} {
+		if path := filepath.Join(dir, name); isExecutable(path) {
+			return path
+		}
 	}
-	return fallback
+	missing(t, "%s not found in PATH, /usr/bin, /usr/sbin or /sbin (%s)", name, install)
+	return ""
 }
 
 // isExecutable reports whether path is a regular file with an execute bit.
@@ -88,10 +115,11 @@ func isExecutable(path string) bool {
 }
 
 // missing skips the test, or fails it when the environment variable CI is
-// set, because a required binary is absent.
+// set, because something the test needs is absent. Under -short it skips
+// even in CI: make check asks for what runs without installs.
 func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("CI") != "" {
+	if os.Getenv("CI") != "" && !testing.Short() {
 		t.Fatalf("testenv: "+format+" (CI is set, so this is a failure, not a skip)", args...)
 		return
 	}

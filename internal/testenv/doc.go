@@ -25,8 +25,14 @@
 // When a binary is missing, the helpers skip the test, except when the
 // environment variable CI is non-empty: then they fail it, so CI cannot pass
 // by skipping. The Consul binary is $MCRIB_CONSUL_BIN or <repo>/bin/consul
-// (built by `make deps`); memcached is looked up in PATH, then
-// /usr/bin/memcached.
+// (built by `make deps`); memcached, nutcracker, chromium and other programs
+// are looked up in PATH, then in /usr/bin, /usr/sbin and /sbin (LookPath).
+//
+// Under go test -short (make check) the helpers that find or start Consul,
+// memcached, nutcracker or chromium, start any process or build a test bed
+// skip the test, even when CI is set: SkipShort is the one place that
+// decides it, and tests that start something else or run long call it
+// too.
 //
 // The helpers call t.Fatal and must be called from the test's own goroutine.
 // The returned values are safe for concurrent use by the goroutines of one

@@ -130,6 +130,7 @@ func procState(pid int) string {
 // TestBedCleanup checks that a bed leaves no namespace, link or process
 // behind, even when processes run on its hosts (one of them paused).
 func TestBedCleanup(t *testing.T) {
+	SkipShort(t, "a test bed of hosts (network namespaces)")
 	var names []string
 	var pids []int
 	t.Run("bed", func(t *testing.T) {

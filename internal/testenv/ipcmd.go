@@ -9,21 +9,12 @@ import (
 	"testing"
 )
 
-// ipBinary returns the path of iproute2's ip, looked up in PATH and then at
-// /usr/sbin/ip and /sbin/ip. When it is missing the test is skipped, or
-// failed when the environment variable CI is set.
+// ipBinary returns the path of iproute2's ip, looked up as LookPath does.
+// When it is missing the test is skipped, or failed when the environment
+// variable CI is set.
 func ipBinary(t testing.TB) string {
 	t.Helper()
-	if path, err := exec.LookPath("ip"); err == nil {
-		return path
-	}
-	for _, path := range []string{"/usr/sbin/ip", "/sbin/ip"} {
-		if isExecutable(path) {
-			return path
-		}
-	}
-	missing(t, "ip (iproute2) not found in PATH, /usr/sbin or /sbin")
-	return ""
+	return LookPath(t, "ip", "Debian package iproute2")
 }
 
 // requireRoot skips the test, or fails it when the environment variable CI

@@ -30,19 +30,13 @@ type Nutcracker struct {
 }
 
 // NutcrackerBinary returns the path of nutcracker (Debian package
-// nutcracker), looked up in PATH and then at /usr/sbin/nutcracker. When it
-// is missing the test is skipped, or failed when the environment variable
-// CI is set.
+// nutcracker), looked up as LookPath does. It skips the test under -short
+// (see SkipShort). When nutcracker is missing the test is skipped, or
+// failed when the environment variable CI is set.
 func NutcrackerBinary(t testing.TB) string {
 	t.Helper()
-	if path, err := exec.LookPath("nutcracker"); err == nil {
-		return path
-	}
-	const fallback = "/usr/sbin/nutcracker"
-	if !isExecutable(fallback) {
-		missing(t, "nutcracker not found in PATH or at %s (run `make deps`)", fallback)
-	}
-	return fallback
+	SkipShort(t, "nutcracker")
+	return LookPath(t, "nutcracker", "run `make deps`")
 }
 
 // CheckNutcrackerConfig runs `nutcracker -t` on the config file conf and

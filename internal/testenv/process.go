@@ -38,9 +38,11 @@ type process struct {
 // newProcess returns a process whose output goes to a log file in a fresh
 // temporary directory of t, and registers a cleanup that kills it (after a
 // SIGCONT, in case it is stopped) and, when the test failed, logs the tail of
-// its output.
+// its output. Every process this package starts comes from here, so it
+// skips the test under -short (see SkipShort).
 func newProcess(t testing.TB, name string) *process {
 	t.Helper()
+	SkipShort(t, name)
 	// TempDir first: cleanups run last-in first-out, so the kill below runs
 	// before the directory is removed.
 	dir := t.TempDir()

@@ -3,10 +3,12 @@ package testenv
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,26 +65,46 @@ func TestEventually(t *testing.T) {
 	}
 }
 
+// setShort sets go test's -short flag to short for the rest of the test.
+func setShort(t *testing.T, short bool) {
+	t.Helper()
+	was := testing.Short()
+	if err := flag.Set("test.short", strconv.FormatBool(short)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flag.Set("test.short", strconv.FormatBool(was)) })
+}
+
 func TestMissingBinary(t *testing.T) {
+	consul := func(tb testing.TB) { ConsulBinary(tb) }
+	tool := func(tb testing.TB) { LookPath(tb, "no-such-program-of-mcrib", "nowhere") }
 	tests := []struct {
 		name      string
+		call      func(testing.TB)
 		ci        string
+		short     bool
 		wantFatal bool
+		wantSkip  string // in the first skip's message
 	}{
-		{name: "locally skips", ci: ""},
-		{name: "in CI fails", ci: "true", wantFatal: true},
+		{name: "locally skips", call: consul, wantSkip: "not found"},
+		{name: "in CI fails", call: consul, ci: "true", wantFatal: true},
+		{name: "-short skips before looking, in CI too", call: consul, ci: "true", short: true, wantSkip: "-short"},
+		{name: "a missing tool skips locally", call: tool, wantSkip: "not found"},
+		{name: "a missing tool fails in CI", call: tool, ci: "true", wantFatal: true},
+		{name: "a missing tool skips in CI under -short", call: tool, ci: "true", short: true, wantSkip: "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("CI", tt.ci)
 			t.Setenv("MCRIB_CONSUL_BIN", filepath.Join(t.TempDir(), "no-such-consul"))
+			setShort(t, tt.short)
 			ft := &fakeTB{TB: t}
-			ConsulBinary(ft)
+			tt.call(ft)
 			if got := len(ft.fatals) == 1 && len(ft.skips) == 0; got != tt.wantFatal {
 				t.Errorf("fatals %q, skips %q; want fatal = %v", ft.fatals, ft.skips, tt.wantFatal)
 			}
-			if !tt.wantFatal && len(ft.skips) != 1 {
-				t.Errorf("skips %q, want one skip", ft.skips)
+			if !tt.wantFatal && (len(ft.fatals) != 0 || len(ft.skips) == 0 || !strings.Contains(ft.skips[0], tt.wantSkip)) {
+				t.Errorf("fatals %q, skips %q; want a skip first that says %q", ft.fatals, ft.skips, tt.wantSkip)
 			}
 		})
 	}
@@ -292,6 +314,7 @@ func TestConsulRestart(t *testing.T) {
 // TestNoProcessLeftBehind checks that the cleanups reap every process: it
 // runs a subtest that starts everything, then checks the PIDs are gone.
 func TestNoProcessLeftBehind(t *testing.T) {
+	SkipShort(t, "Consul and memcached")
 	var pids []int
 	t.Run("start", func(t *testing.T) {
 		c := StartConsul(t)
