@@ -57,7 +57,7 @@ func TestCommandTable(t *testing.T) {
 	if want := "  ratelimit set N [--burst B]\n                           pin the boot limit to N boots/s\n"; !strings.Contains(usage, want) {
 		t.Errorf("usage does not wrap the long form as %q:\n%s", want, usage)
 	}
-	if want := "  version                  print the version\n"; !strings.Contains(usage, want) {
+	if want := "  version [--json]         print the version\n"; !strings.Contains(usage, want) {
 		t.Errorf("usage does not align %q:\n%s", want, usage)
 	}
 }
