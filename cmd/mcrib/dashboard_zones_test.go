@@ -73,8 +73,8 @@ func TestDashboardShowsZones(t *testing.T) {
 	}
 	for i, want := range [][]string{
 		{"a", "2", "93.0 %", "—"},
-		{"b", "3", "2", "drained", "0 of 1 slots", "link to b flapping"},
-		{"c", "50.0 %", "draining", "1 of 2 slots", "no spare outside the drained zones"},
+		{"b", "3", "2", "drained", "1 slot moved, 0 left of a baseline of 1", "link to b flapping"},
+		{"c", "50.0 %", "draining", "1 slot to move, 0 left of a baseline of 2", "no spare outside the drained zones"},
 	} {
 		if got := rows[i].attrs["data-zone"]; got != want[0] {
 			t.Errorf("zone row %d data-zone = %q, want %q", i, got, want[0])
