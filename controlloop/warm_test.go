@@ -141,6 +141,12 @@ func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
 	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
 		t.Errorf("replacements %v", got)
 	}
+	// A planned move: the boot limiter's input leaves the slot out, and
+	// the warm source's hits count with its holder's.
+	got, _ := w.loop.HitCounters(context.Background())
+	if !got["c3"].Planned || got["c1"].WarmSourceOf != "c3" || !got["c1"].Planned || got["a1"].Planned {
+		t.Errorf("hit counters after the maintenance move: %+v; want c3 Planned, c1 its warm source", got)
+	}
 	w.clk.Advance(time.Minute)
 	w.probe()
 	w.pass(OutcomeOK)
