@@ -161,3 +161,30 @@ func TestReplaceTakingTheLastSpareSaysSo(t *testing.T) {
 		t.Errorf("no %q event after the replace took the last spare", KindLastSpare)
 	}
 }
+
+// TestUndrainWithoutASpareSaysWhatWouldHelp: zone b's only node stopped
+// answering after its drain; the return waits, and blocked says why and
+// what would let it go on.
+func TestUndrainWithoutASpareSaysWhatWouldHelp(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1", "a3"}, "a2", "c2")
+	w.loop.opts.WarmFor = 0
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots after its drain", got)
+	}
+	w.away("b1")
+	w.pass(OutcomeOK)
+	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+		t.Fatal(err)
+	}
+	w.pass(OutcomeOK)
+	e := w.entry("az-b")
+	if e == nil || e.State != DrainReturning || !strings.HasPrefix(e.Blocked, `no spare in zone "az-b" to give its slots back to`) ||
+		!strings.Contains(e.Blocked, "when one of them answers again") || !strings.Contains(e.Blocked, "a memcached is added to the zone") {
+		t.Fatalf("the returning entry %+v: want blocked saying why and what would help", e)
+	}
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Errorf("zone b holds %d slots without a node that answers", got)
+	}
+}
