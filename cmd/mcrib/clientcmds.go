@@ -241,7 +241,7 @@ func rateLimitChange(pos []string) (*rateLimitRequest, error) {
 		}
 		return &rateLimitRequest{Mode: ratelimit.ModeAuto}, nil
 	}
-	return nil, usageError("unknown subcommand %q (want set or auto)", pos[0])
+	return nil, usageError("unknown subcommand %q%s (want set or auto)", pos[0], didYouMean(pos[0], []string{"set", "auto"}, ""))
 }
 
 // version prints the version.
