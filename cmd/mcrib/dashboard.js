@@ -166,7 +166,7 @@
     setClass(leader, "good", st.leader === true);
     setClass(leader, "bad", st.leader !== true && !lid);
 
-    setText(byId("generation"), num(st.generation) === null ? "—" : String(st.generation));
+    setText(byId("generation"), num(st.generation) === null ? "unknown" : String(st.generation));
 
     const rec = byId("reconcile");
     const age = ageOf(st.last_reconcile_at);
@@ -191,13 +191,13 @@
 
     const vacant = byId("vacant");
     const nv = num(st.vacant_slots);
-    setText(vacant, nv === null ? "—" : String(nv));
+    setText(vacant, nv === null ? "unknown" : String(nv));
     setClass(vacant, "bad", nv !== null && nv > 0);
     setClass(vacant, "good", nv === 0);
 
     const blocked = byId("blocked");
     const nb = num(st.replacements_blocked);
-    setText(blocked, nb === null ? "—" : String(nb));
+    setText(blocked, nb === null ? "unknown" : String(nb));
     setClass(blocked, "warn", nb !== null && nb > 0);
 
     const fz = st.freeze && typeof st.freeze === "object" ? st.freeze : {};

@@ -31,6 +31,7 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	status := dashStatusDoc(time.Second, func(m map[string]any) {
 		m["hit_rate"] = nil
 		m["slots_unserved"], m["num_slots"] = 1, 4
+		delete(m, "replacements_blocked") // an older mcrib: not sent, so not known
 		nodes := m["nodes"].([]any)
 		nodes[1].(map[string]any)["hold_remaining_seconds"] = 42.0
 		nodes[0].(map[string]any)["flush_pending"] = true
@@ -53,6 +54,7 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	dashWantText(t, d, "hitrate", "unknown")
 	dashWantText(t, d, "bl-hitrate", "unknown")
 	dashWantText(t, d, "unserved", "1 of 4 (25 %)")
+	dashWantText(t, d, "blocked", "unknown")
 	rows := d.byID(t, "slots").elementsNamed("tr")
 	if len(rows) != 4 {
 		t.Fatalf("#slots has %d rows, want 4", len(rows))
