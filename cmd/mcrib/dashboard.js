@@ -374,10 +374,24 @@
     return slots(base - held) + " moved, " + held + " left of a baseline of " + base;
   }
 
+  // stepSeconds reads a step interval as the API writes it ("30s",
+  // "1m30s", "1h"); null when it cannot.
+  function stepSeconds(text) {
+    const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/.exec(text);
+    if (!m || text === "") return null;
+    return (Number(m[1] || 0) * 3600) + (Number(m[2] || 0) * 60) + Number(m[3] || 0);
+  }
+
   function drainCell(d) {
     if (!d || typeof d !== "object") return el("td", "muted", "—");
     const state = str(d.state) || "unknown";
     const td = el("td", null, el("span", "pill drain-" + state.replace(/[^a-z]/g, ""), state), " " + drainProgress(d));
+    // A step waits for the step interval: say when the next one is due.
+    const last = Date.parse(str(d.last_step_at)), every = stepSeconds(str(d.step_interval));
+    if ((state === "draining" || state === "returning") && str(d.blocked) === "" && num(d.slots_to_move) > 0 && !isNaN(last) && every !== null) {
+      const left = Math.ceil((last + every * 1000 - serverNow()) / 1000);
+      if (left > 0) td.append(el("span", "muted small", " · next step in " + fmtAge(left)));
+    }
     const moved = Array.isArray(d.moved_slots) ? d.moved_slots.filter((x) => num(x) !== null) : [];
     if (moved.length > 0) td.append(el("span", "muted small", " · moved off: slot" + (moved.length > 1 ? "s " : " ") + moved.join(", ")));
     if (str(d.blocked) !== "") td.append(el("span", "pill state-blocked", "blocked: " + str(d.blocked)));

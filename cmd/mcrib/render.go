@@ -76,7 +76,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 	fmt.Fprintln(w)
 	if len(s.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")
-		printStatusZones(w, s)
+		printStatusZones(w, s, now)
 		return
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -93,7 +93,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 	}
 	tw.Flush()
 	printNodeNotes(w, s, now)
-	printStatusZones(w, s)
+	printStatusZones(w, s, now)
 }
 
 // printSlots writes the readable form of the slot map document.
