@@ -13,7 +13,8 @@
 #   make test    deps, go vet, go test -race (CI runs make check, then this,
 #                via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
-#                mcrib on http://127.0.0.1:7070/); Ctrl-C stops it all, exit 0
+#                mcrib on http://127.0.0.1:7070/, or MCRIB_RUN_PORT); Ctrl-C
+#                stops it all, exit 0
 #   make bench   run the Go benchmarks and make bench-sim
 #   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
