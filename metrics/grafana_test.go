@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcrib/mcrib/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,7 @@ func TestGrafanaQueriesUseExposedMetrics(t *testing.T) {
 
 	// Each query, with the dashboard's variables filled in, must parse:
 	// promtool checks them as recording rules.
-	bin := promtool(t) // a failure, not a skip, when CI is set
+	bin := testenv.LookPath(t, "promtool", "Debian package prometheus") // a failure, not a skip, when CI is set
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: grafana\n    rules:\n")
 	for i, q := range queries {
