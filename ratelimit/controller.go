@@ -243,7 +243,7 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 			c.doc.AutoReason = reason
 		} else {
 			c.doc.Limit = next
-			c.doc.Burst = c.doc.autoBurst(next)
+			c.doc.Burst = autoBurst(c.doc, next)
 			c.doc.Reason = reason
 			c.doc.AutoLimit = next
 			c.doc.AutoReason = ""
@@ -295,7 +295,7 @@ func (c *Controller) ObserveSurge(now time.Time, h, raw, level float64) (d Decis
 		// The fall held the limit (at the floor, or inside the cut
 		// cooldown): it holds at the slow-start level.
 		trial.doc.Limit = trial.auto
-		trial.doc.Burst = trial.doc.autoBurst(trial.auto)
+		trial.doc.Burst = autoBurst(trial.doc, trial.auto)
 		trial.doc.AutoLimit = trial.auto
 		trial.doc.AutoReason = ""
 		trial.doc.Floor, trial.doc.Ceiling = trial.cfg.Floor, trial.cfg.Ceiling

@@ -209,7 +209,7 @@ func applySetting(base Document, st Setting, by string, now time.Time, cfg Contr
 		next.Mode = ModeAuto
 		next.Limit = to
 		next.AutoBurst = st.Burst
-		next.Burst = next.autoBurst(to)
+		next.Burst = autoBurst(next, to)
 		next.AutoLimit = to
 		next.AutoReason = ""
 		switch {
