@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // returningLocked lists the slot holders of m that answer again after an
@@ -97,7 +98,7 @@ func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan Plan, done []Place
 		}
 	}
 	for _, p := range done {
-		if p.From.IsZero() || p.Reason == "hold_expired" || (p.Reason == "maintenance" && !p.Warm) {
+		if p.From.IsZero() || p.Reason == mcribapi.EvictionHoldExpired || (p.Reason == mcribapi.EvictionMaintenance && !p.Warm) {
 			l.opts.Logger.Info("slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
 			continue
 		}

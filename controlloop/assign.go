@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // NodeView is what the loop knows of one node at the moment of a decision.
@@ -114,23 +115,15 @@ type StepOutcome struct {
 	Blocked string
 }
 
-// Reasons of an Eviction, beyond the replacements' "hold_expired" and
-// "maintenance".
-const (
-	ReasonDrain   = "drain"
-	ReasonReturn  = "return"
-	ReasonReplace = "replace"
-)
-
 // Eviction takes a node out of its slot.
 type Eviction struct {
 	Slot int
 	Node cachenodes.Node
 	// Why is one sentence for the log and the metrics label.
 	Why string
-	// Reason is "hold_expired", "maintenance", or for a planned move
-	// ReasonDrain, ReasonReturn or ReasonReplace.
-	Reason string
+	// Reason is mcribapi.EvictionHoldExpired or EvictionMaintenance, or
+	// for a planned move EvictionDrain, EvictionReturn or EvictionReplace.
+	Reason mcribapi.EvictionReason
 	// Move marks a planned move: the holder keeps the slot until its
 	// successor is placed (a failed flush of the successor moves nothing).
 	Move bool
@@ -141,7 +134,7 @@ type Eviction struct {
 // countsAgainstCeiling reports whether the eviction is a replacement that
 // --max-replacements-per-minute bounds (drain and return steps are not).
 func (ev Eviction) countsAgainstCeiling() bool {
-	return ev.Reason != ReasonDrain && ev.Reason != ReasonReturn
+	return ev.Reason.IsReplacement()
 }
 
 // Placement puts a spare into a slot.
@@ -155,7 +148,7 @@ type Placement struct {
 	Warm bool
 	// Reason is the eviction's reason for a move or replacement; "" for a
 	// vacant slot.
-	Reason string
+	Reason mcribapi.EvictionReason
 }
 
 // Plan is the difference Decide wants between the previous and the next map.
@@ -237,7 +230,7 @@ func Decide(in Input) Plan {
 		var ev Eviction
 		switch {
 		case v.Maintenance:
-			ev = Eviction{Slot: i, Node: holder, Reason: "maintenance",
+			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionMaintenance,
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
 			if v.warmSource() && warm.keep[i] {
 				// It still answers and is itself being warmed: it keeps
@@ -250,7 +243,7 @@ func Decide(in Input) Plan {
 				ev.Why += "; it still answers, so its slot moves warm"
 			}
 		case v.Due:
-			ev = Eviction{Slot: i, Node: holder, Reason: "hold_expired",
+			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionHoldExpired,
 				Why: fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)}
 		default:
 			continue
@@ -310,7 +303,7 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if ev.Reason == ReasonReplace {
+		if ev.Reason == mcribapi.EvictionReplace {
 			if !z.move(&plan, ev) {
 				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s: %s", ev.Slot, ev.Node.ID, noSpareWhy(in, idx, warm))
 			}
@@ -353,7 +346,7 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
-	ev := Eviction{Slot: slot, Node: holder, Reason: ReasonReplace, Move: true,
+	ev := Eviction{Slot: slot, Node: holder, Reason: mcribapi.EvictionReplace, Move: true,
 		Warm: known && v.warmSource() && in.WarmFor > 0,
 		Why:  fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, slot)}
 	return ev, ""

@@ -10,6 +10,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // ConsulStore is the Store of one pool in Consul KV, under
@@ -208,7 +209,7 @@ func (s *ConsulStore) flushesOp(doc *FlushesDoc, index uint64) (*api.KVTxnOp, er
 // drainOp is the transaction operation on the drain key: a check that it
 // is as read (doc nil), or its check-and-set replacement by doc (a delete
 // when doc has no zones).
-func (s *ConsulStore) drainOp(doc *DrainDoc, index uint64) (*api.KVTxnOp, error) {
+func (s *ConsulStore) drainOp(doc *mcribapi.DrainDoc, index uint64) (*api.KVTxnOp, error) {
 	key := s.keys.Drain()
 	switch {
 	case doc == nil || (len(doc.Zones) == 0 && index == 0):
@@ -225,7 +226,7 @@ func (s *ConsulStore) drainOp(doc *DrainDoc, index uint64) (*api.KVTxnOp, error)
 
 // PutDrain stores doc with check-and-set against index (a delete when doc
 // has no zones).
-func (s *ConsulStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+func (s *ConsulStore) PutDrain(ctx context.Context, doc mcribapi.DrainDoc, index uint64) (bool, error) {
 	op, err := s.drainOp(&doc, index)
 	if err != nil {
 		return false, err
@@ -238,7 +239,7 @@ func (s *ConsulStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) 
 }
 
 // PutFreeze stores the freeze document.
-func (s *ConsulStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+func (s *ConsulStore) PutFreeze(ctx context.Context, f mcribapi.FreezeDoc) error {
 	body, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding the freeze document: %w", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Drains of CONTRACT.md section 7. The drain document lives in KV; any
@@ -71,7 +72,7 @@ func (l *Loop) drainedLocked() map[string]bool {
 // or the zone is at its target), so every replica answers it, and a
 // returning zone that holds its baseline again loses its entry. l.mu must
 // be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *DrainDoc {
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *mcribapi.DrainDoc {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
@@ -79,16 +80,16 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 	movedOff := map[string][]int{}
 	for _, p := range done {
 		switch p.Reason {
-		case ReasonDrain:
+		case mcribapi.EvictionDrain:
 			stepped[p.From.AZ] = true
 			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
-		case ReasonReturn:
+		case mcribapi.EvictionReturn:
 			stepped[p.Node.AZ] = true
 		}
 	}
 	held := zoneSlots(next)
 	changed := false
-	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(l.drains.Zones))}
+	out := mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(l.drains.Zones))}
 	for zone, e := range l.drains.Zones {
 		c := *e
 		if stepped[zone] {
@@ -198,17 +199,17 @@ func (l *Loop) knownZonesLocked() map[string]bool {
 
 // Drain sets or updates zone's drain entry in KV (PUT /v1/drain/{zone}); by
 // names who asked. It answers the drain document after the change.
-// ErrUnknownZone when no node is known in zone (or zone is ""), ErrRefused
+// mcribapi.ErrUnknownZone when no node is known in zone (or zone is ""), mcribapi.ErrRefused
 // when it would leave no undrained zone. A PUT on a drained zone replaces
 // its percent, step, interval and reason and keeps its baseline and pace.
-func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by string) (DrainDoc, error) {
+func (l *Loop) Drain(ctx context.Context, zone string, req mcribapi.Drain, by string) (mcribapi.DrainDoc, error) {
 	if zone == "" {
-		return DrainDoc{}, fmt.Errorf("%w: the nodes without a zone form the zone \"\", which cannot be drained", ErrUnknownZone)
+		return mcribapi.DrainDoc{}, fmt.Errorf("%w: the nodes without a zone form the zone \"\", which cannot be drained", mcribapi.ErrUnknownZone)
 	}
-	return l.changeDrain(ctx, func(doc *DrainDoc) error {
+	return l.changeDrain(ctx, func(doc *mcribapi.DrainDoc) error {
 		known := l.knownZonesLocked()
 		if !known[zone] {
-			return fmt.Errorf("%w: no node is known in zone %q", ErrUnknownZone, zone)
+			return fmt.Errorf("%w: no node is known in zone %q", mcribapi.ErrUnknownZone, zone)
 		}
 		left := 0
 		for z := range known {
@@ -217,9 +218,9 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 			}
 		}
 		if left == 0 {
-			return fmt.Errorf("%w: draining zone %q would leave no undrained zone to hold the slots", ErrRefused, zone)
+			return fmt.Errorf("%w: draining zone %q would leave no undrained zone to hold the slots", mcribapi.ErrRefused, zone)
 		}
-		e := &DrainEntry{BaselineSlots: zoneSlots(l.current)[zone]}
+		e := &mcribapi.DrainEntry{BaselineSlots: zoneSlots(l.current)[zone]}
 		if old := doc.Zones[zone]; old != nil {
 			c := *old
 			e = &c
@@ -234,12 +235,12 @@ func (l *Loop) Drain(ctx context.Context, zone string, req DrainRequest, by stri
 }
 
 // Undrain starts giving zone its slots back (DELETE /v1/drain/{zone}).
-// ErrNotDrained when zone has no entry.
-func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
-	return l.changeDrain(ctx, func(doc *DrainDoc) error {
+// mcribapi.ErrNotDrained when zone has no entry.
+func (l *Loop) Undrain(ctx context.Context, zone string) (mcribapi.DrainDoc, error) {
+	return l.changeDrain(ctx, func(doc *mcribapi.DrainDoc) error {
 		old := doc.Zones[zone]
 		if old == nil {
-			return fmt.Errorf("%w: zone %q is not drained", ErrNotDrained, zone)
+			return fmt.Errorf("%w: zone %q is not drained", mcribapi.ErrNotDrained, zone)
 		}
 		c := *old
 		c.Returning, c.Blocked = true, ""
@@ -251,18 +252,18 @@ func (l *Loop) Undrain(ctx context.Context, zone string) (DrainDoc, error) {
 // changeDrain reads the stored drain document, applies change to a copy
 // (called with l.mu held) and stores it with check-and-set, retrying when
 // it changed meanwhile; then it asks for a pass.
-func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error) (DrainDoc, error) {
+func (l *Loop) changeDrain(ctx context.Context, change func(doc *mcribapi.DrainDoc) error) (mcribapi.DrainDoc, error) {
 	ds, ok := asDrainStore(l.store)
 	if !ok {
-		return DrainDoc{}, errNoDrainStore
+		return mcribapi.DrainDoc{}, errNoDrainStore
 	}
 	for range drainAttempts {
 		st, err := l.store.Read(ctx)
 		var ce *CorruptError
 		if err != nil && !errors.As(err, &ce) {
-			return DrainDoc{}, err
+			return mcribapi.DrainDoc{}, err
 		}
-		doc := DrainDoc{Zones: map[string]*DrainEntry{}}
+		doc := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{}}
 		if st.Drain != nil {
 			doc.Zones = maps.Clone(st.Drain.Zones)
 		}
@@ -279,8 +280,8 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 					reason = st.DrainErr.Error()
 				}
 				l.mu.Unlock()
-				return DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
-					ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
+				return mcribapi.DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
+					mcribapi.ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
 			}
 			if l.drains != nil {
 				doc.Zones = maps.Clone(l.drains.Zones)
@@ -289,11 +290,11 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		err = change(&doc)
 		l.mu.Unlock()
 		if err != nil {
-			return DrainDoc{}, err
+			return mcribapi.DrainDoc{}, err
 		}
 		ok, err := ds.PutDrain(ctx, storedDrain(doc), st.DrainIndex)
 		if err != nil {
-			return DrainDoc{}, err
+			return mcribapi.DrainDoc{}, err
 		}
 		if ok {
 			l.mu.Lock()
@@ -304,22 +305,22 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 			return l.Drains(), nil
 		}
 	}
-	return DrainDoc{}, fmt.Errorf("the drain document kept changing under this request (%d check-and-set attempts); try again", drainAttempts)
+	return mcribapi.DrainDoc{}, fmt.Errorf("the drain document kept changing under this request (%d check-and-set attempts); try again", drainAttempts)
 }
 
 // Drains returns the drain document as this process knows it, each entry
 // with its slots, target, slots to move, state, blocked, moved slots and
 // the ready spares left (with a warning when the drain takes the last of
 // them) filled in ({"zones": {}} when no zone is drained).
-func (l *Loop) Drains() DrainDoc {
+func (l *Loop) Drains() mcribapi.DrainDoc {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.drainsLocked(now)
 }
 
-func (l *Loop) drainsLocked(now time.Time) DrainDoc {
-	out := DrainDoc{Zones: map[string]*DrainEntry{}}
+func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
+	out := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{}}
 	if l.drainCorrupt {
 		out.Corrupt = l.drainCorruptMessage(l.drainErr)
 	}
@@ -342,20 +343,20 @@ func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 		}
 		switch {
 		case l.freeze != nil:
-			c.State = DrainPaused
+			c.State = mcribapi.DrainPaused
 		case c.Slots > c.TargetSlots:
-			c.State = DrainDraining
+			c.State = mcribapi.DrainDraining
 		case c.Slots < c.TargetSlots:
-			c.State = DrainReturning
+			c.State = mcribapi.DrainReturning
 		default:
-			c.State = DrainDrained
+			c.State = mcribapi.DrainDrained
 		}
 		switch {
-		case c.State == DrainPaused:
+		case c.State == mcribapi.DrainPaused:
 			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
 		case l.drainCorrupt:
 			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
-		case c.State == DrainDrained:
+		case c.State == mcribapi.DrainDrained:
 			c.Blocked = ""
 		}
 		out.Zones[zone] = &c

@@ -12,6 +12,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // threeZones is a leading world of 6 slots over zones az-a, az-b and
@@ -22,9 +23,9 @@ func threeZones(t *testing.T) *world {
 	return leadingWorld(t, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, "a3", "a4", "b3", "b4", "c3", "c4")
 }
 
-func (w *world) drain(zone string, percent, step int, every time.Duration) DrainDoc {
+func (w *world) drain(zone string, percent, step int, every time.Duration) mcribapi.DrainDoc {
 	w.t.Helper()
-	doc, err := w.loop.Drain(context.Background(), zone, DrainRequest{Reason: "link flapping", Percent: percent, StepPercent: step, StepInterval: every}, "ops")
+	doc, err := w.loop.Drain(context.Background(), zone, mcribapi.Drain{Reason: "link flapping", Percent: percent, StepPercent: step, StepInterval: every}, "ops")
 	if err != nil {
 		w.t.Fatalf("drain %s: %v", zone, err)
 	}
@@ -37,7 +38,7 @@ func (w *world) zoneHeld(zone string) int {
 	return zoneSlots(m)[zone]
 }
 
-func (w *world) entry(zone string) *DrainEntry {
+func (w *world) entry(zone string) *mcribapi.DrainEntry {
 	w.t.Helper()
 	return w.loop.Drains().Zones[zone]
 }
@@ -49,7 +50,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	doc := w.drain("az-b", 100, 50, 3*time.Second)
 	e := doc.Zones["az-b"]
-	if e == nil || e.BaselineSlots != 2 || e.TargetSlots != 0 || e.State != DrainDraining || e.By != "ops" || e.StepInterval != "3s" {
+	if e == nil || e.BaselineSlots != 2 || e.TargetSlots != 0 || e.State != mcribapi.DrainDraining || e.By != "ops" || e.StepInterval != "3s" {
 		t.Fatalf("drain document %+v", e)
 	}
 	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].BaselineSlots != 2 {
@@ -59,7 +60,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	// The first step starts at once: one slot (⌈2 × 50%⌉), the highest
 	// numbered, goes to the zone holding the fewest (a and c tie: a).
 	_, writes := w.store.stored()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantStored(t, 4, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+1)
 	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].LastStepAt == nil || !d.Zones["az-b"].LastStepAt.Equal(w.clk.Now()) {
 		t.Fatalf("the step's time was not stored with it: %+v", d.Zones["az-b"])
@@ -67,38 +68,38 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	// Not again before the interval.
 	w.clk.Advance(2 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.zoneHeld("az-b"); got != 1 {
 		t.Fatalf("zone b holds %d slots 2s after the first step, want 1", got)
 	}
-	if e := w.entry("az-b"); e.Slots != 1 || e.State != DrainDraining {
+	if e := w.entry("az-b"); e.Slots != 1 || e.State != mcribapi.DrainDraining {
 		t.Fatalf("entry %+v", e)
 	}
 	w.clk.Advance(time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantStored(t, 5, []string{"a1", "c3", "c1", "a2", "a3", "c2"}, writes+2)
-	if e := w.entry("az-b"); e.Slots != 0 || e.State != DrainDrained || e.Blocked != "" {
+	if e := w.entry("az-b"); e.Slots != 0 || e.State != mcribapi.DrainDrained || e.Blocked != "" {
 		t.Fatalf("entry %+v", e)
 	}
 	// Only the nodes entering a slot were flushed, once each; the drained
 	// nodes keep their contents as spares.
 	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1})
 	for _, id := range []string{"b1", "b2", "b3"} {
-		if n := w.node(id); n.State != StateSpare || !n.Drained {
+		if n := w.node(id); n.State != mcribapi.NodeSpare || !n.Drained {
 			t.Errorf("node %s: state %s drained %v, want a drained spare", id, n.State, n.Drained)
 		}
 	}
 	if n := w.node("a1"); n.Drained {
 		t.Errorf("node a1 of an undrained zone is drained")
 	}
-	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold, MoveCold}) {
+	if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveCold, mcribapi.MoveCold}) {
 		t.Errorf("slot moves %v, want two cold (warm-for 0)", got)
 	}
 	// A vacant slot never goes to a drained zone's spare.
 	w.clk.Advance(time.Hour)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 0 {
 		t.Fatalf("zone b took a slot back while drained")
 	}
@@ -111,23 +112,23 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	// Undrain: an undo at the same pace: the slots the drain moved come
 	// back, lowest first, into the zone's spares by ID.
 	doc, err := w.loop.Undrain(context.Background(), "az-b")
-	if err != nil || !doc.Zones["az-b"].Returning || doc.Zones["az-b"].TargetSlots != 2 || doc.Zones["az-b"].State != DrainReturning {
+	if err != nil || !doc.Zones["az-b"].Returning || doc.Zones["az-b"].TargetSlots != 2 || doc.Zones["az-b"].State != mcribapi.DrainReturning {
 		t.Fatalf("undrain: %+v, %v", doc.Zones["az-b"], err)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantStored(t, 6, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+3)
 	if d := w.store.storedDrainDoc(t); !slices.Equal(d.Zones["az-b"].MovedSlots, []int{4}) {
 		t.Fatalf("stored moved_slots %v after slot 1 came back, want [4]", d.Zones["az-b"].MovedSlots)
 	}
 	w.clk.Advance(2 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.zoneHeld("az-b"); got != 1 {
 		t.Fatalf("zone b holds %d slots 2s after the first return step, want 1", got)
 	}
 	w.clk.Advance(time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantStored(t, 7, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+4)
 	if d := w.store.storedDrainDoc(t); d != nil {
 		t.Fatalf("the entry of a zone back at its baseline was kept: %+v", d.Zones)
@@ -138,7 +139,7 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1, "b1": 1, "b2": 1})
 	var over []string
 	for _, e := range log.Since(0) {
-		if e.Kind == KindDrainOver {
+		if e.Kind == mcribapi.EventDrainOver {
 			over = append(over, e.Reason)
 		}
 	}
@@ -155,7 +156,7 @@ func TestDrainStepIsCapped(t *testing.T) {
 	w.drain("az-b", 75, 25, time.Second)
 	prev := 4
 	for step := 0; step < 6; step++ {
-		w.pass(OutcomeOK)
+		w.pass(mcribapi.OutcomeOK)
 		held := w.zoneHeld("az-b")
 		if prev-held > 1 {
 			t.Fatalf("step %d moved %d slots, more than ⌈4 × 25%%⌉ = 1", step, prev-held)
@@ -167,20 +168,20 @@ func TestDrainStepIsCapped(t *testing.T) {
 	if prev != 1 {
 		t.Fatalf("zone b ends with %d slots, want the target 1", prev)
 	}
-	if e := w.entry("az-b"); e.State != DrainDrained || e.TargetSlots != 1 {
+	if e := w.entry("az-b"); e.State != mcribapi.DrainDrained || e.TargetSlots != 1 {
 		t.Fatalf("entry %+v", e)
 	}
 }
 
 func TestDrainPausedByAnOperatorFreezeNotByAnAutomaticOne(t *testing.T) {
 	w := threeZones(t)
-	w.store.PutFreeze(context.Background(), FreezeDoc{Frozen: true, Reason: "rollout"})
+	w.store.PutFreeze(context.Background(), mcribapi.FreezeDoc{Frozen: true, Reason: "rollout"})
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 2 {
 		t.Fatalf("a drain moved slots under an operator freeze")
 	}
-	if e := w.entry("az-b"); e.State != DrainPaused || e.Blocked == "" {
+	if e := w.entry("az-b"); e.State != mcribapi.DrainPaused || e.Blocked == "" {
 		t.Fatalf("entry under an operator freeze: %+v", e)
 	}
 	w.store.DeleteFreeze(context.Background())
@@ -188,7 +189,7 @@ func TestDrainPausedByAnOperatorFreezeNotByAnAutomaticOne(t *testing.T) {
 	// A fault of discovery: the automatic freeze holds every replacement
 	// back, but not the drain.
 	w.loop.onAnswer(cachenodes.Membership{})
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if st := w.loop.Status(); !st.AutoFrozen {
 		t.Fatalf("no automatic freeze after an empty answer: %+v", st.AutoFreezeReason)
 	}
@@ -206,13 +207,13 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "b2", "b3", "b4", "c1"}, "a2", "a3", "c2", "c3")
 	w.loop.opts.WarmFor = 2 * time.Minute
 	w.away("b1", "b2", "b3", "b4")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if !st.AutoFrozen || !strings.Contains(st.AutoFreezeReason, "mcrib drain az-b") || !strings.Contains(st.ZoneAlert, "zone az-b: 4 of 4") {
 		t.Fatalf("status: auto frozen %v, reason %q, zone alert %q", st.AutoFrozen, st.AutoFreezeReason, st.ZoneAlert)
 	}
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots, want 0", got)
 	}
@@ -221,13 +222,13 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 		t.Fatalf("a move off an unreachable holder warms")
 	}
 	w.wantFlushes(t, map[string]int{"a2": 1, "a3": 1, "c2": 1, "c3": 1})
-	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold, MoveCold, MoveCold, MoveCold}) {
+	if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveCold, mcribapi.MoveCold, mcribapi.MoveCold, mcribapi.MoveCold}) {
 		t.Errorf("slot moves %v, want four cold", got)
 	}
 	if c := zoneSlots(m); c["az-a"] != 3 || c["az-c"] != 3 {
 		t.Errorf("zones hold %v, want a:3 c:3", c)
 	}
-	var zb *ZoneStatus
+	var zb *mcribapi.ZoneStatus
 	for _, z := range w.loop.Status().Zones {
 		if z.Zone == "az-b" {
 			zb = &z
@@ -294,7 +295,7 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 func TestDrainBlockedWithoutASpare(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	// The refusal names what would help.
 	const want = "no spare outside the drained zones: every node holds a slot or is in a drained zone (1 node); add a memcached to the service, or undrain a zone"
 	if e := w.entry("az-b"); e.Slots != 1 || e.Blocked != want {
@@ -308,7 +309,7 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
 	w2 := w.sibling()
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	const want = "no spare outside the drained zones: every node holds a slot or is in a drained zone (1 node); add a memcached to the service, or undrain a zone"
 	if d := w.store.storedDrainDoc(t); d == nil || d.Zones["az-b"].Blocked != want {
 		t.Fatalf("stored drain document %+v, want blocked %q", d, want)
@@ -318,15 +319,15 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 	w.store.mu.Unlock()
 	w.clk.Advance(time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.store.mu.Lock()
 	again := w.store.drainWrites
 	w.store.mu.Unlock()
 	if again != writes {
 		t.Errorf("the same blocked was written again (%d drain writes, was %d)", again, writes)
 	}
-	w2.pass(OutcomeFollower)
-	if e := w2.entry("az-b"); e == nil || e.Blocked != want || e.State != DrainDraining {
+	w2.pass(mcribapi.OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != want || e.State != mcribapi.DrainDraining {
 		t.Fatalf("the follower's entry %+v, want blocked %q", e, want)
 	}
 
@@ -334,12 +335,12 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 	w.answer("a1", "b1", "c1", "b2", "a2")
 	w.clk.Advance(time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 0 {
 		t.Fatalf("the step did not go through once a spare came")
 	}
-	w2.pass(OutcomeFollower)
-	if e := w2.entry("az-b"); e == nil || e.Blocked != "" || e.State != DrainDrained {
+	w2.pass(mcribapi.OutcomeFollower)
+	if e := w2.entry("az-b"); e == nil || e.Blocked != "" || e.State != mcribapi.DrainDrained {
 		t.Fatalf("the follower's entry after the step %+v", e)
 	}
 	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked != "" {
@@ -352,7 +353,7 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 func TestUndrainClearsStoredBlocked(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "b2")
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].Blocked == "" {
 		t.Fatalf("no blocked stored: %+v", d.Zones["az-b"])
 	}
@@ -367,24 +368,24 @@ func TestUndrainClearsStoredBlocked(t *testing.T) {
 func TestDrainRequestErrors(t *testing.T) {
 	w := threeZones(t)
 	ctx := context.Background()
-	req := DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}
-	if _, err := w.loop.Drain(ctx, "az-x", req, "ops"); !errors.Is(err, ErrUnknownZone) {
+	req := mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}
+	if _, err := w.loop.Drain(ctx, "az-x", req, "ops"); !errors.Is(err, mcribapi.ErrUnknownZone) {
 		t.Errorf("drain of an unknown zone: %v", err)
 	}
-	if _, err := w.loop.Drain(ctx, "", req, "ops"); !errors.Is(err, ErrUnknownZone) {
+	if _, err := w.loop.Drain(ctx, "", req, "ops"); !errors.Is(err, mcribapi.ErrUnknownZone) {
 		t.Errorf("drain of the zone \"\": %v", err)
 	}
-	if _, err := w.loop.Undrain(ctx, "az-a"); !errors.Is(err, ErrNotDrained) {
+	if _, err := w.loop.Undrain(ctx, "az-a"); !errors.Is(err, mcribapi.ErrNotDrained) {
 		t.Errorf("undrain of a zone not drained: %v", err)
 	}
 	w.drain("az-a", 100, 10, time.Second)
 	w.drain("az-b", 100, 10, time.Second)
-	if _, err := w.loop.Drain(ctx, "az-c", req, "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no undrained zone") {
+	if _, err := w.loop.Drain(ctx, "az-c", req, "ops"); !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "no undrained zone") {
 		t.Errorf("a drain of the last zone: %v", err)
 	}
 	// A PUT on a drained zone replaces its settings and keeps its baseline.
-	w.pass(OutcomeOK)
-	again, err := ParseDrainRequest([]byte(`{"reason": "again", "percent": 50, "step_percent": 20, "step_interval": "1m"}`))
+	w.pass(mcribapi.OutcomeOK)
+	again, err := mcribapi.ParseDrainRequest([]byte(`{"reason": "again", "percent": 50, "step_percent": 20, "step_interval": "1m"}`))
 	if err != nil || again.StepInterval != time.Minute || again.StepIntervalText != "1m" {
 		t.Fatalf("parsing a drain request: %+v, %v", again, err)
 	}
@@ -404,7 +405,7 @@ func TestDrainRequestErrors(t *testing.T) {
 func TestDrainCarriedOnByANewLeader(t *testing.T) {
 	w := threeZones(t)
 	w.drain("az-b", 100, 50, 10*time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 1 {
 		t.Fatalf("the first step did not move a slot")
 	}
@@ -414,7 +415,7 @@ func TestDrainCarriedOnByANewLeader(t *testing.T) {
 	w2.lead.win("s2")
 	w2.clk.Advance(5 * time.Second)
 	w2.probe()
-	w2.pass(OutcomeOK)
+	w2.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 1 {
 		t.Fatalf("the new leader stepped before the interval")
 	}
@@ -423,7 +424,7 @@ func TestDrainCarriedOnByANewLeader(t *testing.T) {
 	}
 	w2.clk.Advance(5 * time.Second)
 	w2.probe()
-	w2.pass(OutcomeOK)
+	w2.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 0 {
 		t.Fatalf("the new leader did not carry the drain on")
 	}
@@ -437,7 +438,7 @@ func TestCorruptDrainDocument(t *testing.T) {
 	w.store.mu.Unlock()
 	// Other reconciliation goes on: a dead holder is replaced.
 	takeOut("a1")(w)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(0).ID != "a2" {
 		t.Fatalf("slots %v: the dead holder was not replaced under a corrupt drain document", slotIDs(m))
@@ -448,7 +449,7 @@ func TestCorruptDrainDocument(t *testing.T) {
 	}
 	// An operator's drain replaces it.
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.zoneHeld("az-b") != 0 || slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
 		t.Fatalf("after a new drain: zone b holds %d, corrupt %v", w.zoneHeld("az-b"), w.loop.Status().CorruptDocuments)
 	}
@@ -468,14 +469,14 @@ func (w *world) corruptDrain(raw string) {
 func TestCorruptDrainDocumentKeepsTheLastGoodOne(t *testing.T) {
 	w := threeZones(t)
 	w.drain("az-a", 50, 100, time.Hour)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	for _, raw := range []string{
 		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "soon", "baseline_slots": 2}}}`,
 		`{"zones": {"az-a": {"percent": 50, "step_percent": 100, "step_interval": "2h", "baseline_slots": 2}}}`,
 		`{"zones": {"az-a": {"percent": 0, "step_percent": 100, "step_interval": "1h", "baseline_slots": 2}}}`,
 	} {
 		w.corruptDrain(raw)
-		w.pass(OutcomeOK)
+		w.pass(mcribapi.OutcomeOK)
 		doc := w.loop.Drains()
 		if !strings.HasPrefix(doc.Corrupt, "the drain document in Consul KV does not parse: ") || !strings.Contains(doc.Corrupt, "consul kv delete mcrib/"+assignPool+"/drain") {
 			t.Fatalf("%s: corrupt %q", raw, doc.Corrupt)
@@ -510,11 +511,11 @@ func TestChangeOverACorruptDrainDocumentNeverReadRefused(t *testing.T) {
 	if doc := w2.loop.Drains(); doc.Corrupt == "" || len(doc.Zones) != 0 {
 		t.Fatalf("the new process's drains %+v", doc)
 	}
-	_, err := w2.loop.Drain(context.Background(), "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}, "ops")
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "consul kv delete mcrib/"+assignPool+"/drain") {
-		t.Fatalf("a drain over a corrupt document never read good: %v, want ErrRefused naming the key", err)
+	_, err := w2.loop.Drain(context.Background(), "az-b", mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: time.Second}, "ops")
+	if !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "consul kv delete mcrib/"+assignPool+"/drain") {
+		t.Fatalf("a drain over a corrupt document never read good: %v, want mcribapi.ErrRefused naming the key", err)
 	}
-	if _, err := w2.loop.Undrain(context.Background(), "az-a"); !errors.Is(err, ErrRefused) {
+	if _, err := w2.loop.Undrain(context.Background(), "az-a"); !errors.Is(err, mcribapi.ErrRefused) {
 		t.Fatalf("an undrain over a corrupt document never read good: %v", err)
 	}
 	w.store.mu.Lock()
@@ -542,7 +543,7 @@ func (w *world) sibling() *world {
 	w2.loop = loop
 	w2.answer(w.listed...)
 	w2.probe()
-	w2.pass(OutcomeFollower)
+	w2.pass(mcribapi.OutcomeFollower)
 	return w2
 }
 
@@ -551,9 +552,9 @@ func (w *world) sibling() *world {
 func TestZoneAlertOfADrainingZone(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "b2", "b3", "b4", "c1"}, "a2", "a3", "c2", "c3")
 	w.away("b1", "b2", "b3", "b4")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.drain("az-b", 100, 25, time.Hour)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if w.zoneHeld("az-b") != 3 || !strings.Contains(st.ZoneAlert, "slot holders unreachable; it is being drained already (mcrib drain az-b") || strings.Contains(st.ZoneAlert, "to move its slots off it") {
 		t.Fatalf("zone b holds %d; zone alert %q", w.zoneHeld("az-b"), st.ZoneAlert)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestConsulStoreDrain keeps the drain document in a real Consul: with
@@ -19,7 +20,7 @@ func TestConsulStoreDrain(t *testing.T) {
 	consul := testenv.StartConsul(t)
 	ctx := context.Background()
 	s := NewConsulStore(consul.Client, "mcrib", "p")
-	doc := DrainDoc{Zones: map[string]*DrainEntry{"b": {Percent: 100, StepPercent: 10, StepInterval: "30s", Reason: "r", By: "ops", BaselineSlots: 2, State: "draining", Slots: 2}}}
+	doc := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{"b": {Percent: 100, StepPercent: 10, StepInterval: "30s", Reason: "r", By: "ops", BaselineSlots: 2, State: "draining", Slots: 2}}}
 	if ok, err := s.PutDrain(ctx, doc, 0); !ok || err != nil {
 		t.Fatalf("first put: %v %v", ok, err)
 	}
@@ -37,7 +38,7 @@ func TestConsulStoreDrain(t *testing.T) {
 	// In the slot map's transaction.
 	m := slotMapOf(t, 1, []string{"a1", "b1"}, nil)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	next := DrainDoc{Zones: map[string]*DrainEntry{"b": {Percent: 100, StepPercent: 10, StepInterval: "30s", Reason: "r", BaselineSlots: 2, LastStepAt: &at}}}
+	next := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{"b": {Percent: 100, StepPercent: 10, StepInterval: "30s", Reason: "r", BaselineSlots: 2, LastStepAt: &at}}}
 	if ok, err := s.WritePool(ctx, st, leader.Lease{}, PoolWrite{SlotMap: m, Drain: &next}); !ok || err != nil {
 		t.Fatalf("write with the drain: %v %v", ok, err)
 	}
@@ -50,7 +51,7 @@ func TestConsulStoreDrain(t *testing.T) {
 		t.Fatalf("a write against a stale drain document: %v %v", ok, err)
 	}
 	// Empty: the key goes.
-	if ok, err := s.PutDrain(ctx, DrainDoc{Zones: map[string]*DrainEntry{}}, st2.DrainIndex); !ok || err != nil {
+	if ok, err := s.PutDrain(ctx, mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{}}, st2.DrainIndex); !ok || err != nil {
 		t.Fatalf("delete: %v %v", ok, err)
 	}
 	if p, _, _ := consul.Client.KV().Get("mcrib/p/drain", nil); p != nil {

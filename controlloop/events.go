@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // EventSink receives the loop's decisions and the node transitions it
@@ -12,13 +13,13 @@ import (
 // eventlog.Recorder implements it. Record is called with the loop's mutex
 // sometimes held: it must not call back into the Loop, and must not block.
 type EventSink interface {
-	Record(e eventlog.Event)
+	Record(e mcribapi.Event)
 }
 
 var _ EventSink = eventlog.Recorder{}
 
 // emit hands e to Options.Events, when one is set.
-func (l *Loop) emit(e eventlog.Event) {
+func (l *Loop) emit(e mcribapi.Event) {
 	if l.opts.Events != nil {
 		l.opts.Events.Record(e)
 	}
@@ -26,22 +27,20 @@ func (l *Loop) emit(e eventlog.Event) {
 
 // emitNodeEvents hands the node transitions evs to Options.Events. A slot
 // holder going absent starts its hold and coming back clears it; the
-// other transitions keep the tracker's names ("node unreachable", ...).
+// other transitions keep the tracker's kinds ("node unreachable", ...).
 func (l *Loop) emitNodeEvents(evs []nodeEvent) {
 	if l.opts.Events == nil || len(evs) == 0 {
 		return
 	}
 	for _, e := range evs {
-		kind := "node " + e.Event
+		kind := e.Kind
 		switch {
-		case e.Node == "":
-			kind = e.Event // the observer fault and its end
-		case e.Event == "absent" && l.holdsSlot(e.Node):
-			kind = eventlog.KindHoldStarted
-		case e.Event == "present" && l.holdsSlot(e.Node):
-			kind = eventlog.KindHoldCleared
+		case kind == mcribapi.EventNodeAbsent && l.holdsSlot(e.Node):
+			kind = mcribapi.EventHoldStarted
+		case kind == mcribapi.EventNodePresent && l.holdsSlot(e.Node):
+			kind = mcribapi.EventHoldCleared
 		}
-		l.emit(eventlog.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
+		l.emit(mcribapi.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
 	}
 }
 
@@ -52,18 +51,6 @@ func (l *Loop) holdsSlot(node string) bool {
 	return l.current != nil && l.current.SlotOf(node) >= 0
 }
 
-// Event kinds of the moves of section 7 (CONTRACT.md).
-const (
-	KindDrainStep  = "drain step"
-	KindReturnStep = "return step"
-	KindReplace    = "replace"
-	KindWarmStart  = "warm start"
-	KindWarmEnd    = "warm end"
-	// KindDrainOver: a returning zone holds its baseline again and its
-	// drain entry is removed.
-	KindDrainOver = "drain over"
-)
-
 // emitChange hands the replacements, moves, placements and warmings of a
 // written map to Options.Events and the pass's span.
 func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
@@ -72,7 +59,7 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 			continue // told with its placement, if carried out
 		}
 		slot := ev.Slot
-		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
+		l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
 	}
 	why := make(map[int]string, len(plan.Evictions))
 	for _, ev := range plan.Evictions {
@@ -80,16 +67,16 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	}
 	for _, p := range done {
 		slot := p.Slot
-		kind, reason := eventlog.KindPlacement, "a spare takes a vacant slot, flushed first"
+		kind, reason := mcribapi.EventPlacement, "a spare takes a vacant slot, flushed first"
 		switch {
 		case plan.FirstFill:
 			reason = "the first fill of a new pool"
-		case p.Reason == ReasonDrain:
-			kind, reason = KindDrainStep, why[p.Slot]
-		case p.Reason == ReasonReturn:
-			kind, reason = KindReturnStep, why[p.Slot]
-		case p.Reason == ReasonReplace:
-			kind, reason = KindReplace, why[p.Slot]
+		case p.Reason == mcribapi.EvictionDrain:
+			kind, reason = mcribapi.EventDrainStep, why[p.Slot]
+		case p.Reason == mcribapi.EvictionReturn:
+			kind, reason = mcribapi.EventReturnStep, why[p.Slot]
+		case p.Reason == mcribapi.EvictionReplace:
+			kind, reason = mcribapi.EventReplace, why[p.Slot]
 			if r := l.replaceReq; r != nil {
 				reason += ": " + r.reason
 			}
@@ -99,20 +86,20 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 		if !p.From.IsZero() && !plan.FirstFill {
 			reason += fmt.Sprintf("; %s takes it, %s", p.Node.ID, moveKind(p.Warm && l.opts.WarmFor > 0))
 		}
-		e := eventlog.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
-		if kind == KindReplace && l.replaceReq != nil {
+		e := mcribapi.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
+		if kind == mcribapi.EventReplace && l.replaceReq != nil {
 			e.Who = l.replaceReq.by
 		}
 		l.emitIn(ctx, e)
 		if p.Warm && l.opts.WarmFor > 0 {
-			l.emitIn(ctx, eventlog.Event{Kind: KindWarmStart, Node: p.From.ID, Slot: &slot,
+			l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventWarmStart, Node: p.From.ID, Slot: &slot,
 				Reason: fmt.Sprintf("node %s warms slot %d's new holder %s for %s", p.From.ID, p.Slot, p.Node.ID, l.opts.WarmFor)})
 		}
 	}
 	now := l.clock.Now()
 	for _, i := range plan.EndWarming {
 		slot := i
-		e := eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
+		e := mcribapi.Event{Kind: mcribapi.EventWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
 		if plan.in != nil && plan.index != nil && plan.index.prev != nil {
 			if w := plan.index.prev.Warming(i); w != nil {
 				e.Node = w.NodeID
@@ -130,15 +117,15 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 // emitFlush hands a flush that was carried out to Options.Events and the
 // pass's span.
 func (l *Loop) emitFlush(ctx context.Context, node, why string) {
-	l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
+	l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventFlush, Node: node, Reason: why})
 }
 
 // emitAutoFreeze hands a change of the automatic freeze to
 // Options.Events: reason is the new reason, empty when it lifted.
 func (l *Loop) emitAutoFreeze(reason string) {
 	if reason == "" {
-		l.emit(eventlog.Event{Kind: eventlog.KindAutoFreezeLifted, Reason: "the automatic freeze lifted"})
+		l.emit(mcribapi.Event{Kind: mcribapi.EventAutoFreezeLifted, Reason: "the automatic freeze lifted"})
 		return
 	}
-	l.emit(eventlog.Event{Kind: eventlog.KindAutoFreeze, Reason: reason})
+	l.emit(mcribapi.Event{Kind: mcribapi.EventAutoFreeze, Reason: reason})
 }

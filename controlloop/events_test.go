@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // eventsOf returns "kind node" for each event of log, oldest first.
 func eventsOf(log *eventlog.Log) []string {
 	var out []string
 	for _, e := range log.Since(0) {
-		out = append(out, e.Kind+" "+e.Node)
+		out = append(out, string(e.Kind)+" "+e.Node)
 	}
 	return out
 }
@@ -27,7 +28,7 @@ func TestEventsOfAReplacementAndAnAgentRestart(t *testing.T) {
 	ctx := context.Background()
 	pass := func(what string) {
 		t.Helper()
-		if res, err := w.loop.Reconcile(ctx); res.Outcome != OutcomeOK {
+		if res, err := w.loop.Reconcile(ctx); res.Outcome != mcribapi.OutcomeOK {
 			t.Fatalf("%s: outcome %q (%v)", what, res.Outcome, err)
 		}
 	}
@@ -64,7 +65,7 @@ func TestEventsOfAReplacementAndAnAgentRestart(t *testing.T) {
 		}
 	}
 	for _, e := range log.Since(0) {
-		if e.Kind == eventlog.KindReplacement && (e.Reason == "" || e.Slot == nil || *e.Slot != 1 || e.Who != "mcrib") {
+		if e.Kind == mcribapi.EventReplacement && (e.Reason == "" || e.Slot == nil || *e.Slot != 1 || e.Who != "mcrib") {
 			t.Errorf("replacement event %+v: want a reason, slot 1, who mcrib", e)
 		}
 	}
@@ -79,14 +80,14 @@ func TestEventsOfAnObserverFault(t *testing.T) {
 	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	w.away("a", "b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.back(20*time.Second, "a", "b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.clk.Advance(3 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 
-	var kinds []string
+	var kinds []mcribapi.EventKind
 	for _, e := range log.Since(0) {
 		if e.Node == "" {
 			kinds = append(kinds, e.Kind)
@@ -94,14 +95,14 @@ func TestEventsOfAnObserverFault(t *testing.T) {
 				t.Errorf("%s without a reason", e.Kind)
 			}
 		}
-		if e.Kind == eventlog.KindFlush || e.Kind == eventlog.KindReplacement {
+		if e.Kind == mcribapi.EventFlush || e.Kind == mcribapi.EventReplacement {
 			t.Errorf("an observer fault led to %s of %s", e.Kind, e.Node)
 		}
 	}
 	// The end of the fault and the lifting of the freeze come in one pass.
 	// Zones az-a, az-b and az-c lose their one holder each: one dead
 	// holder is no zone alert.
-	want := []string{eventlog.KindObserverFault, eventlog.KindAutoFreeze, eventlog.KindAutoFreezeLifted, eventlog.KindObserverFaultOver}
+	want := []mcribapi.EventKind{mcribapi.EventObserverFault, mcribapi.EventAutoFreeze, mcribapi.EventAutoFreezeLifted, mcribapi.EventObserverFaultOver}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("pool-wide events %q, want %q", kinds, want)
 	}
@@ -116,20 +117,20 @@ func TestZoneAlertEventPerZone(t *testing.T) {
 	alerts := func() []string {
 		var out []string
 		for _, e := range log.Since(0) {
-			if e.Kind == KindZoneAlert {
+			if e.Kind == mcribapi.EventZoneAlert {
 				out = append(out, e.Reason)
 			}
 		}
 		return out
 	}
 	w.away("b1", "b2")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := alerts(); len(got) != 1 || !strings.Contains(got[0], "zone az-b") || !strings.Contains(got[0], "mcrib drain az-b") {
 		t.Fatalf("zone alerts after zone b failed: %q", got)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.away("c1", "c2")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	got := alerts()
 	if len(got) != 2 || !strings.Contains(got[1], "zone az-c") || !strings.Contains(got[1], "mcrib drain az-c") || strings.Contains(got[1], "az-b") {
 		t.Fatalf("zone alerts after zone c failed too: %q, want a second one naming az-c alone", got)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // signal wakes the tests that wait for a fake to change. The zero value is
@@ -63,7 +64,7 @@ type fakeStore struct {
 	index       uint64
 	slotMap     *cachenodes.SlotMap
 	slotIndex   uint64
-	freeze      *FreezeDoc
+	freeze      *mcribapi.FreezeDoc
 	freezeIndex uint64
 	holder      leader.Lease
 	leaderID    string
@@ -100,7 +101,7 @@ type fakeStore struct {
 
 var _ DrainStore = (*fakeStore)(nil)
 
-func (s *fakeStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+func (s *fakeStore) PutDrain(ctx context.Context, doc mcribapi.DrainDoc, index uint64) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.changed.notifyLocked()
@@ -111,7 +112,7 @@ func (s *fakeStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (b
 	return true, nil
 }
 
-func (s *fakeStore) putDrainLocked(doc *DrainDoc) {
+func (s *fakeStore) putDrainLocked(doc *mcribapi.DrainDoc) {
 	s.drainWrites++
 	if len(doc.Zones) == 0 {
 		s.drainRaw, s.drainIndex = nil, 0
@@ -126,7 +127,7 @@ func (s *fakeStore) putDrainLocked(doc *DrainDoc) {
 }
 
 // storedDrainDoc returns the stored drain document (nil: none).
-func (s *fakeStore) storedDrainDoc(t testing.TB) *DrainDoc {
+func (s *fakeStore) storedDrainDoc(t testing.TB) *mcribapi.DrainDoc {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,7 +257,7 @@ func (s *fakeStore) DeleteVote(ctx context.Context, replica string, index uint64
 	return true, nil
 }
 
-func (s *fakeStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+func (s *fakeStore) PutFreeze(ctx context.Context, f mcribapi.FreezeDoc) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.index++
@@ -485,20 +486,20 @@ func (d *fakeDiscovery) Run(ctx context.Context, onAnswer func(cachenodes.Member
 type fakeMetrics struct {
 	mu           sync.Mutex
 	changed      signal
-	passes       []string
-	replacements []string
+	passes       []mcribapi.Outcome
+	replacements []mcribapi.EvictionReason
 	flushes      []string
-	moves        []string
+	moves        []mcribapi.MoveKind
 }
 
-func (m *fakeMetrics) Pass(result string, d time.Duration) {
+func (m *fakeMetrics) Pass(result mcribapi.Outcome, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.passes = append(m.passes, result)
 	m.changed.notifyLocked()
 }
 
-func (m *fakeMetrics) Replacement(reason string) {
+func (m *fakeMetrics) Replacement(reason mcribapi.EvictionReason) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.replacements = append(m.replacements, reason)
@@ -512,7 +513,7 @@ func (m *fakeMetrics) Flush(reason string) {
 
 func (m *fakeMetrics) ConfigWrite(string, time.Time, error) {}
 
-func (m *fakeMetrics) SlotMove(kind string) {
+func (m *fakeMetrics) SlotMove(kind mcribapi.MoveKind) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.moves = append(m.moves, kind)

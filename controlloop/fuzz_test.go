@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // FuzzParseFreezeRequest checks the PUT /v1/freeze body: an accepted
-// reason is non-empty and within MaxFreezeReason characters, and the
+// reason is non-empty and within mcribapi.MaxReason characters, and the
 // freeze document stored from it reads back as the same freeze. Any
 // stored freeze value, whatever it holds, reads as frozen.
 func FuzzParseFreezeRequest(f *testing.F) {
@@ -21,14 +23,14 @@ func FuzzParseFreezeRequest(f *testing.F) {
 		if f, err := parseStoredFreeze(body); err == nil && (f == nil || !f.Frozen) {
 			t.Fatalf("stored value %q read as not frozen", body)
 		}
-		reason, err := ParseFreezeRequest(body)
+		reason, err := mcribapi.ParseFreezeRequest(body)
 		if err != nil {
 			return
 		}
-		if reason == "" || utf8.RuneCountInString(reason) > MaxFreezeReason {
+		if reason == "" || utf8.RuneCountInString(reason) > mcribapi.MaxReason {
 			t.Fatalf("accepted reason %q (%d characters)", reason, utf8.RuneCountInString(reason))
 		}
-		doc := FreezeDoc{Frozen: true, Reason: reason, At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), By: "operator@127.0.0.1:1"}
+		doc := mcribapi.FreezeDoc{Frozen: true, Reason: reason, At: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), By: "operator@127.0.0.1:1"}
 		b, err := json.Marshal(doc)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // ErrCorruptDocument is matched (errors.Is) by the error of a read that
@@ -61,8 +62,8 @@ func corruptMessage(keys []string) string {
 
 // corruptFreeze is the freeze a corrupt freeze document stands for: a
 // freeze (the safe reading), whose reason says why.
-func corruptFreeze(err error) *FreezeDoc {
-	return &FreezeDoc{Frozen: true, Reason: fmt.Sprintf("the freeze document in Consul KV is corrupt (%v): taken as frozen until it is fixed or deleted (mcrib unfreeze)", err), By: "mcrib"}
+func corruptFreeze(err error) *mcribapi.FreezeDoc {
+	return &mcribapi.FreezeDoc{Frozen: true, Reason: fmt.Sprintf("the freeze document in Consul KV is corrupt (%v): taken as frozen until it is fixed or deleted (mcrib unfreeze)", err), By: "mcrib"}
 }
 
 // isKVRefusal reports whether a read error is about what is stored rather
@@ -103,8 +104,8 @@ func (l *Loop) Corrupt() []string {
 
 // parseStoredFreeze reads a stored freeze document; any value present
 // means frozen.
-func parseStoredFreeze(b []byte) (*FreezeDoc, error) {
-	var f FreezeDoc
+func parseStoredFreeze(b []byte) (*mcribapi.FreezeDoc, error) {
+	var f mcribapi.FreezeDoc
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, err
 	}
@@ -115,8 +116,8 @@ func parseStoredFreeze(b []byte) (*FreezeDoc, error) {
 // parseStoredDrain reads a stored drain document: {"zones": {...}} whose
 // entries have a percent and a step of 1..100, a step_interval from 1s to
 // 1h and a baseline of at least 0. Anything else is corrupt.
-func parseStoredDrain(b []byte) (*DrainDoc, error) {
-	var d DrainDoc
+func parseStoredDrain(b []byte) (*mcribapi.DrainDoc, error) {
+	var d mcribapi.DrainDoc
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func parseStoredDrain(b []byte) (*DrainDoc, error) {
 				return nil, fmt.Errorf("the drain entry of zone %q moved slot %d, which no pool has", zone, slot)
 			}
 		}
-		if d, err := time.ParseDuration(e.StepInterval); err != nil || d < MinDrainStepInterval || d > MaxDrainStepInterval {
+		if d, err := time.ParseDuration(e.StepInterval); err != nil || d < mcribapi.MinDrainStepInterval || d > mcribapi.MaxDrainStepInterval {
 			return nil, fmt.Errorf("the drain entry of zone %q has step_interval %q, not a duration from 1s to 1h", zone, e.StepInterval)
 		}
 	}
@@ -147,8 +148,8 @@ func parseStoredDrain(b []byte) (*DrainDoc, error) {
 // storedDrain is the drain document as stored: the entries without the
 // fields filled in when answered (blocked, which the leader alone knows,
 // is stored).
-func storedDrain(d DrainDoc) DrainDoc {
-	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(d.Zones))} // never Corrupt
+func storedDrain(d mcribapi.DrainDoc) mcribapi.DrainDoc {
+	out := mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(d.Zones))} // never Corrupt
 	for zone, e := range d.Zones {
 		c := *e
 		c.Slots, c.TargetSlots, c.State, c.SlotsToMove, c.SparesLeft, c.Warning = 0, 0, "", 0, 0, ""

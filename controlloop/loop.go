@@ -14,8 +14,8 @@ import (
 	"github.com/mcrib/mcrib/flapdamp"
 	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/internal/backoff"
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -50,7 +50,7 @@ type Loop struct {
 	// currentShift places the instants of current on this clock
 	// (remoteclock.go): zero for a map this process built.
 	currentShift time.Duration
-	freeze       *FreezeDoc
+	freeze       *mcribapi.FreezeDoc
 	autoFrozen   string
 	// autoFrozenBase is autoFrozen without the zone alert: its changes are
 	// logged and told as events.
@@ -75,7 +75,7 @@ type Loop struct {
 	// drainCorrupt is set while the stored one does not parse (drains then
 	// make no progress), drainErr why; drainGood is set once a read found
 	// a drain document that parsed (or none).
-	drains       *DrainDoc
+	drains       *mcribapi.DrainDoc
 	drainCorrupt bool
 	drainGood    bool
 	drainErr     string
@@ -264,7 +264,7 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 	l.logEvents(evs)
 	if !accepted {
 		l.opts.Logger.Warn("discovery fault", "reason", fault)
-		l.emit(eventlog.Event{Kind: eventlog.KindDiscoveryFault, Reason: fault})
+		l.emit(mcribapi.Event{Kind: mcribapi.EventDiscoveryFault, Reason: fault})
 	}
 	l.Kick()
 	l.wakeProbes()
@@ -273,7 +273,7 @@ func (l *Loop) onAnswer(m cachenodes.Membership) {
 // logEvents writes node transitions to the log, one line each.
 func (l *Loop) logEvents(evs []nodeEvent) {
 	for _, e := range evs {
-		l.opts.Logger.Info("node "+e.Event, "node", e.Node, "detail", e.Detail)
+		l.opts.Logger.Info(string(e.Kind), "node", e.Node, "detail", e.Detail)
 	}
 	l.emitNodeEvents(evs)
 }

@@ -1,17 +1,21 @@
 package controlloop
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
+)
 
 // Metrics receives the loop's events. Gauges (generation, freeze, last
-// reconcile) are read from Status by the metrics exporter instead. The
+// reconcile) are read from Loop.Status by the metrics exporter instead. The
 // implementation must be safe for concurrent use.
 type Metrics interface {
-	// Pass counts one reconcile pass by result: "ok", "error",
-	// "conflict", "follower" or "waiting".
-	Pass(result string, d time.Duration)
-	// Replacement counts one node taken out of its slot, by reason:
-	// "hold_expired", "maintenance" or "replace" (an operator's replace).
-	Replacement(reason string)
+	// Pass counts one reconcile pass by result (mcribapi.Outcomes).
+	Pass(result mcribapi.Outcome, d time.Duration)
+	// Replacement counts one node taken out of its slot, by reason
+	// (mcribapi.ReplacementReasons: "hold_expired", "maintenance" or
+	// "replace", an operator's replace).
+	Replacement(reason mcribapi.EvictionReason)
 	// Flush counts one flush_all, by reason: "placement" (a spare placed
 	// into a slot) or "returned" (a slot holder answering again after it
 	// was unreachable).
@@ -21,22 +25,21 @@ type Metrics interface {
 	// a success at the time at.
 	ConfigWrite(kind string, at time.Time, err error)
 	// SlotMove counts one slot given to a new holder by a move (a
-	// replacement, a drain or return step, a replace), by kind: "warm"
-	// (the old holder warms the new one) or "cold".
-	SlotMove(kind string)
+	// replacement, a drain or return step, a replace), by kind:
+	// mcribapi.MoveWarm (the old holder warms the new one) or
+	// mcribapi.MoveCold.
+	SlotMove(kind mcribapi.MoveKind)
 }
 
-// Label values the loop uses, so an exporter can create each at 0.
-var (
-	PassResults        = []string{OutcomeOK, OutcomeError, OutcomeConflict, OutcomeFollower, OutcomeWaiting}
-	ReplacementReasons = []string{"hold_expired", "maintenance", ReasonReplace}
-	FlushReasons       = []string{"placement", "returned"}
-)
+// FlushReasons are the reasons of Metrics.Flush, so an exporter can create
+// each at 0; the other label values are mcribapi's vocabularies
+// (mcribapi.Outcomes, mcribapi.ReplacementReasons, mcribapi.MoveKinds).
+var FlushReasons = []string{"placement", "returned"}
 
 type nopMetrics struct{}
 
-func (nopMetrics) Pass(string, time.Duration)           {}
-func (nopMetrics) Replacement(string)                   {}
+func (nopMetrics) Pass(mcribapi.Outcome, time.Duration) {}
+func (nopMetrics) Replacement(mcribapi.EvictionReason)  {}
 func (nopMetrics) Flush(string)                         {}
 func (nopMetrics) ConfigWrite(string, time.Time, error) {}
-func (nopMetrics) SlotMove(string)                      {}
+func (nopMetrics) SlotMove(mcribapi.MoveKind)           {}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // leadingWorld is a world whose loop leads over slots held by holders,
@@ -19,11 +20,11 @@ func leadingWorld(t *testing.T, holders []string, spares ...string) *world {
 	w.lead.win("s1")
 	w.answer(append(append([]string{}, holders...), spares...)...)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	return w
 }
 
-func (w *world) pass(want string) {
+func (w *world) pass(want mcribapi.Outcome) {
 	w.t.Helper()
 	res, err := w.loop.Reconcile(context.Background())
 	if res.Outcome != want {
@@ -57,7 +58,7 @@ func (w *world) back(d time.Duration, ids ...string) {
 	w.probe()
 }
 
-func (w *world) node(id string) NodeStatus {
+func (w *world) node(id string) mcribapi.NodeStatus {
 	w.t.Helper()
 	for _, n := range w.loop.Status().Nodes {
 		if n.ID == id {
@@ -65,7 +66,7 @@ func (w *world) node(id string) NodeStatus {
 		}
 	}
 	w.t.Fatalf("node %s not in the status", id)
-	return NodeStatus{}
+	return mcribapi.NodeStatus{}
 }
 
 func TestFreezeHoldsBackTheFlushOfAReturningNode(t *testing.T) {
@@ -76,17 +77,17 @@ func TestFreezeHoldsBackTheFlushOfAReturningNode(t *testing.T) {
 	if _, err := w.loop.Freeze(context.Background(), "incident", "ops"); err != nil {
 		t.Fatal(err)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantFlushes(t, map[string]int{})
-	if n := w.node("a"); !n.FlushPending || n.State != StateFlushing {
+	if n := w.node("a"); !n.FlushPending || n.State != mcribapi.NodeFlushing {
 		t.Fatalf("node a while frozen: flush_pending %v, state %s; want a pending flush", n.FlushPending, n.State)
 	}
 	if err := w.loop.Unfreeze(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantFlushes(t, map[string]int{"a": 1})
-	if n := w.node("a"); n.FlushPending || n.State != StateServing {
+	if n := w.node("a"); n.FlushPending || n.State != mcribapi.NodeServing {
 		t.Fatalf("node a after the flush: flush_pending %v, state %s", n.FlushPending, n.State)
 	}
 }
@@ -100,7 +101,7 @@ func TestNoFlushWithoutConfirmingTheLock(t *testing.T) {
 	w.store.mu.Lock()
 	w.store.holder = leader.NewLease("mcrib/p/leader", "s2")
 	w.store.mu.Unlock()
-	w.pass(OutcomeFollower)
+	w.pass(mcribapi.OutcomeFollower)
 	w.wantFlushes(t, map[string]int{})
 	if w.lead.stepDowns != 1 {
 		t.Fatalf("%d step-downs, want 1", w.lead.stepDowns)
@@ -119,7 +120,7 @@ func TestReplicasVoteInTheLoop(t *testing.T) {
 	w.store.mu.Unlock()
 
 	w.away("a")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if !w.node("a").Reachable {
 		t.Fatal("a is unreachable though two of three replicas reach it")
 	}
@@ -137,7 +138,7 @@ func TestReplicasVoteInTheLoop(t *testing.T) {
 	}
 	// The partition heals: nothing to flush, since the pool never lost a.
 	w.back(20*time.Second, "a")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantFlushes(t, map[string]int{})
 
 	// Now a second replica agrees: a is unreachable for the pool.
@@ -145,7 +146,7 @@ func TestReplicasVoteInTheLoop(t *testing.T) {
 	w.store.mu.Lock()
 	w.store.votes["r2:7070"] = Vote{Session: "s-r2", Unreachable: map[string]time.Time{"a": w.clk.Now()}}
 	w.store.mu.Unlock()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.node("a").Reachable {
 		t.Fatal("a is reachable though two of three replicas cannot reach it")
 	}
@@ -155,16 +156,16 @@ func TestMassUnreachableFreezesAndFlushesNothing(t *testing.T) {
 	leakcheck.Check(t)
 	w := leadingWorld(t, []string{"a", "b", "c", "d"}, "e")
 	w.away("a", "b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if !st.AutoFrozen || !strings.Contains(st.AutoFreezeReason, "unreachable") {
 		t.Fatalf("3 of 4 holders unreachable: auto_frozen %v, reason %q", st.AutoFrozen, st.AutoFreezeReason)
 	}
 	w.back(20*time.Second, "a", "b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.clk.Advance(3 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantFlushes(t, map[string]int{})
 	if st := w.loop.Status(); st.AutoFrozen {
 		t.Fatalf("the automatic freeze outlived the episode: %q", st.AutoFreezeReason)
@@ -182,7 +183,7 @@ func TestCeilingHoldsAcrossATakeover(t *testing.T) {
 	w.loop.opts.MaxReplacementsPerMinute = 2
 	w.loop.ceiling.PerMinute = 2
 	takeOut("a")(w)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.store.mu.Lock()
 	stored := len(w.store.replacements)
 	w.store.mu.Unlock()
@@ -206,7 +207,7 @@ func TestCeilingHoldsAcrossATakeover(t *testing.T) {
 	next.lead.win("s2")
 	next.answer("b", "c", "d", "e", "f", "g")
 	next.probe()
-	next.pass(OutcomeOK)
+	next.pass(mcribapi.OutcomeOK)
 	// b and c die at once; 12 s after the first replacement only one more
 	// fits (the new leader's hold is 10 s).
 	for _, id := range []string{"b", "c"} {
@@ -218,7 +219,7 @@ func TestCeilingHoldsAcrossATakeover(t *testing.T) {
 	next.probe()
 	w.clk.Advance(11 * time.Second)
 	next.probe()
-	next.pass(OutcomeOK)
+	next.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	replaced := 0
 	for i, id := range []string{"e", "b", "c", "d"} {

@@ -3,14 +3,16 @@ package controlloop
 import (
 	"context"
 	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Freeze stores a freeze document; while it is stored no slot changes
 // hands. by names who froze (a token name or the remote address).
-func (l *Loop) Freeze(ctx context.Context, reason, by string) (FreezeDoc, error) {
-	doc := FreezeDoc{Frozen: true, Reason: reason, At: l.clock.Now().UTC().Truncate(time.Second), By: by}
+func (l *Loop) Freeze(ctx context.Context, reason, by string) (mcribapi.FreezeDoc, error) {
+	doc := mcribapi.FreezeDoc{Frozen: true, Reason: reason, At: l.clock.Now().UTC().Truncate(time.Second), By: by}
 	if err := l.store.PutFreeze(ctx, doc); err != nil {
-		return FreezeDoc{}, err
+		return mcribapi.FreezeDoc{}, err
 	}
 	l.mu.Lock()
 	l.freeze = &doc

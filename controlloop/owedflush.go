@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Owed flushes (invariant 2). Whether a slot holder owes a flush is one
@@ -169,7 +169,7 @@ func (t *tracker) restartClean(s *nodeState) bool {
 }
 
 // owedBaseLocked returns the flushes the pool owes as st has them, read
-// at now, and records them as this process's view (Status shows them). A corrupt
+// at now, and records them as this process's view (Loop.Status shows them). A corrupt
 // document is read the safe way: the entries of the last good document
 // this process read, and every slot holder the corrupt text names (each
 // with an unknown base, so only a flush or its leaving the slot ends it);
@@ -219,14 +219,10 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 	slices.SortFunc(added, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	for _, e := range added {
 		l.opts.Logger.Warn("flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
-		l.emit(eventlog.Event{Kind: KindFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
+		l.emit(mcribapi.Event{Kind: mcribapi.EventFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
 	}
 	return append(base, added...)
 }
-
-// KindFlushOwed is the event kind of the leader's decision that a slot
-// holder owes a flush (invariant 2).
-const KindFlushOwed = "flush owed"
 
 // owedToFlushLocked returns the nodes of owed that the leader flushes in
 // this pass: slot holders of prev that answer by the pool's verdict and

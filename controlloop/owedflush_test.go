@@ -11,6 +11,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // owing makes holder id of w unreachable for longer than
@@ -39,7 +40,7 @@ func TestNothingCopiesFromANodeThatOwesAFlush(t *testing.T) {
 		{"a drain step under an automatic freeze", func(t *testing.T, w *world) {
 			w.loop.onAnswer(cachenodes.Membership{}) // a fault of discovery
 			w.drain("az-b", 100, 50, time.Hour)
-			w.pass(OutcomeOK)
+			w.pass(mcribapi.OutcomeOK)
 			if st := w.loop.Status(); !st.AutoFrozen {
 				t.Fatalf("no automatic freeze: %+v", st.AutoFreezeReason)
 			}
@@ -60,7 +61,7 @@ func TestNothingCopiesFromANodeThatOwesAFlush(t *testing.T) {
 				mem.Instances = append(mem.Instances, inst)
 			}
 			w.loop.onAnswer(mem)
-			w.pass(OutcomeOK)
+			w.pass(mcribapi.OutcomeOK)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +77,7 @@ func TestNothingCopiesFromANodeThatOwesAFlush(t *testing.T) {
 			if got := w.store.storedFlushes(t); len(got) != 0 {
 				t.Fatalf("flushes owed %+v after b2 left its slot and warms none", got)
 			}
-			if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold}) {
+			if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveCold}) {
 				t.Fatalf("moves %v, want one cold", got)
 			}
 			if n := w.flushed(m.Slot(4).ID); n != 1 {
@@ -115,7 +116,7 @@ func TestReadySparesByAddress(t *testing.T) {
 	w.away("a1")
 	w.clk.Advance(time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.SlotOf("a0") >= 0 || w.flushed("b2") != 0 || slices.Contains(nodeIDs(m.Spares()), "a0") {
 		t.Fatalf("slots %v, spares %v, b2's address flushed %d times: the warm source's memcached under another ID was taken as a spare",
@@ -143,14 +144,14 @@ func TestReadySparesByAddress(t *testing.T) {
 func TestCorruptFlushesDocumentReadSafely(t *testing.T) {
 	w := leadingWorld(t, []string{"a", "b", "c"}, "d")
 	w.owing("c") // flushed at once: nothing owed
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.store.storedFlushes(t); len(got) != 0 {
 		t.Fatalf("flushes owed %+v after c answered unfrozen", got)
 	}
 	// A pass reads the flushes with c's entry gone and a probe reads c
 	// since: a reading that counts the flush, a base for the next one.
 	w.clk.Advance(time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.clk.Advance(time.Second)
 	w.probe()
 	if _, err := w.loop.Freeze(context.Background(), "incident", "ops"); err != nil {
@@ -162,7 +163,7 @@ func TestCorruptFlushesDocumentReadSafely(t *testing.T) {
 	w.store.index++
 	w.store.flushesIndex = w.store.index
 	w.store.mu.Unlock()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if !slices.Contains(st.CorruptDocuments, "flushes") || !strings.Contains(st.LastError, "flushes") {
 		t.Fatalf("corrupt documents %v, last error %q: the corrupt flushes document is not reported", st.CorruptDocuments, st.LastError)
@@ -186,12 +187,12 @@ func TestCorruptFlushesDocumentReadSafely(t *testing.T) {
 	// a's entry first gets a base (its pid and cmd_flush as read since it
 	// answers), so that its flush shows to the next leader should this
 	// pass's write be lost; it is flushed in the next pass.
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	got = w.store.storedFlushes(t)
 	if len(got) != 1 || got[0].NodeID != "a" || got[0].PID == 0 || w.flushed("a") != 0 || w.flushed("c") != 2 {
 		t.Fatalf("after the unfreeze the leader stored %+v and flushed %v, want a's entry with a base, a not flushed yet and c a second time", got, w.prober.flushCounts())
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if !maps.Equal(map[string]int{"a": w.flushed("a"), "c": w.flushed("c")}, map[string]int{"a": 1, "c": 2}) {
 		t.Fatalf("flushes after the unfreeze %v, want a once and c a second time", w.prober.flushCounts())
 	}
@@ -225,13 +226,13 @@ func TestNoFlushDecidedWhileAMassEpisodeIsForming(t *testing.T) {
 	probe("b", "c")
 	w.clk.Advance(500 * time.Millisecond)
 	probe("a") // a's verdict turns; b's and c's probes fail, not yet for an interval
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if w.node("a").Reachable {
 		t.Fatal("a is reachable after a whole probe interval of failures")
 	}
 	w.clk.Advance(500 * time.Millisecond)
 	probe("b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if st := w.loop.Status(); !st.AutoFrozen {
 		t.Fatalf("3 of 4 holders unreachable: no automatic freeze (%q)", st.AutoFreezeReason)
 	}
@@ -239,10 +240,10 @@ func TestNoFlushDecidedWhileAMassEpisodeIsForming(t *testing.T) {
 		t.Fatalf("flushes owed %+v in an episode of the observer's fault", got)
 	}
 	w.back(3*time.Second, "a", "b", "c")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.clk.Advance(3 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.wantFlushes(t, map[string]int{})
 }
 
@@ -277,13 +278,13 @@ func TestNextDecisionInWakesForTheFlushDecision(t *testing.T) {
 		t.Fatalf("a decision due in %s with nothing pending", d)
 	}
 	w.away("a") // unreachable since 0s, found so at 1s
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	d, ok := w.loop.NextDecisionIn()
 	if want := 9*time.Second + time.Millisecond; !ok || d != want {
 		t.Fatalf("next decision in %s (%v), want %s (10s after the episode began)", d, ok, want)
 	}
 	w.clk.Advance(d)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.store.storedFlushes(t); len(got) != 1 {
 		t.Fatalf("flushes owed %+v at the moment the verdict held longer than 10s", got)
 	}
@@ -328,7 +329,7 @@ func TestOwedFlushShownWhileItsWriteIsInDoubt(t *testing.T) {
 	w.store.mu.Unlock()
 	for range 3 {
 		w.clk.Advance(time.Second)
-		if res, _ := w.loop.Reconcile(context.Background()); res.Outcome != OutcomeError {
+		if res, _ := w.loop.Reconcile(context.Background()); res.Outcome != mcribapi.OutcomeError {
 			t.Fatalf("a pass with the store unreadable: %s", res.Outcome)
 		}
 		if !w.node("c").FlushPending {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -177,7 +178,7 @@ func TestBootLimitHeldThroughADrainUnderLoad(t *testing.T) {
 				w.clk.Advance(time.Second)
 				load.second()
 				w.probe()
-				w.pass(OutcomeOK)
+				w.pass(mcribapi.OutcomeOK)
 				return lim.tick(w)
 			}
 			for range 10 {
@@ -200,7 +201,7 @@ func TestBootLimitHeldThroughADrainUnderLoad(t *testing.T) {
 					}
 				}
 			}
-			if e := w.entry("az-b"); e == nil || e.State != DrainDrained {
+			if e := w.entry("az-b"); e == nil || e.State != mcribapi.DrainDrained {
 				t.Fatalf("zone b not drained after 90 s: %+v", e)
 			}
 			t.Logf("boot limit %v before the drain, lowest %v during it; lowest hit rate %.3f (the applications': %.3f)", before, lowest, lowestRate, lowestApp)
@@ -256,7 +257,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.probe()
-	f.pass(OutcomeFollower)
+	f.pass(mcribapi.OutcomeFollower)
 	f.probe()
 	for _, l := range []*world{w, f} {
 		got, _ := l.loop.HitCounters(context.Background())
@@ -272,9 +273,9 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	}
 	w.clk.Advance(10 * time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	f.probe()
-	f.pass(OutcomeFollower)
+	f.pass(mcribapi.OutcomeFollower)
 	for _, l := range []*world{w, f} {
 		got, _ := l.loop.HitCounters(context.Background())
 		if _, ok := got["b1"]; ok {
@@ -298,7 +299,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	for range 61 {
 		w.clk.Advance(time.Second)
 		w.probe()
-		w.pass(OutcomeOK)
+		w.pass(mcribapi.OutcomeOK)
 	}
 	if m := w.loop.SlotMap(); m.Slot(2).ID != "c2" {
 		t.Fatalf("c1 not replaced: %v", slotIDs(m))

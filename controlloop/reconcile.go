@@ -10,26 +10,10 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
-)
-
-// Outcomes of a reconcile pass, the label values of Metrics.Pass.
-const (
-	// OutcomeOK: the leader's pass completed (written or nothing to write).
-	OutcomeOK = "ok"
-	// OutcomeError: the pass failed; Run backs off and retries.
-	OutcomeError = "error"
-	// OutcomeConflict: the check-and-set write failed because the slot
-	// map, the freeze or the leader lock changed under the pass.
-	OutcomeConflict = "conflict"
-	// OutcomeFollower: this process follows the stored map.
-	OutcomeFollower = "follower"
-	// OutcomeWaiting: the leader knows no map yet and has no answer of
-	// discovery to build the first one from.
-	OutcomeWaiting = "waiting"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // errConflict is the error of a pass whose check-and-set write failed.
@@ -37,8 +21,8 @@ var errConflict = errors.New("the slot map changed under this pass (check-and-se
 
 // Result is the outcome of one reconcile pass.
 type Result struct {
-	// Outcome is one of the Outcome constants.
-	Outcome string
+	// Outcome is one of mcribapi.Outcomes.
+	Outcome mcribapi.Outcome
 }
 
 // Reconcile makes one level-based pass: it reads the pool's keys, decides
@@ -65,11 +49,11 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 			l.mu.Unlock()
 		}
 		l.setPassError(err, !isKVRefusal(err))
-		return Result{Outcome: OutcomeError}, err
+		return Result{Outcome: mcribapi.OutcomeError}, err
 	}
 	if err := l.checkSlots(st.SlotMap); err != nil {
 		l.setPassError(err, false)
-		return Result{Outcome: OutcomeError}, err
+		return Result{Outcome: mcribapi.OutcomeError}, err
 	}
 	l.mu.Lock()
 	known := l.current
@@ -78,7 +62,7 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	if err := l.checkStored(st.SlotMap, known); err != nil {
 		l.opts.Logger.Error("refusing the stored slot map", "err", err)
 		l.setPassError(err, false)
-		return Result{Outcome: OutcomeError}, err
+		return Result{Outcome: mcribapi.OutcomeError}, err
 	}
 	lease, leading := l.lead.Lease()
 
@@ -99,14 +83,14 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 		l.mu.Unlock()
 		l.writeRouterConfig(cur)
 		l.publish(cur)
-		return Result{Outcome: OutcomeFollower}, nil
+		return Result{Outcome: mcribapi.OutcomeFollower}, nil
 	}
 	d, ok := l.decideLocked(st, shift, base, now)
 	late := l.tr.drain() // transitions the pass itself decided (an observer fault's end)
 	l.mu.Unlock()
 	l.logEvents(late)
 	if !ok {
-		return Result{Outcome: OutcomeWaiting}, nil
+		return Result{Outcome: mcribapi.OutcomeWaiting}, nil
 	}
 	l.deleteGoneVotes(ctx, st.GoneVotes)
 	return l.act(ctx, st, lease, d, now)
@@ -213,11 +197,11 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 			l.unmarkFlushing(d.flush)
 			if errors.Is(err, leader.ErrNotLeader) {
 				l.opts.Logger.Warn("this process lost the leader lock; stepping down, nothing flushed")
-				return Result{Outcome: OutcomeFollower}, nil
+				return Result{Outcome: mcribapi.OutcomeFollower}, nil
 			}
 			err = fmt.Errorf("confirming the leader lock before a flush: %w", err)
 			l.setPassError(err, true)
-			return Result{Outcome: OutcomeError}, err
+			return Result{Outcome: mcribapi.OutcomeError}, err
 		}
 		lease = confirmed
 	}
@@ -227,7 +211,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	next, err := Build(d.in, d.plan, done, now)
 	if err != nil {
 		l.setPassError(err, false)
-		return Result{Outcome: OutcomeError}, err
+		return Result{Outcome: mcribapi.OutcomeError}, err
 	}
 	replaced := carriedOutReplacements(d.plan, done)
 	forgotten := l.opts.Reverted.Reverted(revert.ForgottenFlush)
@@ -261,14 +245,14 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 				l.mu.Unlock()
 			}
 			l.setPassError(err, true)
-			return Result{Outcome: OutcomeError}, err
+			return Result{Outcome: mcribapi.OutcomeError}, err
 		}
 		if !ok {
 			if w.SlotMap != nil || w.Flushes != nil {
 				l.confirmLeadership(ctx)
 			}
 			l.setPassError(errConflict, false)
-			return Result{Outcome: OutcomeConflict}, errConflict
+			return Result{Outcome: mcribapi.OutcomeConflict}, errConflict
 		}
 	}
 	if w.SlotMap != nil {
@@ -336,7 +320,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 		} else {
 			reason += "; every slot its drain moved came back"
 		}
-		l.emitIn(ctx, eventlog.Event{Kind: KindDrainOver, Reason: reason})
+		l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventDrainOver, Reason: reason})
 	}
 	for _, ev := range replaced {
 		l.opts.Metrics.Replacement(ev.Reason)
@@ -348,7 +332,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.writeRouterConfig(next)
 	l.publish(next)
-	return Result{Outcome: OutcomeOK}, nil
+	return Result{Outcome: mcribapi.OutcomeOK}, nil
 }
 
 // confirmLeadership asks the leader lock, after a failed check-and-set,
@@ -381,7 +365,7 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		// lever; a zone already alerting is not named again.
 		if _, was := l.alertZones[zone]; !was {
 			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
-			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
+			l.emit(mcribapi.Event{Kind: mcribapi.EventZoneAlert, Reason: alerts[zone]})
 		}
 	}
 	for _, zone := range slices.Sorted(maps.Keys(l.alertZones)) {
@@ -389,7 +373,7 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 		if _, still := alerts[zone]; !still {
 			over := l.alertOver(m, zone)
 			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
-			l.emit(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
+			l.emit(mcribapi.Event{Kind: mcribapi.EventZoneAlertOver, Reason: over})
 		}
 	}
 	l.alertZones = alerts

@@ -13,6 +13,7 @@ import (
 	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/internal/leakcheck"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // world is a Loop over fakes: a store, a leader lock, memcached nodes and
@@ -110,7 +111,7 @@ func (w *world) wantFlushes(t *testing.T, want map[string]int) {
 	}
 }
 
-func (w *world) nodeState(t *testing.T, id string) string {
+func (w *world) nodeState(t *testing.T, id string) mcribapi.NodeState {
 	t.Helper()
 	for _, n := range w.loop.Status().Nodes {
 		if n.ID == id {
@@ -126,7 +127,7 @@ func (w *world) nodeState(t *testing.T, id string) string {
 type loopStep struct {
 	what  string
 	do    func(w *world)
-	want  string // the pass's outcome
+	want  mcribapi.Outcome // the pass's outcome
 	check func(t *testing.T, w *world)
 }
 
@@ -143,7 +144,7 @@ func runSteps(t *testing.T, numSlots int, steps []loopStep) {
 			if res.Outcome != st.want {
 				t.Fatalf("step %d (%s): outcome %q (%v), want %q", i, st.what, res.Outcome, err, st.want)
 			}
-			failed := st.want == OutcomeError || st.want == OutcomeConflict
+			failed := st.want == mcribapi.OutcomeError || st.want == mcribapi.OutcomeConflict
 			if (err != nil) != failed {
 				t.Fatalf("step %d (%s): error %v with outcome %q", i, st.what, err, res.Outcome)
 			}
@@ -188,14 +189,14 @@ func TestReconcileScenarios(t *testing.T) {
 					w.seed(3, []string{"a", "b"}, []string{"c"})
 					w.answer("a", "b", "c")
 					w.probe()
-				}, want: OutcomeFollower, check: func(t *testing.T, w *world) {
+				}, want: mcribapi.OutcomeFollower, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 3, []string{"a", "b"}, 0)
 					st := w.loop.Status()
 					if st.Leader || st.LeaderID != "other" || st.Generation != 3 {
 						t.Errorf("status: leader %v, leader id %q, generation %d", st.Leader, st.LeaderID, st.Generation)
 					}
 				}},
-				{what: "a slot holder due for replacement is left to the leader", do: takeOut("b"), want: OutcomeFollower,
+				{what: "a slot holder due for replacement is left to the leader", do: takeOut("b"), want: mcribapi.OutcomeFollower,
 					check: func(t *testing.T, w *world) {
 						w.wantStored(t, 3, []string{"a", "b"}, 0)
 						w.wantFlushes(t, map[string]int{})
@@ -205,7 +206,7 @@ func TestReconcileScenarios(t *testing.T) {
 		{
 			name: "a leader without a map or an answer waits", numSlots: 2,
 			steps: []loopStep{
-				{what: "leading alone", do: func(w *world) { w.lead.win("s1") }, want: OutcomeWaiting,
+				{what: "leading alone", do: func(w *world) { w.lead.win("s1") }, want: mcribapi.OutcomeWaiting,
 					check: func(t *testing.T, w *world) {
 						if m, n := w.store.stored(); m != nil || n != 0 {
 							t.Errorf("stored %v after %d writes", m, n)
@@ -214,7 +215,7 @@ func TestReconcileScenarios(t *testing.T) {
 				{what: "the first answer fills the pool, unflushed", do: func(w *world) {
 					w.answer("a", "b", "c")
 					w.probe()
-				}, want: OutcomeOK, check: func(t *testing.T, w *world) {
+				}, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 1, []string{"a", "b"}, 1)
 					w.wantFlushes(t, map[string]int{})
 				}},
@@ -227,7 +228,7 @@ func TestReconcileScenarios(t *testing.T) {
 					w.seed(3, []string{"a", "b", "d"}, []string{"c"})
 					w.answer("a", "b", "c", "d")
 					w.probe()
-				}, want: OutcomeFollower},
+				}, want: mcribapi.OutcomeFollower},
 				{what: "a slot holder is unreachable; the leader decides it owes a flush", do: func(w *world) {
 					w.prober.setDown(cacheNode("a").Addr, true)
 					w.probe()
@@ -235,41 +236,41 @@ func TestReconcileScenarios(t *testing.T) {
 					w.probe()
 					w.clk.Advance(11 * time.Second)
 					w.storeOwed(OwedFlush{NodeID: "a", Addr: cacheNode("a").Addr, PID: 1, Since: w.clk.Now().Add(-11 * time.Second), Reason: "r"})
-				}, want: OutcomeFollower},
+				}, want: mcribapi.OutcomeFollower},
 				{what: "it answers: the stored decision shows", do: func(w *world) {
 					w.clk.Advance(10 * time.Second)
 					w.prober.setDown(cacheNode("a").Addr, false)
 					w.probe()
-				}, want: OutcomeFollower, check: func(t *testing.T, w *world) {
+				}, want: mcribapi.OutcomeFollower, check: func(t *testing.T, w *world) {
 					w.wantFlushes(t, map[string]int{})
-					if s := w.nodeState(t, "a"); s != StateFlushing || !w.node("a").FlushPending {
-						t.Errorf("node a is %s (flush_pending %v), want %s", s, w.node("a").FlushPending, StateFlushing)
+					if s := w.nodeState(t, "a"); s != mcribapi.NodeFlushing || !w.node("a").FlushPending {
+						t.Errorf("node a is %s (flush_pending %v), want %s", s, w.node("a").FlushPending, mcribapi.NodeFlushing)
 					}
 				}},
 				{what: "the leader flushed it and removed the entry", do: func(w *world) {
 					w.prober.flushedElsewhere(cacheNode("a").Addr)
 					w.storeOwed()
 					w.probe()
-				}, want: OutcomeFollower, check: func(t *testing.T, w *world) {
-					if s := w.nodeState(t, "a"); s != StateServing {
-						t.Errorf("node a is %s, want %s", s, StateServing)
+				}, want: mcribapi.OutcomeFollower, check: func(t *testing.T, w *world) {
+					if s := w.nodeState(t, "a"); s != mcribapi.NodeServing {
+						t.Errorf("node a is %s, want %s", s, mcribapi.NodeServing)
 					}
 				}},
-				{what: "another slot holder is due", do: takeOut("b"), want: OutcomeFollower, check: func(t *testing.T, w *world) {
+				{what: "another slot holder is due", do: takeOut("b"), want: mcribapi.OutcomeFollower, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 3, []string{"a", "b", "d"}, 0)
 					w.wantFlushes(t, map[string]int{})
 				}},
-				{what: "leading now", do: func(w *world) { w.lead.win("s1") }, want: OutcomeOK, check: func(t *testing.T, w *world) {
+				{what: "leading now", do: func(w *world) { w.lead.win("s1") }, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 4, []string{"a", "c", "d"}, 1)
 					w.wantFlushes(t, map[string]int{"c": 1})
-					if got := w.metrics.replacements; !slices.Equal(got, []string{"hold_expired"}) {
+					if got := w.metrics.replacements; !slices.Equal(got, []mcribapi.EvictionReason{mcribapi.EvictionHoldExpired}) {
 						t.Errorf("replacements %v", got)
 					}
 					if st := w.loop.Status(); !st.Leader || st.LeaderID != "me" {
 						t.Errorf("status: leader %v, leader id %q", st.Leader, st.LeaderID)
 					}
 				}},
-				{what: "the next pass writes nothing", want: OutcomeOK, check: func(t *testing.T, w *world) {
+				{what: "the next pass writes nothing", want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 4, []string{"a", "c", "d"}, 1)
 					w.wantFlushes(t, map[string]int{"c": 1})
 				}},
@@ -283,14 +284,14 @@ func TestReconcileScenarios(t *testing.T) {
 					w.lead.win("s1")
 					w.answer("a", "b", "c")
 					w.probe()
-				}, want: OutcomeOK, check: func(t *testing.T, w *world) {
+				}, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 5, []string{"a", "b"}, 0)
 				}},
-				{what: "the keys are gone", do: func(w *world) { w.store.lose() }, want: OutcomeOK, check: func(t *testing.T, w *world) {
+				{what: "the keys are gone", do: func(w *world) { w.store.lose() }, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 5, []string{"a", "b"}, 1)
 					w.wantFlushes(t, map[string]int{})
 				}},
-				{what: "and stay put", want: OutcomeOK, check: func(t *testing.T, w *world) {
+				{what: "and stay put", want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 5, []string{"a", "b"}, 1)
 				}},
 			},
@@ -311,28 +312,28 @@ func TestReconcileConflict(t *testing.T) {
 		change        func(s *fakeStore)
 		wantStepDowns int
 		// next is the outcome of the pass after, and the map it leaves.
-		next     string
+		next     mcribapi.Outcome
 		nextGen  uint64
 		nextSlot []string
 	}{
 		{
 			name:   "another writer rewrote the map",
 			change: func(s *fakeStore) { s.putLocked(s.slotMap) },
-			next:   OutcomeOK, nextGen: 6, nextSlot: []string{"a", "c"},
+			next:   mcribapi.OutcomeOK, nextGen: 6, nextSlot: []string{"a", "c"},
 		},
 		{
 			name: "a freeze landed",
 			change: func(s *fakeStore) {
 				s.index++
-				s.freeze, s.freezeIndex = &FreezeDoc{Frozen: true, Reason: "maintenance"}, s.index
+				s.freeze, s.freezeIndex = &mcribapi.FreezeDoc{Frozen: true, Reason: "maintenance"}, s.index
 			},
-			next: OutcomeOK, nextGen: 5, nextSlot: []string{"a", "b"},
+			next: mcribapi.OutcomeOK, nextGen: 5, nextSlot: []string{"a", "b"},
 		},
 		{
 			name:          "the lock was lost",
 			change:        func(s *fakeStore) { s.holder = leader.NewLease("mcrib/p/leader", "other") },
 			wantStepDowns: 1,
-			next:          OutcomeFollower, nextGen: 5, nextSlot: []string{"a", "b"},
+			next:          mcribapi.OutcomeFollower, nextGen: 5, nextSlot: []string{"a", "b"},
 		},
 	}
 	for _, tt := range tests {
@@ -343,14 +344,14 @@ func TestReconcileConflict(t *testing.T) {
 					w.lead.win("s1")
 					w.answer("a", "b", "c")
 					w.probe()
-				}, want: OutcomeOK},
+				}, want: mcribapi.OutcomeOK},
 				{what: "the write fails", do: func(w *world) {
 					takeOut("b")(w)
 					w.store.beforeWrite = func(s *fakeStore) {
 						s.beforeWrite = nil
 						tt.change(s)
 					}
-				}, want: OutcomeConflict, check: func(t *testing.T, w *world) {
+				}, want: mcribapi.OutcomeConflict, check: func(t *testing.T, w *world) {
 					w.wantStored(t, 5, []string{"a", "b"}, 0)
 					if len(w.metrics.replacements) != 0 {
 						t.Errorf("replacements counted: %v", w.metrics.replacements)

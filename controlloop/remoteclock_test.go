@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestPeersClockCannotShortenAHold: slot holder a is absent from Consul
@@ -30,10 +32,10 @@ func TestPeersClockCannotShortenAHold(t *testing.T) {
 				p.clk.Advance(time.Minute)
 				for _, r := range []*replica{p1, p2} {
 					r.probe()
-					r.pass(OutcomeFollower)
+					r.pass(mcribapi.OutcomeFollower)
 				}
 				l.probe()
-				l.pass(OutcomeOK)
+				l.pass(mcribapi.OutcomeOK)
 			}
 			start := p.clk.Now()
 			p1.down(true, "a")
@@ -42,10 +44,10 @@ func TestPeersClockCannotShortenAHold(t *testing.T) {
 			for p.clk.Now().Sub(start) < 70*time.Second && replacedAt == 0 {
 				for _, r := range []*replica{p1, p2} {
 					r.probe()
-					r.pass(OutcomeFollower)
+					r.pass(mcribapi.OutcomeFollower)
 				}
 				l.probe()
-				l.pass(OutcomeOK)
+				l.pass(mcribapi.OutcomeOK)
 				if m, _ := p.store.stored(); m.Slot(0).ID != "a" {
 					replacedAt = p.clk.Now().Sub(start)
 				}
@@ -79,14 +81,14 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 			})
 			a, b := p.replica("a:7070", 0), p.replica("b:7070", skew)
 			p.lead(a)
-			a.pass(OutcomeOK)
-			b.pass(OutcomeFollower)
+			a.pass(mcribapi.OutcomeOK)
+			b.pass(mcribapi.OutcomeFollower)
 			start := p.clk.Now()
-			if _, err := a.loop.Drain(context.Background(), "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 30 * time.Second}, "ops"); err != nil {
+			if _, err := a.loop.Drain(context.Background(), "az-b", mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 30 * time.Second}, "ops"); err != nil {
 				t.Fatal(err)
 			}
-			a.pass(OutcomeOK)
-			b.pass(OutcomeFollower)
+			a.pass(mcribapi.OutcomeOK)
+			b.pass(mcribapi.OutcomeFollower)
 			m, _ := p.store.stored()
 			if m.Warming(4) == nil || zoneSlots(m)["az-b"] != 1 {
 				t.Fatalf("the first step: slots %v, warming %+v", slotIDs(m), m.Warming(4))
@@ -97,7 +99,7 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 			for p.clk.Now().Sub(start) < 150*time.Second {
 				p.clk.Advance(500 * time.Millisecond)
 				b.probe()
-				b.pass(OutcomeOK)
+				b.pass(mcribapi.OutcomeOK)
 				m, _ := p.store.stored()
 				at := p.clk.Now().Sub(start)
 				if steppedAt == 0 && zoneSlots(m)["az-b"] == 0 {

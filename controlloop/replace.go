@@ -3,6 +3,8 @@ package controlloop
 import (
 	"context"
 	"fmt"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // An operator's replace (POST /v1/nodes/{id}/replace, CONTRACT.md section
@@ -18,19 +20,19 @@ type replaceRequest struct {
 // replaceOutcome is what the pass did of a replaceRequest.
 type replaceOutcome struct {
 	done    bool
-	result  ReplaceResult
+	result  mcribapi.ReplaceAnswer
 	refused string
 }
 
 // Replace moves node id's slot to a spare now, warm when the node answers
 // (POST /v1/nodes/{id}/replace). Only the leader carries it out: a follower
-// gets ErrNotLeader. ErrUnknownNode for a node the loop does not know;
-// ErrRefused (with the reason) when it holds no slot, no spare can take it,
+// gets mcribapi.ErrNotLeader. mcribapi.ErrUnknownNode for a node the loop does not know;
+// mcribapi.ErrRefused (with the reason) when it holds no slot, no spare can take it,
 // membership is frozen or the replacement ceiling is reached. It counts
 // against --max-replacements-per-minute.
-func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResult, error) {
+func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.ReplaceAnswer, error) {
 	if _, leading := l.lead.Lease(); !leading {
-		return ReplaceResult{}, ErrNotLeader
+		return mcribapi.ReplaceAnswer{}, mcribapi.ErrNotLeader
 	}
 	l.passMu.Lock()
 	defer l.passMu.Unlock()
@@ -41,7 +43,7 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 	}
 	if !known {
 		l.mu.Unlock()
-		return ReplaceResult{}, fmt.Errorf("%w: no node %q is known", ErrUnknownNode, id)
+		return mcribapi.ReplaceAnswer{}, fmt.Errorf("%w: no node %q is known", mcribapi.ErrUnknownNode, id)
 	}
 	l.replaceReq, l.replaceOut = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
 	l.mu.Unlock()
@@ -54,13 +56,13 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 	case out.done:
 		return out.result, nil
 	case out.refused != "":
-		return ReplaceResult{}, fmt.Errorf("%w: cannot replace node %s: %s", ErrRefused, id, out.refused)
-	case res.Outcome == OutcomeFollower:
-		return ReplaceResult{}, ErrNotLeader
+		return mcribapi.ReplaceAnswer{}, fmt.Errorf("%w: cannot replace node %s: %s", mcribapi.ErrRefused, id, out.refused)
+	case res.Outcome == mcribapi.OutcomeFollower:
+		return mcribapi.ReplaceAnswer{}, mcribapi.ErrNotLeader
 	case err != nil:
-		return ReplaceResult{}, fmt.Errorf("replacing node %s: %w", id, err)
+		return mcribapi.ReplaceAnswer{}, fmt.Errorf("replacing node %s: %w", id, err)
 	}
-	return ReplaceResult{}, fmt.Errorf("node %s was not replaced: flushing the spare chosen for its slot failed; try again", id)
+	return mcribapi.ReplaceAnswer{}, fmt.Errorf("node %s was not replaced: flushing the spare chosen for its slot failed; try again", id)
 }
 
 // noteReplaceLocked records the outcome of the replace the pass carried
@@ -71,8 +73,8 @@ func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast
 		return
 	}
 	for _, p := range done {
-		if p.Reason == ReasonReplace {
-			res := ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
+		if p.Reason == mcribapi.EvictionReplace {
+			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if tookLast {
 				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains != nil && len(l.drains.Zones) > 0)
 			}
@@ -109,9 +111,9 @@ func carriedOutReplacements(plan Plan, done []Placement) []Eviction {
 }
 
 // moveKind is the mcrib_slot_moves_total label of a move.
-func moveKind(warm bool) string {
+func moveKind(warm bool) mcribapi.MoveKind {
 	if warm {
-		return MoveWarm
+		return mcribapi.MoveWarm
 	}
-	return MoveCold
+	return mcribapi.MoveCold
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // skewedClock is the shared fake clock read by a host whose clock is off
@@ -107,7 +108,7 @@ func (r *replica) answer(ids ...string) {
 func (r *replica) probe() { r.loop.probeRound(context.Background()) }
 
 // pass runs one pass of r and fails the test unless its outcome is want.
-func (r *replica) pass(want string) {
+func (r *replica) pass(want mcribapi.Outcome) {
 	r.t.Helper()
 	res, err := r.loop.Reconcile(context.Background())
 	if res.Outcome != want {
@@ -139,7 +140,7 @@ func (p *pool) lead(r *replica, others ...*replica) {
 	r.lead.mu.Unlock()
 }
 
-func (r *replica) node(id string) NodeStatus {
+func (r *replica) node(id string) mcribapi.NodeStatus {
 	r.t.Helper()
 	for _, n := range r.loop.Status().Nodes {
 		if n.ID == id {
@@ -147,7 +148,7 @@ func (r *replica) node(id string) NodeStatus {
 		}
 	}
 	r.t.Fatalf("replica %s: node %s not in the status", r.id, id)
-	return NodeStatus{}
+	return mcribapi.NodeStatus{}
 }
 
 // flushes returns the flushes r's view of the nodes saw, by node ID.
@@ -180,8 +181,8 @@ func TestFollowerDecidesNoFlush(t *testing.T) {
 	p := newPool(t, []string{"a", "b"}, []string{"c"}, nil)
 	l, f := p.replica("l:7070", 0), p.replica("f:7070", 0)
 	p.lead(l)
-	l.pass(OutcomeOK)
-	f.pass(OutcomeFollower)
+	l.pass(mcribapi.OutcomeOK)
+	f.pass(mcribapi.OutcomeFollower)
 
 	l.down(true, "a")
 	f.down(true, "a")
@@ -189,9 +190,9 @@ func TestFollowerDecidesNoFlush(t *testing.T) {
 		p.clk.Advance(d)
 		l.probe()
 		f.probe()
-		l.pass(OutcomeOK)
+		l.pass(mcribapi.OutcomeOK)
 		if passF {
-			f.pass(OutcomeFollower)
+			f.pass(mcribapi.OutcomeFollower)
 		}
 	}
 	step(0, true)
@@ -208,15 +209,15 @@ func TestFollowerDecidesNoFlush(t *testing.T) {
 	p.clk.Advance(time.Second)
 	f.down(false, "a")
 	f.probe()
-	f.pass(OutcomeFollower)
+	f.pass(mcribapi.OutcomeFollower)
 	l.probe()
-	l.pass(OutcomeOK)
-	f.pass(OutcomeFollower)
+	l.pass(mcribapi.OutcomeOK)
+	f.pass(mcribapi.OutcomeFollower)
 
 	if got := p.owedIDs(); len(got) != 0 {
 		t.Fatalf("flushes owed %v after a 9.5s blip: the leader decided while it was within --flush-after-unreachable", got)
 	}
-	if n := f.node("a"); n.FlushPending || n.State != StateServing {
+	if n := f.node("a"); n.FlushPending || n.State != mcribapi.NodeServing {
 		t.Fatalf("the follower shows a with flush_pending %v, state %s; want no pending flush, serving", n.FlushPending, n.State)
 	}
 	// A routine failover: the follower leads, and flushes nothing.
@@ -225,8 +226,8 @@ func TestFollowerDecidesNoFlush(t *testing.T) {
 		p.clk.Advance(time.Second)
 		f.probe()
 		l.probe()
-		f.pass(OutcomeOK)
-		l.pass(OutcomeFollower)
+		f.pass(mcribapi.OutcomeOK)
+		l.pass(mcribapi.OutcomeFollower)
 	}
 	if got, lf := f.flushes(), l.flushes(); len(got)+len(lf) != 0 {
 		t.Fatalf("the new leader flushed %v (old leader's view %v): a node that served warm throughout", got, lf)
@@ -243,11 +244,11 @@ func TestOwedFlushSurvivesARestartDuringAFreeze(t *testing.T) {
 	p := newPool(t, []string{"a", "b"}, []string{"c"}, nil)
 	l := p.replica("l:7070", 0)
 	p.lead(l)
-	l.pass(OutcomeOK)
+	l.pass(mcribapi.OutcomeOK)
 	l.down(true, "a")
 	for range 12 {
 		l.probe()
-		l.pass(OutcomeOK)
+		l.pass(mcribapi.OutcomeOK)
 		p.clk.Advance(time.Second)
 	}
 	if n := l.node("a"); !n.FlushPending {
@@ -258,7 +259,7 @@ func TestOwedFlushSurvivesARestartDuringAFreeze(t *testing.T) {
 	}
 	l.down(false, "a")
 	l.probe()
-	l.pass(OutcomeOK)
+	l.pass(mcribapi.OutcomeOK)
 	if got := l.flushes(); len(got) != 0 {
 		t.Fatalf("flushed %v under an operator freeze", got)
 	}
@@ -278,8 +279,8 @@ func TestOwedFlushSurvivesARestartDuringAFreeze(t *testing.T) {
 	}
 	p.lead(r, l)
 	r.probe()
-	r.pass(OutcomeOK)
-	if n := r.node("a"); !n.FlushPending || n.State != StateFlushing || len(r.flushes()) != 0 {
+	r.pass(mcribapi.OutcomeOK)
+	if n := r.node("a"); !n.FlushPending || n.State != mcribapi.NodeFlushing || len(r.flushes()) != 0 {
 		t.Fatalf("frozen, after the restart: a flush_pending %v, state %s, flushes %v; want it pending, not done", n.FlushPending, n.State, r.flushes())
 	}
 	if err := r.loop.Unfreeze(context.Background()); err != nil {
@@ -287,17 +288,17 @@ func TestOwedFlushSurvivesARestartDuringAFreeze(t *testing.T) {
 	}
 	p.clk.Advance(time.Second)
 	r.probe()
-	r.pass(OutcomeOK)
+	r.pass(mcribapi.OutcomeOK)
 	if got := r.flushes(); !maps.Equal(got, map[string]int{"a": 1}) {
 		t.Fatalf("after the unfreeze the restarted process flushed %v, want a once", got)
 	}
 	if got := p.owedIDs(); len(got) != 0 {
 		t.Fatalf("flushes still owed after the flush: %v", got)
 	}
-	if n := r.node("a"); n.FlushPending || n.State != StateServing {
+	if n := r.node("a"); n.FlushPending || n.State != mcribapi.NodeServing {
 		t.Fatalf("after the flush: a flush_pending %v, state %s", n.FlushPending, n.State)
 	}
-	r.pass(OutcomeOK)
+	r.pass(mcribapi.OutcomeOK)
 	if got := r.flushes(); !maps.Equal(got, map[string]int{"a": 1}) {
 		t.Fatalf("the next pass flushed again: %v", got)
 	}
@@ -312,8 +313,8 @@ func TestFailoverKeepsTheFlushCount(t *testing.T) {
 	p := newPool(t, []string{"a", "b"}, []string{"c"}, nil)
 	l, f := p.replica("l:7070", 0), p.replica("f:7070", 0)
 	p.lead(l)
-	l.pass(OutcomeOK)
-	f.pass(OutcomeFollower)
+	l.pass(mcribapi.OutcomeOK)
+	f.pass(mcribapi.OutcomeFollower)
 	l.down(true, "a")
 	f.down(true, "a")
 	step := func() {
@@ -359,14 +360,14 @@ func TestCeilingCountsTwinReplacementsAfterATakeover(t *testing.T) {
 	})
 	l := p.replica("l:7070", 0)
 	p.lead(l)
-	l.pass(OutcomeOK)
+	l.pass(mcribapi.OutcomeOK)
 	p.listed = []string{"d", "e", "f", "g"}
 	l.answer(p.listed...)
 	l.down(true, "a", "b", "c")
 	l.probe()
 	p.clk.Advance(61 * time.Second)
 	l.probe()
-	l.pass(OutcomeOK)
+	l.pass(mcribapi.OutcomeOK)
 	m, _ := p.store.stored()
 	if got := slotIDs(m); got[0] == "a" || got[1] == "b" || got[2] != "c" {
 		t.Fatalf("slots %v: want a and b replaced in one pass, c held back by the ceiling of 2", got)
@@ -381,16 +382,16 @@ func TestCeilingCountsTwinReplacementsAfterATakeover(t *testing.T) {
 	// A new leader, whose hold has run out for c too.
 	n := p.replicaWith("n:7070", 0, func(o *Options) { o.Hold = 0 })
 	n.down(true, "a", "b", "c")
-	n.pass(OutcomeFollower)
+	n.pass(mcribapi.OutcomeFollower)
 	p.lead(n, l)
 	for range 2 {
 		p.clk.Advance(time.Second)
 		n.probe()
 	}
-	n.pass(OutcomeOK)
+	n.pass(mcribapi.OutcomeOK)
 	p.clk.Advance(30 * time.Second)
 	n.probe()
-	n.pass(OutcomeOK)
+	n.pass(mcribapi.OutcomeOK)
 	if m, _ := p.store.stored(); m.Slot(2).ID != "c" {
 		t.Fatalf("slots %v: the new leader replaced c within the minute of two replacements (ceiling 2)", slotIDs(m))
 	}
@@ -399,7 +400,7 @@ func TestCeilingCountsTwinReplacementsAfterATakeover(t *testing.T) {
 	}
 	p.clk.Advance(30 * time.Second)
 	n.probe()
-	n.pass(OutcomeOK)
+	n.pass(mcribapi.OutcomeOK)
 	if m, _ := p.store.stored(); m.Slot(2).ID == "c" {
 		t.Fatalf("slots %v: c not replaced once the minute passed", slotIDs(m))
 	}
@@ -416,7 +417,7 @@ func TestLeaderDeletesGoneVoteKeys(t *testing.T) {
 	p.store.mu.Lock()
 	p.store.goneVotes = map[string]uint64{"old:7070": 7, "back:7070": 8}
 	p.store.mu.Unlock()
-	f.pass(OutcomeFollower)
+	f.pass(mcribapi.OutcomeFollower)
 	p.store.mu.Lock()
 	deletes := p.store.voteDeletes
 	p.store.mu.Unlock()
@@ -426,7 +427,7 @@ func TestLeaderDeletesGoneVoteKeys(t *testing.T) {
 	// back:7070 acquires its key again after the leader's read: its
 	// version moves on, and the delete must miss it.
 	l.loop.store = racingStore{fakeStore: p.store, afterRead: func(s *fakeStore) { s.goneVotes["back:7070"] = 9 }}
-	l.pass(OutcomeOK)
+	l.pass(mcribapi.OutcomeOK)
 	p.store.mu.Lock()
 	left, deletes := maps.Clone(p.store.goneVotes), p.store.voteDeletes
 	p.store.mu.Unlock()

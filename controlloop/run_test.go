@@ -10,6 +10,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestRunSchedulesOnTheClock runs the loop over fakes: a failed pass waits
@@ -42,7 +43,7 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 
 	waitCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	passes := func(n int) []string {
+	passes := func(n int) []mcribapi.Outcome {
 		t.Helper()
 		waitUntil(t, &metrics.mu, &metrics.changed, fmt.Sprintf("%d passes", n), func() bool { return len(metrics.passes) >= n })
 		metrics.mu.Lock()
@@ -69,7 +70,7 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 	}
 	disc.answers <- m
 	<-disc.taken
-	if got := passes(1); !slices.Equal(got, []string{OutcomeError}) {
+	if got := passes(1); !slices.Equal(got, []mcribapi.Outcome{mcribapi.OutcomeError}) {
 		t.Fatalf("passes %v", got)
 	}
 	backingOff(1)
@@ -80,7 +81,7 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 	clk.Advance(time.Second)
 	loop.Kick()
 	// A kick of the probe loop may add a pass after the third.
-	if got := passes(3); !slices.Equal(got[:3], []string{OutcomeError, OutcomeError, OutcomeOK}) {
+	if got := passes(3); !slices.Equal(got[:3], []mcribapi.Outcome{mcribapi.OutcomeError, mcribapi.OutcomeError, mcribapi.OutcomeOK}) {
 		t.Fatalf("passes %v", got)
 	}
 	if sm, writes := store.stored(); sm == nil || sm.Generation() != 1 || writes != 1 {
@@ -153,7 +154,7 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 	}
 
 	// The first step comes at once (at 0s): one slot of two.
-	if _, err := loop.Drain(ctx, "az-b", DrainRequest{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 3 * time.Second}, "ops"); err != nil {
+	if _, err := loop.Drain(ctx, "az-b", mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 3 * time.Second}, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, &store.mu, &store.changed, "the first step", func() bool { return zoneSlots(store.slotMap)["az-b"] == 1 })
@@ -199,12 +200,12 @@ func TestRunDoesNotSpinOnABlockedDrain(t *testing.T) {
 	// undrain after the zone's nodes died: none of them is a spare).
 	blocked := map[string]struct {
 		slots, spares, present []string
-		entry                  *DrainEntry
+		entry                  *mcribapi.DrainEntry
 	}{
 		"drain": {[]string{"a1", "b1", "c1", "a2", "b2", "c2"}, []string{"b3"}, []string{"a1", "b1", "c1", "a2", "b2", "c2", "b3"},
-			&DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2}},
+			&mcribapi.DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2}},
 		"return": {[]string{"a1", "c1", "a2", "c2", "a3", "c3"}, []string{"a4"}, []string{"a1", "c1", "a2", "c2", "a3", "c3", "a4"},
-			&DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2, Returning: true, MovedSlots: []int{4, 5}}},
+			&mcribapi.DrainEntry{Percent: 100, StepPercent: 50, StepInterval: "3s", Reason: "r", BaselineSlots: 2, Returning: true, MovedSlots: []int{4, 5}}},
 	}
 	for _, kind := range []string{"drain", "return"} {
 		for _, leading := range []bool{true, false} {
@@ -218,12 +219,12 @@ func TestRunDoesNotSpinOnABlockedDrain(t *testing.T) {
 // spinBlocked runs a loop whose pool has slots and spares, present nodes
 // and zone b's drain entry, whose step is blocked, and holds it to about
 // one pass a probe interval.
-func spinBlocked(t *testing.T, leading bool, slots, spares, present []string, entry *DrainEntry) {
+func spinBlocked(t *testing.T, leading bool, slots, spares, present []string, entry *mcribapi.DrainEntry) {
 	leakcheck.Check(t)
 	clk := clock.NewFake(assignNow)
 	store := &fakeStore{}
 	store.putLocked(slotMapOf(t, 3, slots, spares))
-	store.putDrainLocked(&DrainDoc{Zones: map[string]*DrainEntry{"az-b": entry}})
+	store.putDrainLocked(&mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{"az-b": entry}})
 	lead := &fakeLeader{store: store}
 	if leading {
 		lead.win("s1")

@@ -17,6 +17,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // scaleProber answers every probe at once, except for the addresses of
@@ -45,18 +46,18 @@ type scaleMetrics struct {
 	errs   int
 }
 
-func (m *scaleMetrics) Pass(result string, d time.Duration) {
+func (m *scaleMetrics) Pass(result mcribapi.Outcome, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.passes = append(m.passes, d)
-	if result == OutcomeError || result == OutcomeConflict {
+	if result == mcribapi.OutcomeError || result == mcribapi.OutcomeConflict {
 		m.errs++
 	}
 }
-func (m *scaleMetrics) Replacement(string)                   {}
+func (m *scaleMetrics) Replacement(mcribapi.EvictionReason)  {}
 func (m *scaleMetrics) Flush(string)                         {}
 func (m *scaleMetrics) ConfigWrite(string, time.Time, error) {}
-func (m *scaleMetrics) SlotMove(string)                      {}
+func (m *scaleMetrics) SlotMove(mcribapi.MoveKind)           {}
 
 // chanDiscovery hands the loop the answers sent on its channel.
 type chanDiscovery chan cachenodes.Membership

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // When the leader's next pass is due by the passing of time alone: a drain
@@ -58,7 +59,7 @@ func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[strin
 // untilStepLocked returns how long until zone's next step is due (0: due
 // now): its step interval after its last step, and a probe interval after
 // a due step that moved nothing. l.mu must be held.
-func (l *Loop) untilStepLocked(zone string, e *DrainEntry, now time.Time) time.Duration {
+func (l *Loop) untilStepLocked(zone string, e *mcribapi.DrainEntry, now time.Time) time.Duration {
 	d := time.Duration(0)
 	if last := l.remote.placeStep(zone, e.LastStepAt, now); last != nil {
 		d = max(d, last.Add(e.Interval()).Sub(now))

@@ -7,17 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The pool's ready spares (section 7): what a replacement or a drain step
 // can take. Taking the last of them is said in the drain and replace
 // answers and in the events, and an answer that finds none names what
 // would help.
-
-// KindLastSpare is the event kind of a pass whose placements took the
-// pool's last ready spare: a node that fails now leaves its slot vacant.
-const KindLastSpare = "last spare"
 
 // spareHelp is what gives the pool a spare again, for the sentences that
 // find none.
@@ -129,6 +125,6 @@ func (l *Loop) emitLastSpare(ctx context.Context, done []Placement, drained map[
 		}
 	}
 	slot := last.Slot
-	l.emitIn(ctx, eventlog.Event{Kind: KindLastSpare, Node: last.Node.ID, Slot: &slot,
+	l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventLastSpare, Node: last.Node.ID, Slot: &slot,
 		Reason: fmt.Sprintf("%s took slot %d: %s", last.Node.ID, last.Slot, lastSpareSentence(len(drained) > 0))})
 }

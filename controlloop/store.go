@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // ErrSlotCountMismatch is returned when the stored map of the pool has
@@ -22,7 +23,7 @@ type Snapshot struct {
 	// ModifyIndex); 0 when there is none.
 	SlotMapIndex uint64
 	// Freeze is the freeze document; nil when membership is not frozen.
-	Freeze *FreezeDoc
+	Freeze *mcribapi.FreezeDoc
 	// FreezeIndex is the store's version of the freeze document as read.
 	FreezeIndex uint64
 	// LeaderID is the ID stored in the leader lock while a session holds
@@ -43,7 +44,7 @@ type Snapshot struct {
 	Corrupt []string
 	// Drain is the drain document (CONTRACT.md section 7); nil when no
 	// zone is drained (or the document is corrupt).
-	Drain *DrainDoc
+	Drain *mcribapi.DrainDoc
 	// DrainIndex is the store's version of the drain document as read; 0
 	// when there is none.
 	DrainIndex uint64
@@ -101,7 +102,7 @@ type PoolWrite struct {
 	// has no zones), for a store that keeps it (DrainStore); nil leaves it
 	// as read, and checks that it is. A drain's pace is stored with the
 	// moves it made.
-	Drain *DrainDoc
+	Drain *mcribapi.DrainDoc
 }
 
 // Store keeps the pool's documents: the slot map, the freeze, the flushes
@@ -119,7 +120,7 @@ type Store interface {
 	// process that leads alone). An error means the outcome is unknown.
 	WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (ok bool, err error)
 	// PutFreeze stores the freeze document.
-	PutFreeze(ctx context.Context, f FreezeDoc) error
+	PutFreeze(ctx context.Context, f mcribapi.FreezeDoc) error
 	// DeleteFreeze removes the freeze document.
 	DeleteFreeze(ctx context.Context) error
 	// PutVote publishes replica's vote, held by the member lease (the
@@ -140,5 +141,5 @@ type DrainStore interface {
 	// PutDrain stores doc with check-and-set against index, the version
 	// read (0: only if there is none); a document without zones removes
 	// the key. ok is false when the document changed since.
-	PutDrain(ctx context.Context, doc DrainDoc, index uint64) (ok bool, err error)
+	PutDrain(ctx context.Context, doc mcribapi.DrainDoc, index uint64) (ok bool, err error)
 }

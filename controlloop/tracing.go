@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Span names of the loop's traces.
@@ -76,7 +76,7 @@ func (s tracedStore) WritePool(ctx context.Context, read Snapshot, lease leader.
 	return ok, err
 }
 
-func (s tracedStore) PutFreeze(ctx context.Context, f FreezeDoc) error {
+func (s tracedStore) PutFreeze(ctx context.Context, f mcribapi.FreezeDoc) error {
 	ctx, span := s.tr.Start(ctx, SpanConsulFreeze, trace.WithSpanKind(trace.SpanKindClient))
 	err := s.Store.PutFreeze(ctx, f)
 	endSpan(span, err)
@@ -129,7 +129,7 @@ type passKey struct{}
 // passCounts counts the decisions of one traced pass, by kind.
 type passCounts struct {
 	mu sync.Mutex
-	n  map[string]int
+	n  map[mcribapi.EventKind]int
 }
 
 // tracedReconcile runs Reconcile inside a pass span: its decisions are
@@ -139,13 +139,13 @@ func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
 	if l.opts.Tracer == nil {
 		return l.Reconcile(ctx)
 	}
-	counts := &passCounts{n: map[string]int{}}
+	counts := &passCounts{n: map[mcribapi.EventKind]int{}}
 	ctx, span := l.opts.Tracer.Start(context.WithValue(ctx, passKey{}, counts), SpanReconcile,
 		trace.WithAttributes(attribute.String("mcrib.pool", l.opts.Pool)))
 	res, err := l.Reconcile(ctx)
 	l.mu.Lock()
 	attrs := []attribute.KeyValue{
-		attribute.String("mcrib.outcome", res.Outcome),
+		attribute.String("mcrib.outcome", string(res.Outcome)),
 		attribute.Bool("mcrib.frozen", l.freeze != nil),
 		attribute.String("mcrib.auto_freeze_reason", l.autoFrozen),
 		attribute.Int("mcrib.replacements_blocked", l.blocked),
@@ -155,7 +155,7 @@ func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
 	}
 	l.mu.Unlock()
 	counts.mu.Lock()
-	for k, name := range map[string]string{eventlog.KindReplacement: "mcrib.replacements", eventlog.KindPlacement: "mcrib.placements", eventlog.KindFlush: "mcrib.flushes"} {
+	for k, name := range map[mcribapi.EventKind]string{mcribapi.EventReplacement: "mcrib.replacements", mcribapi.EventPlacement: "mcrib.placements", mcribapi.EventFlush: "mcrib.flushes"} {
 		attrs = append(attrs, attribute.Int(name, counts.n[k]))
 	}
 	counts.mu.Unlock()
@@ -166,7 +166,7 @@ func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
 
 // emitIn hands e to Options.Events and adds it as an event to the span of
 // ctx (a reconcile pass), counted in the pass's attributes.
-func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
+func (l *Loop) emitIn(ctx context.Context, e mcribapi.Event) {
 	l.emit(e)
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -176,7 +176,7 @@ func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
 	if e.Slot != nil {
 		attrs = append(attrs, attribute.Int("mcrib.slot", *e.Slot))
 	}
-	span.AddEvent(e.Kind, trace.WithAttributes(attrs...))
+	span.AddEvent(string(e.Kind), trace.WithAttributes(attrs...))
 	if c, ok := ctx.Value(passKey{}).(*passCounts); ok {
 		c.mu.Lock()
 		c.n[e.Kind]++
@@ -184,7 +184,7 @@ func (l *Loop) emitIn(ctx context.Context, e eventlog.Event) {
 	}
 }
 
-func (s tracedStore) PutDrain(ctx context.Context, doc DrainDoc, index uint64) (bool, error) {
+func (s tracedStore) PutDrain(ctx context.Context, doc mcribapi.DrainDoc, index uint64) (bool, error) {
 	ctx, span := s.tr.Start(ctx, SpanConsulWrite, trace.WithSpanKind(trace.SpanKindClient))
 	ok, err := s.Store.(DrainStore).PutDrain(ctx, doc, index)
 	span.SetAttributes(attribute.Bool("mcrib.cas_ok", ok))

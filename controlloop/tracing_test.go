@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // attrOf returns the value of key among attrs, and whether it is there.
@@ -44,7 +46,7 @@ func TestReconcilePassIsTraced(t *testing.T) {
 	w.probe()
 	takeOut("b")(w)
 	exp.Reset()
-	if res, err := loop.tracedReconcile(context.Background()); res.Outcome != OutcomeOK {
+	if res, err := loop.tracedReconcile(context.Background()); res.Outcome != mcribapi.OutcomeOK {
 		t.Fatalf("outcome %q (%v)", res.Outcome, err)
 	}
 
@@ -59,7 +61,7 @@ func TestReconcilePassIsTraced(t *testing.T) {
 		t.Fatalf("no %s span among %d spans", SpanReconcile, len(spans))
 	}
 	for key, want := range map[string]attribute.Value{
-		"mcrib.outcome":      attribute.StringValue(OutcomeOK),
+		"mcrib.outcome":      attribute.StringValue(string(mcribapi.OutcomeOK)),
 		"mcrib.generation":   attribute.Int64Value(4),
 		"mcrib.replacements": attribute.IntValue(1),
 		"mcrib.placements":   attribute.IntValue(1),
@@ -104,7 +106,7 @@ func TestNoTracerNoSpans(t *testing.T) {
 	}
 	w.seed(3, []string{"a", "b"}, []string{"c"})
 	w.answer("a", "b", "c")
-	if res, _ := w.loop.tracedReconcile(context.Background()); res.Outcome != OutcomeFollower {
-		t.Errorf("outcome %q, want %q", res.Outcome, OutcomeFollower)
+	if res, _ := w.loop.tracedReconcile(context.Background()); res.Outcome != mcribapi.OutcomeFollower {
+		t.Errorf("outcome %q, want %q", res.Outcome, mcribapi.OutcomeFollower)
 	}
 }

@@ -6,25 +6,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
-)
-
-// Node states of the status document (CONTRACT.md section 3).
-const (
-	StateServing  = "serving"
-	StateHeld     = "held"
-	StateSpare    = "spare"
-	StateFlushing = "flushing"
-	StateDown     = "down"
-	// StateWarming: the node gave its slot away in a planned move and
-	// serves as the new holder's warm source until the warming ends.
-	StateWarming = "warming"
-)
-
-// Consul states of a node in the status document.
-const (
-	ConsulPresent     = "present"
-	ConsulAbsent      = "absent"
-	ConsulMaintenance = "maintenance"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // trackerConfig holds the time rules a tracker applies.
@@ -175,11 +157,13 @@ type tracker struct {
 
 // nodeEvent is one transition of one node.
 type nodeEvent struct {
-	Node, Event, Detail string
+	Node   string
+	Kind   mcribapi.EventKind
+	Detail string
 }
 
-func (t *tracker) event(id, what, detail string) {
-	t.events = append(t.events, nodeEvent{Node: id, Event: what, Detail: detail})
+func (t *tracker) event(id string, kind mcribapi.EventKind, detail string) {
+	t.events = append(t.events, nodeEvent{Node: id, Kind: kind, Detail: detail})
 }
 
 // drain returns and forgets the events observed so far.
@@ -259,7 +243,7 @@ func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
 	switch {
 	case present:
 		if !s.absentSince.IsZero() && s.probed {
-			t.event(s.node.ID, "present", "Consul lists it with every check passing again after "+now.Sub(s.absentSince).Round(time.Millisecond).String())
+			t.event(s.node.ID, mcribapi.EventNodePresent, "Consul lists it with every check passing again after "+now.Sub(s.absentSince).Round(time.Millisecond).String())
 		}
 		s.absentSince = time.Time{}
 	case s.absentSince.IsZero():
@@ -272,7 +256,7 @@ func (t *tracker) setPresent(s *nodeState, present, flap bool, now time.Time) {
 			case s.listed:
 				why = "a Consul check is not passing"
 			}
-			t.event(s.node.ID, "absent", why)
+			t.event(s.node.ID, mcribapi.EventNodeAbsent, why)
 		}
 	}
 	s.present = present

@@ -348,13 +348,13 @@ func TestTrackerEventsTellWhy(t *testing.T) {
 	tr.observeMembership(members(inst("b", true), inst("a", true)), t0.Add(4*time.Second))
 	var got []string
 	for _, e := range tr.drain() {
-		got = append(got, e.Node+" "+e.Event+": "+e.Detail)
+		got = append(got, e.Node+" "+string(e.Kind)+": "+e.Detail)
 	}
 	want := []string{
-		"a absent: a Consul check is not passing",
-		"a unreachable: connection refused",
-		"a reachable: answers probes again after 1s",
-		"a present: Consul lists it with every check passing again after 3s",
+		"a node absent: a Consul check is not passing",
+		"a node unreachable: connection refused",
+		"a node reachable: answers probes again after 1s",
+		"a node present: Consul lists it with every check passing again after 3s",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

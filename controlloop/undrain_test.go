@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestUndrainUndoesTheDrain is the 3 a.m. undrain: zone b's one node holds
@@ -25,16 +26,16 @@ func TestUndrainUndoesTheDrain(t *testing.T) {
 	if e := doc.Zones["az-b"]; e.SlotsToMove != 1 || e.Slots != 1 || e.BaselineSlots != 1 || e.TargetSlots != 0 {
 		t.Fatalf("the drain's answer %+v, want 1 slot to move of a baseline of 1", e)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(1).ID != "c2" || m.Warming(1) == nil || m.Warming(1).NodeID != "b1" {
 		t.Fatalf("after the drain step: %v, slot 1 warming %+v; want c2 warming from b1", slotIDs(m), m.Warming(1))
 	}
 	until := m.Warming(1).Until
-	if e := w.entry("az-b"); !slices.Equal(e.MovedSlots, []int{1}) || e.SlotsToMove != 0 || e.State != DrainDrained {
+	if e := w.entry("az-b"); !slices.Equal(e.MovedSlots, []int{1}) || e.SlotsToMove != 0 || e.State != mcribapi.DrainDrained {
 		t.Fatalf("the drained entry %+v, want moved_slots [1], nothing to move", e)
 	}
-	if n := w.node("b1"); n.State != StateWarming || !n.Drained || n.Warming == nil || *n.Warming != 1 {
+	if n := w.node("b1"); n.State != mcribapi.NodeWarming || !n.Drained || n.Warming == nil || *n.Warming != 1 {
 		t.Fatalf("b1 in the status %+v, want a drained warm source of slot 1", n)
 	}
 
@@ -44,10 +45,10 @@ func TestUndrainUndoesTheDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := doc.Zones["az-b"]; e.SlotsToMove != 1 || e.State != DrainReturning {
+	if e := doc.Zones["az-b"]; e.SlotsToMove != 1 || e.State != mcribapi.DrainReturning {
 		t.Fatalf("the undrain's answer %+v, want 1 slot to move back", e)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	want := "b1 is a warm source until " + until.UTC().Format("15:04:05 UTC") + `; zone "az-b" takes its slots back when the warming ends`
 	if e := w.entry("az-b"); e.Blocked != want {
 		t.Fatalf("blocked %q, want %q", e.Blocked, want)
@@ -58,12 +59,12 @@ func TestUndrainUndoesTheDrain(t *testing.T) {
 		}
 		w.clk.Advance(time.Second)
 		w.probe()
-		w.pass(OutcomeOK)
+		w.pass(mcribapi.OutcomeOK)
 	}
 	for range 3 {
 		w.clk.Advance(time.Second)
 		w.probe()
-		w.pass(OutcomeOK)
+		w.pass(mcribapi.OutcomeOK)
 	}
 	m, _ = w.store.stored()
 	if got := slotIDs(m); !slices.Equal(got, []string{"a1", "b1", "c1", "a3"}) {
@@ -83,7 +84,7 @@ func TestUndrainWaitsForAMovedSlotThatWarms(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1", "a3"}, "a2", "b2", "c2")
 	w.loop.opts.WarmFor = time.Minute
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	ws := m.Warming(1)
 	if ws == nil || m.Slot(1).ID != "c2" {
@@ -92,7 +93,7 @@ func TestUndrainWaitsForAMovedSlotThatWarms(t *testing.T) {
 	w.clk.Advance(time.Second)
 	w.probe()
 	w.loop.Undrain(context.Background(), "az-b")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	want := `slot 1, moved off zone "az-b", still warms from b1 until ` + ws.Until.UTC().Format("15:04:05 UTC") + "; it comes back when the warming ends"
 	if e := w.entry("az-b"); e.Blocked != want || w.zoneHeld("az-b") != 0 {
 		t.Fatalf("blocked %q (zone b holds %d), want %q", e.Blocked, w.zoneHeld("az-b"), want)
@@ -113,10 +114,10 @@ func TestLastSpareIsSaid(t *testing.T) {
 		!strings.Contains(e.Warning, "add a memcached to the service, or undrain a zone") {
 		t.Fatalf("the drain's answer: spares left %d, warning %q", e.SparesLeft, e.Warning)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	var last []string
 	for _, ev := range log.Since(0) {
-		if ev.Kind == KindLastSpare {
+		if ev.Kind == mcribapi.EventLastSpare {
 			last = append(last, ev.Node+": "+ev.Reason)
 		}
 	}
@@ -131,12 +132,12 @@ func TestLastSpareIsSaid(t *testing.T) {
 	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
 		t.Fatal(err)
 	}
-	if e := w.entry("az-b"); e.State != DrainReturning || !strings.HasPrefix(e.Warning, "the pool has no ready spare outside the drained zones until the return frees one") ||
+	if e := w.entry("az-b"); e.State != mcribapi.DrainReturning || !strings.HasPrefix(e.Warning, "the pool has no ready spare outside the drained zones until the return frees one") ||
 		strings.Contains(e.Warning, "undrain") {
 		t.Errorf("the returning entry: state %s, warning %q", e.State, e.Warning)
 	}
 	_, err := w.loop.Replace(context.Background(), "c1", "retire it", "ops")
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 2 of node c1: every node holds a slot or is in a drained zone (1 node)") ||
+	if !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 2 of node c1: every node holds a slot or is in a drained zone (1 node)") ||
 		!strings.Contains(err.Error(), "add a memcached to the service, or undrain a zone") {
 		t.Fatalf("a replace without a spare: %v; want a refusal that names what would help", err)
 	}
@@ -155,10 +156,10 @@ func TestReplaceTakingTheLastSpareSaysSo(t *testing.T) {
 	}
 	found := false
 	for _, ev := range log.Since(0) {
-		found = found || ev.Kind == KindLastSpare
+		found = found || ev.Kind == mcribapi.EventLastSpare
 	}
 	if !found {
-		t.Errorf("no %q event after the replace took the last spare", KindLastSpare)
+		t.Errorf("no %q event after the replace took the last spare", mcribapi.EventLastSpare)
 	}
 }
 
@@ -169,18 +170,18 @@ func TestUndrainWithoutASpareSaysWhatWouldHelp(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1", "c1", "a3"}, "a2", "c2")
 	w.loop.opts.WarmFor = 0
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots after its drain", got)
 	}
 	w.away("b1")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
 		t.Fatal(err)
 	}
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	e := w.entry("az-b")
-	if e == nil || e.State != DrainReturning || !strings.HasPrefix(e.Blocked, `no spare in zone "az-b" to give its slots back to`) ||
+	if e == nil || e.State != mcribapi.DrainReturning || !strings.HasPrefix(e.Blocked, `no spare in zone "az-b" to give its slots back to`) ||
 		!strings.Contains(e.Blocked, "when one of them answers again") || !strings.Contains(e.Blocked, "a memcached is added to the zone") {
 		t.Fatalf("the returning entry %+v: want blocked saying why and what would help", e)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // observeProbe takes one probe result for node id. holdsSlot tells whether
@@ -118,7 +119,7 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		if len(t.peers) > 0 {
 			detail = fmt.Sprintf("%s (most of the %d replicas agree)", cmp.Or(detail, "unreachable from the other replicas"), len(t.peers)+1)
 		}
-		t.event(s.node.ID, "unreachable", cmp.Or(detail, "probes failed"))
+		t.event(s.node.ID, mcribapi.EventNodeUnreachable, cmp.Or(detail, "probes failed"))
 		if wasHealthy {
 			s.penalty.Flap(now, t.cfg.Damping)
 		}
@@ -200,7 +201,7 @@ func (t *tracker) returned(s *nodeState, now time.Time) {
 	case t.cfg.LegacyFlush && s.holdsSlot:
 		detail += "; within --flush-after-unreachable, contents kept"
 	}
-	t.event(s.node.ID, "reachable", detail)
+	t.event(s.node.ID, mcribapi.EventNodeReachable, detail)
 	s.reachable = true
 	s.downSince, s.unreachableSince = s.unreachableSince, time.Time{}
 	s.answersSince = now
@@ -230,7 +231,7 @@ func (t *tracker) checkMass(now time.Time) {
 	switch {
 	case tripped:
 		if t.mass == "" {
-			t.event("", "observer fault", reason)
+			t.event("", mcribapi.EventObserverFault, reason)
 		}
 		t.mass, t.massQuietSince = reason, time.Time{}
 		for _, s := range t.nodes {
@@ -243,7 +244,7 @@ func (t *tracker) checkMass(now time.Time) {
 		t.massQuietSince = now
 	case now.Sub(t.massQuietSince) >= 2*t.cfg.ProbeInterval:
 		t.mass, t.massQuietSince = "", time.Time{}
-		t.event("", "observer fault over", "fewer slot holders are unreachable at once")
+		t.event("", mcribapi.EventObserverFaultOver, "fewer slot holders are unreachable at once")
 		for _, s := range t.nodes {
 			if s.observerFault && !s.reachable {
 				s.observerFault = false

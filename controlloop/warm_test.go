@@ -11,6 +11,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 func TestWarmDrainStep(t *testing.T) {
@@ -19,7 +20,7 @@ func TestWarmDrainStep(t *testing.T) {
 	w.loop.opts.WarmFor = 2 * time.Minute
 	w.drain("az-b", 100, 50, time.Hour)
 	_, writes := w.store.stored()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	// One write: the new holder and the warming together.
 	m, n := w.store.stored()
 	if n != writes+1 || m.Generation() != 4 || m.Slot(4).ID != "a3" {
@@ -32,7 +33,7 @@ func TestWarmDrainStep(t *testing.T) {
 	if slices.Contains(nodeIDs(m.Spares()), "b2") {
 		t.Fatalf("the warm source is listed as a spare")
 	}
-	if n := w.node("b2"); n.State != StateWarming || n.Warming == nil || *n.Warming != 4 || !n.Drained || n.Slot != nil {
+	if n := w.node("b2"); n.State != mcribapi.NodeWarming || n.Warming == nil || *n.Warming != 4 || !n.Drained || n.Slot != nil {
 		t.Fatalf("node b2: %+v", n)
 	}
 	// The status says until when b2 is a warm source, as the map does.
@@ -40,26 +41,26 @@ func TestWarmDrainStep(t *testing.T) {
 		t.Fatalf("node b2's warming_until %v, want the map's until %v", n.WarmingUntil, ws.Until)
 	}
 	w.wantFlushes(t, map[string]int{"a3": 1})
-	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
+	if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveWarm}) {
 		t.Fatalf("moves %v", got)
 	}
 
 	// Within until, nothing changes.
 	w.clk.Advance(time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if m2, _ := w.store.stored(); m2.Warming(4) == nil {
 		t.Fatalf("the warming ended early")
 	}
 	// After until: the warming goes, the generation stays, b2 is a spare.
 	w.clk.Advance(time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m2, _ := w.store.stored()
 	if m2.AnyWarming() || m2.Generation() != m.Generation() || !slices.Contains(nodeIDs(m2.Spares()), "b2") {
 		t.Fatalf("after warm-for: warming %v, gen %d (was %d), spares %v", m2.AnyWarming(), m2.Generation(), m.Generation(), nodeIDs(m2.Spares()))
 	}
-	if n := w.node("b2"); n.State != StateSpare || n.Warming != nil || n.WarmingUntil != nil || !n.Drained {
+	if n := w.node("b2"); n.State != mcribapi.NodeSpare || n.Warming != nil || n.WarmingUntil != nil || !n.Drained {
 		t.Fatalf("node b2 after warming: %+v", n)
 	}
 	w.wantFlushes(t, map[string]int{"a3": 1})
@@ -71,7 +72,7 @@ func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
-	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
+	if err != nil || res != (mcribapi.ReplaceAnswer{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
 		t.Fatalf("replace: %+v, %v", res, err)
 	}
 	m, _ := w.store.stored()
@@ -79,24 +80,24 @@ func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 		t.Fatalf("no warming after a warm replace: %v", ws)
 	}
 	w.away("b2")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m2, _ := w.store.stored()
 	if m2.AnyWarming() || m2.Generation() != m.Generation() || slices.Contains(nodeIDs(m2.Spares()), "b2") {
 		t.Fatalf("after b2 stopped answering: warming %v, gen %d, spares %v", m2.AnyWarming(), m2.Generation(), nodeIDs(m2.Spares()))
 	}
-	if n := w.node("b2"); n.State != StateDown {
+	if n := w.node("b2"); n.State != mcribapi.NodeDown {
 		t.Fatalf("node b2 %+v", n)
 	}
 	var ends []string
 	for _, e := range log.Since(0) {
-		if e.Kind == KindWarmEnd {
+		if e.Kind == mcribapi.EventWarmEnd {
 			ends = append(ends, e.Node+": "+e.Reason)
 		}
 	}
 	if len(ends) != 1 || ends[0] != "b2: node b2 no longer warms slot 4 (its warm source stopped answering)" {
 		t.Errorf("warm end events %q, want one naming b2 and why", ends)
 	}
-	if got := w.metrics.replacements; !slices.Equal(got, []string{ReasonReplace}) {
+	if got := w.metrics.replacements; !slices.Equal(got, []mcribapi.EvictionReason{mcribapi.EvictionReplace}) {
 		t.Errorf("replacements %v", got)
 	}
 	// The ceiling counts the replace.
@@ -115,7 +116,7 @@ func TestWarmForZeroMovesCold(t *testing.T) {
 	if m.AnyWarming() || !slices.Contains(nodeIDs(m.Spares()), "b2") {
 		t.Fatalf("a cold move: warming %v, spares %v", m.AnyWarming(), nodeIDs(m.Spares()))
 	}
-	if got := w.metrics.moves; !slices.Equal(got, []string{MoveCold}) {
+	if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveCold}) {
 		t.Fatalf("moves %v", got)
 	}
 }
@@ -133,12 +134,12 @@ func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
 	}
 	w.loop.onAnswer(mem)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(2).ID != "c3" || m.Warming(2) == nil || m.Warming(2).NodeID != "c1" {
 		t.Fatalf("maintenance of c1: slots %v, warming %+v", slotIDs(m), m.Warming(2))
 	}
-	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
+	if got := w.metrics.replacements; !slices.Equal(got, []mcribapi.EvictionReason{mcribapi.EvictionMaintenance}) {
 		t.Errorf("replacements %v", got)
 	}
 	// A planned move: the boot limiter's input leaves the slot out, and
@@ -149,7 +150,7 @@ func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
 	}
 	w.clk.Advance(time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m2, _ := w.store.stored()
 	if m2.AnyWarming() || slices.Contains(nodeIDs(m2.Spares()), "c1") {
 		t.Fatalf("after the warming: warming %v, spares %v (a node in maintenance leaves the pool)", m2.AnyWarming(), nodeIDs(m2.Spares()))
@@ -159,14 +160,14 @@ func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
 func TestReplaceErrors(t *testing.T) {
 	ctx := context.Background()
 	w := threeZones(t)
-	if _, err := w.loop.Replace(ctx, "zz", "r", "ops"); !errors.Is(err, ErrUnknownNode) {
+	if _, err := w.loop.Replace(ctx, "zz", "r", "ops"); !errors.Is(err, mcribapi.ErrUnknownNode) {
 		t.Errorf("unknown node: %v", err)
 	}
-	if _, err := w.loop.Replace(ctx, "a3", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "holds no slot") {
+	if _, err := w.loop.Replace(ctx, "a3", "r", "ops"); !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "holds no slot") {
 		t.Errorf("a spare: %v", err)
 	}
-	w.store.PutFreeze(ctx, FreezeDoc{Frozen: true, Reason: "rollout"})
-	if _, err := w.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "frozen") {
+	w.store.PutFreeze(ctx, mcribapi.FreezeDoc{Frozen: true, Reason: "rollout"})
+	if _, err := w.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("frozen: %v", err)
 	}
 	w.store.DeleteFreeze(ctx)
@@ -174,12 +175,12 @@ func TestReplaceErrors(t *testing.T) {
 	if _, err := w.loop.Replace(ctx, "a1", "r", "ops"); err != nil {
 		t.Fatalf("first replace: %v", err)
 	}
-	if _, err := w.loop.Replace(ctx, "b1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "ceiling of 1 a minute") {
+	if _, err := w.loop.Replace(ctx, "b1", "r", "ops"); !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "ceiling of 1 a minute") {
 		t.Errorf("beyond the ceiling: %v", err)
 	}
 	// No spare at all.
 	w3 := leadingWorld(t, []string{"a1", "b1"})
-	if _, err := w3.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 0") {
+	if _, err := w3.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 0") {
 		t.Errorf("no spare: %v", err)
 	}
 	if m, n := w3.store.stored(); m.Slot(0).ID != "a1" || n != 0 {
@@ -187,7 +188,7 @@ func TestReplaceErrors(t *testing.T) {
 	}
 	// A follower forwards.
 	w2 := w.sibling()
-	if _, err := w2.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, ErrNotLeader) {
+	if _, err := w2.loop.Replace(ctx, "a1", "r", "ops"); !errors.Is(err, mcribapi.ErrNotLeader) {
 		t.Errorf("a follower's replace: %v", err)
 	}
 }
@@ -217,7 +218,7 @@ func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 	}
 	w.loop.onAnswer(membership(false))
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(slot).ID != "c1" || m.AnyWarming() || m.Generation() != before.Generation() {
 		t.Fatalf("maintenance of c1 without a spare: slots %v (gen %d, was %d), warming %v; want c1 to keep slot %d",
@@ -238,7 +239,7 @@ func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 	w.clk.Advance(time.Second)
 	w.loop.onAnswer(membership(true))
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m2, _ := w.store.stored()
 	if m2.Slot(slot).ID != "c3" || m2.Warming(slot) == nil || m2.Warming(slot).NodeID != "c1" {
 		t.Fatalf("once a spare came: slots %v, warming %+v; want c3 warmed from c1", slotIDs(m2), m2.Warming(slot))
@@ -246,7 +247,7 @@ func TestMaintenanceWithoutSpareWaitsWarm(t *testing.T) {
 	if got := w.loop.Status().ReplacementsBlocked; got != 0 {
 		t.Errorf("replacements_blocked %d after the move, want 0", got)
 	}
-	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
+	if got := w.metrics.moves; !slices.Equal(got, []mcribapi.MoveKind{mcribapi.MoveWarm}) {
 		t.Errorf("moves %v", got)
 	}
 }
@@ -258,19 +259,19 @@ func TestWarmingSlotIsNotMovedAgain(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = 2 * time.Minute
 	res, err := w.loop.Replace(context.Background(), "b2", "retire it", "ops")
-	if err != nil || res != (ReplaceResult{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
+	if err != nil || res != (mcribapi.ReplaceAnswer{Slot: 4, From: "b2", To: "b3", Warm: true, SparesLeft: 5}) {
 		t.Fatalf("replace: %+v, %v", res, err)
 	}
 	until := w.clk.Now().Add(2 * time.Minute)
 
 	_, err = w.loop.Replace(context.Background(), "b3", "again", "ops")
 	want := "slot 4 is still being warmed from b2 until " + until.UTC().Format(time.RFC3339)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("replace of a warming slot's holder: %v, want ErrRefused with %q", err, want)
+	if !errors.Is(err, mcribapi.ErrRefused) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("replace of a warming slot's holder: %v, want mcribapi.ErrRefused with %q", err, want)
 	}
 
 	w.drain("az-b", 100, 100, time.Second)
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(4).ID != "b3" || m.Warming(4) == nil || m.Slot(1).ID == "b1" {
 		t.Fatalf("drain step over a warming slot: slots %v, warming 4 %+v; want slot 1 moved and slot 4 kept", slotIDs(m), m.Warming(4))
@@ -282,10 +283,10 @@ func TestWarmingSlotIsNotMovedAgain(t *testing.T) {
 	// The warming ends: the next step moves slot 4.
 	w.clk.Advance(2 * time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	w.clk.Advance(time.Second)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots after the warming ended, want 0 (slots %v)", got, slotIDs(m))
 	}
@@ -310,7 +311,7 @@ func TestMaintenanceOfAWarmingHolderWaits(t *testing.T) {
 	}
 	w.loop.onAnswer(mem)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m, _ := w.store.stored()
 	if m.Slot(4).ID != "b3" || m.Warming(4) == nil {
 		t.Fatalf("maintenance of a warming holder: slots %v, warming %+v; want b3 kept warming", slotIDs(m), m.Warming(4))
@@ -320,7 +321,7 @@ func TestMaintenanceOfAWarmingHolderWaits(t *testing.T) {
 	}
 	w.clk.Advance(time.Minute)
 	w.probe()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	m2, _ := w.store.stored()
 	if m2.Slot(4).ID == "b3" || m2.Warming(4) == nil || m2.Warming(4).NodeID != "b3" {
 		t.Fatalf("after the warming ended: slots %v, warming %+v; want b3 moved warm", slotIDs(m2), m2.Warming(4))

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // eventsOfKind returns the reasons of log's events of kind, oldest first.
-func eventsOfKind(log *eventlog.Log, kind string) []string {
+func eventsOfKind(log *eventlog.Log, kind mcribapi.EventKind) []string {
 	var out []string
 	for _, e := range log.Since(0) {
 		if e.Kind == kind {
@@ -31,12 +32,12 @@ func TestZoneAlertNotForALoneDeadHolder(t *testing.T) {
 	w.away("b1")
 	w.answer("a1", "c1", "a2", "c2", "a3", "a4", "c3") // its check fails: absent from Consul
 	gone := w.clk.Now()
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if st.ZoneAlert != "" || strings.Contains(st.AutoFreezeReason, "mcrib drain") {
 		t.Errorf("zone alert %q, automatic freeze reason %q: one dead holder is no zone alert", st.ZoneAlert, st.AutoFreezeReason)
 	}
-	if got := eventsOfKind(log, KindZoneAlert); len(got) != 0 {
+	if got := eventsOfKind(log, mcribapi.EventZoneAlert); len(got) != 0 {
 		t.Errorf("zone alert events %q for one dead holder", got)
 	}
 	for _, z := range st.Zones {
@@ -45,7 +46,7 @@ func TestZoneAlertNotForALoneDeadHolder(t *testing.T) {
 		}
 	}
 	n := w.node("b1")
-	if n.State != StateHeld || n.HeldUntil == nil || n.HoldRemainingSeconds == nil {
+	if n.State != mcribapi.NodeHeld || n.HeldUntil == nil || n.HoldRemainingSeconds == nil {
 		t.Fatalf("b1 in the status: state %s, held until %v, hold remaining %v; want held with both set", n.State, n.HeldUntil, n.HoldRemainingSeconds)
 	}
 	// Absent since the answer, unreachable since a probe interval before
@@ -69,7 +70,7 @@ func TestZoneAlertHasItsEnd(t *testing.T) {
 	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	w.away("b1", "b2")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	st := w.loop.Status()
 	if !strings.Contains(st.ZoneAlert, "zone az-b: 2 of 2 slot holders unreachable") || !strings.Contains(st.ZoneAlert, "mcrib drain az-b") {
 		t.Fatalf("zone alert %q, want zone az-b's with its lever", st.ZoneAlert)
@@ -86,23 +87,23 @@ func TestZoneAlertHasItsEnd(t *testing.T) {
 	if len(alerting) != 1 || alerting[0] != "az-b" {
 		t.Errorf("zones marked alerting %q, want az-b alone", alerting)
 	}
-	if over := eventsOfKind(log, KindZoneAlertOver); len(over) != 0 {
+	if over := eventsOfKind(log, mcribapi.EventZoneAlertOver); len(over) != 0 {
 		t.Fatalf("zone alert over while it alerts: %q", over)
 	}
 	w.back(time.Second, "b1", "b2")
-	w.pass(OutcomeOK)
+	w.pass(mcribapi.OutcomeOK)
 	if st := w.loop.Status(); st.ZoneAlert != "" {
 		t.Fatalf("zone alert %q after zone b answers again", st.ZoneAlert)
 	}
-	over := eventsOfKind(log, KindZoneAlertOver)
+	over := eventsOfKind(log, mcribapi.EventZoneAlertOver)
 	if len(over) != 1 || !strings.Contains(over[0], "zone az-b") || !strings.Contains(over[0], "0 of 2 slot holders unreachable") {
 		t.Fatalf("zone alert over events %q, want one naming az-b", over)
 	}
-	if got := eventsOfKind(log, KindZoneAlert); len(got) != 1 {
+	if got := eventsOfKind(log, mcribapi.EventZoneAlert); len(got) != 1 {
 		t.Errorf("zone alert events %q, want one", got)
 	}
-	w.pass(OutcomeOK)
-	if over := eventsOfKind(log, KindZoneAlertOver); len(over) != 1 {
+	w.pass(mcribapi.OutcomeOK)
+	if over := eventsOfKind(log, mcribapi.EventZoneAlertOver); len(over) != 1 {
 		t.Errorf("zone alert over told again: %q", over)
 	}
 }

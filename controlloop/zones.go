@@ -10,14 +10,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/hitrate"
-)
-
-// Event kinds of the zone alert (section 7): a zone more than half of
-// whose slot holders, and at least two of them, became unreachable at
-// once, and the end of that alert.
-const (
-	KindZoneAlert     = "zone alert"
-	KindZoneAlertOver = "zone alert over"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // minAlertHolders is the fewest unreachable slot holders of one zone that
@@ -63,12 +56,12 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 
 // zonesLocked returns the status document's zones at now: one per zone
 // known, by name, from the nodes' status. l.mu must be held.
-func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
-	byZone := map[string]*ZoneStatus{}
+func (l *Loop) zonesLocked(nodes []mcribapi.NodeStatus, now time.Time) []mcribapi.ZoneStatus {
+	byZone := map[string]*mcribapi.ZoneStatus{}
 	for _, n := range nodes {
 		z := byZone[n.AZ]
 		if z == nil {
-			z = &ZoneStatus{Zone: n.AZ}
+			z = &mcribapi.ZoneStatus{Zone: n.AZ}
 			byZone[n.AZ] = z
 		}
 		z.Nodes++
@@ -78,15 +71,15 @@ func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
 		if !n.Reachable {
 			z.Unreachable++
 		}
-		if n.Consul != ConsulPresent {
+		if n.Consul != mcribapi.ConsulPresent {
 			z.Absent++
 		}
 	}
 	drains := l.drainsLocked(now)
-	out := make([]ZoneStatus, 0, len(byZone)+len(drains.Zones))
+	out := make([]mcribapi.ZoneStatus, 0, len(byZone)+len(drains.Zones))
 	for zone, e := range drains.Zones {
 		if byZone[zone] == nil {
-			byZone[zone] = &ZoneStatus{Zone: zone}
+			byZone[zone] = &mcribapi.ZoneStatus{Zone: zone}
 		}
 		byZone[zone].Drain = e
 	}
@@ -98,7 +91,7 @@ func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
 		}
 		out = append(out, *z)
 	}
-	slices.SortFunc(out, func(a, b ZoneStatus) int { return cmp.Compare(a.Zone, b.Zone) })
+	slices.SortFunc(out, func(a, b mcribapi.ZoneStatus) int { return cmp.Compare(a.Zone, b.Zone) })
 	return out
 }
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Violation is a rule the checker found broken.
@@ -67,7 +67,7 @@ type checker struct {
 	// pending holds, for each live process, since when it shows each node
 	// flush_pending (its status, refreshed after each of its steps).
 	pending map[*replicaProc]map[string]time.Duration
-	status  map[*replicaProc]controlloop.Status
+	status  map[*replicaProc]mcribapi.Status
 	dirty   map[*replicaProc]bool
 	// replacements are the times of the replacements the stored map shows.
 	replacements []time.Duration
@@ -88,7 +88,7 @@ type checker struct {
 
 func newChecker(w *world) *checker {
 	return &checker{w: w, nodes: map[string]*nodeTruth{}, served: map[string]uint64{},
-		pending: map[*replicaProc]map[string]time.Duration{}, status: map[*replicaProc]controlloop.Status{},
+		pending: map[*replicaProc]map[string]time.Duration{}, status: map[*replicaProc]mcribapi.Status{},
 		dirty: map[*replicaProc]bool{}, flushFirst: map[string]time.Duration{}, hist: newHistory(), toleratedRules: map[string]bool{}}
 }
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // onFlush checks a flush as memcached carries it out (invariants 2 and 7).
@@ -70,7 +70,7 @@ func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
 }
 
 // pendingIn reports whether st shows node id flush_pending.
-func pendingIn(st controlloop.Status, id string) bool {
+func pendingIn(st mcribapi.Status, id string) bool {
 	for _, ns := range st.Nodes {
 		if ns.ID == id {
 			return ns.FlushPending

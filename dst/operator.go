@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // operator carries out an operator's call through a random replica the
@@ -53,7 +53,7 @@ func (w *world) operatorFault(k string) bool {
 	case faultDrain:
 		zone := w.randomZone()
 		d := w.between(30*time.Second, 3*time.Minute)
-		req := controlloop.DrainRequest{Reason: "dst: zone " + zone + " flapping", Percent: []int{50, 100}[w.rng.IntN(2)],
+		req := mcribapi.Drain{Reason: "dst: zone " + zone + " flapping", Percent: []int{50, 100}[w.rng.IntN(2)],
 			StepPercent: []int{10, 25, 50}[w.rng.IntN(3)], StepInterval: w.between(2*time.Second, 10*time.Second).Truncate(time.Second)}
 		w.fault("an operator drains zone %s (%d%%, steps of %d%% every %v) for %v", zone, req.Percent, req.StepPercent, req.StepInterval, d)
 		if w.rng.IntN(10) < 6 {

@@ -3,8 +3,8 @@ package dst
 import (
 	"strings"
 
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // checkOwed follows the pool's decisions that nodes owe a flush and
@@ -17,7 +17,7 @@ func (c *checker) checkOwed() {
 		return
 	}
 	holds := func(id string) bool { return m.SlotOf(id) >= 0 || (m.AnyWarming() && m.WarmingOf(id) >= 0) }
-	var st controlloop.Status
+	var st mcribapi.Status
 	if l != nil {
 		st = c.status[l]
 	}

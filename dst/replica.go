@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Pool settings of the simulated mcrib serve.
@@ -187,7 +188,7 @@ func (p *replicaProc) pass(why string) {
 	w := p.wl()
 	res, err := p.loop.Reconcile(context.Background())
 	w.touch(p)
-	if err != nil || (res.Outcome != controlloop.OutcomeFollower && res.Outcome != controlloop.OutcomeOK) {
+	if err != nil || (res.Outcome != mcribapi.OutcomeFollower && res.Outcome != mcribapi.OutcomeOK) {
 		w.tr.add(w.now, "%s pass (%s): %s %s", p.name(), why, res.Outcome, errText(err))
 	}
 }

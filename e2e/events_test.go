@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestEventsAfterAgentRestart restarts the Consul client agent of a
@@ -38,14 +38,14 @@ func TestEventsAfterAgentRestart(t *testing.T) {
 	agents[id].Start(t)
 	p.register(t, agents[id].Client, id)
 
-	var evs []eventlog.Event
+	var evs []mcribapi.Event
 	testenv.Eventually(t, 10*time.Second, "the hold of "+id+" cleared in /v1/events", func() bool {
 		evs = nil
 		if m.getJSON("/v1/events", &evs) != 200 {
 			return false
 		}
 		for _, e := range evs {
-			if e.Kind == eventlog.KindHoldCleared && e.Node == id {
+			if e.Kind == mcribapi.EventHoldCleared && e.Node == id {
 				return true
 			}
 		}
@@ -54,9 +54,9 @@ func TestEventsAfterAgentRestart(t *testing.T) {
 	started := false
 	for _, e := range evs {
 		switch {
-		case e.Kind == eventlog.KindHoldStarted && e.Node == id:
+		case e.Kind == mcribapi.EventHoldStarted && e.Node == id:
 			started = e.Reason != "" && !e.At.IsZero()
-		case e.Kind == eventlog.KindFlush, e.Kind == eventlog.KindReplacement:
+		case e.Kind == mcribapi.EventFlush, e.Kind == mcribapi.EventReplacement:
 			t.Errorf("an agent restart led to %s of %s: %q", e.Kind, e.Node, e.Reason)
 		}
 	}

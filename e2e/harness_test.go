@@ -20,8 +20,8 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // mcribBuild is the mcrib binary of this test run, built in dir by the
@@ -254,9 +254,9 @@ func (m *mcrib) slotMap() *cachenodes.SlotMap {
 	return sm
 }
 
-func (m *mcrib) status() controlloop.Status {
+func (m *mcrib) status() mcribapi.Status {
 	m.t.Helper()
-	var st controlloop.Status
+	var st mcribapi.Status
 	if code := m.getJSON("/v1/status", &st); code != http.StatusOK {
 		m.t.Fatalf("GET /v1/status: %d", code)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 const token = "s3cret-operator-token"
@@ -40,7 +40,7 @@ func TestFreezeBlocksReplacement(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("PUT /v1/freeze: %d %s", code, body)
 	}
-	var doc controlloop.FreezeDoc
+	var doc mcribapi.FreezeDoc
 	if err := json.Unmarshal(body, &doc); err != nil || !doc.Frozen || doc.Reason != "incident 42: consul rollout" || doc.By == "" || doc.At.IsZero() {
 		t.Fatalf("freeze document %s (%v)", body, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // pool is a Consul dev agent with memcached nodes registered in it.
@@ -119,11 +119,11 @@ func (p *pool) flushes(t *testing.T) map[string]uint64 {
 }
 
 // nodeStatus finds a node in a status document.
-func nodeStatus(st controlloop.Status, id string) (controlloop.NodeStatus, bool) {
+func nodeStatus(st mcribapi.Status, id string) (mcribapi.NodeStatus, bool) {
 	for _, n := range st.Nodes {
 		if n.ID == id {
 			return n, true
 		}
 	}
-	return controlloop.NodeStatus{}, false
+	return mcribapi.NodeStatus{}, false
 }

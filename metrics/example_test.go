@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/metrics"
 )
 
@@ -18,7 +19,7 @@ func Example() {
 				Generation:    7,
 				LastReconcile: time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC),
 				Leader:        true,
-				NodesByState:  map[string]int{"serving": 16, "spare": 1},
+				NodesByState:  map[mcribapi.NodeState]int{"serving": 16, "spare": 1},
 			}
 		},
 	})

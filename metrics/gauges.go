@@ -3,22 +3,8 @@ package metrics
 import (
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
-
-// nodeStates returns the node states of the status document (CONTRACT.md
-// section 3); mcrib_nodes has a series for each, at 0 when no node is in
-// that state.
-func nodeStates() []string {
-	return []string{
-		controlloop.StateServing, controlloop.StateHeld, controlloop.StateSpare,
-		controlloop.StateFlushing, controlloop.StateDown, stateWarming,
-	}
-}
-
-// stateWarming is the state of a node that gave its slot away in a planned
-// move and serves as the new holder's warm source (CONTRACT.md section 3).
-const stateWarming = "warming"
 
 // Gauges is the state a scrape reports, read from the control loop and
 // the boot limiter through Options.Gauges at scrape time. The zero value
@@ -47,10 +33,11 @@ type Gauges struct {
 	// ReplacementsBlocked is the number of replacements due but held back
 	// by a freeze or the replacement ceiling (mcrib_replacements_blocked).
 	ReplacementsBlocked int
-	// NodesByState counts nodes by status-document state: serving, held,
-	// spare, flushing, down (mcrib_nodes{state}). A state missing from
-	// the map exports 0; a state not among these is exported as well.
-	NodesByState map[string]int
+	// NodesByState counts nodes by status-document state
+	// (mcribapi.NodeStates: serving, held, spare, flushing, down, warming;
+	// mcrib_nodes{state}). A state missing from the map exports 0; a state
+	// not among these is exported as well.
+	NodesByState map[mcribapi.NodeState]int
 	// HitRate is the cache hit rate, 0..1 (mcrib_hit_rate).
 	HitRate float64
 	// BootLimit is the boot limit in boots per second (mcrib_boot_limit).

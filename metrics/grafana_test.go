@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mcrib/mcrib/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // grafanaFile is the Grafana dashboard shipped in deploy/grafana.
@@ -74,7 +76,7 @@ func TestGrafanaQueriesUseExposedMetrics(t *testing.T) {
 	rec, h, err := New(Options{
 		Gauges: func() Gauges {
 			hit := 0.9
-			return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}, NodesByState: map[string]int{"spare": 1},
+			return Gauges{ConfigGenerations: map[string]uint64{"mcrouter": 1}, NodesByState: map[mcribapi.NodeState]int{"spare": 1},
 				Zones: []ZoneGauges{{Zone: "a", HitRate: &hit}}}
 		},
 		Pool: "default", Version: "test", Runtime: true,

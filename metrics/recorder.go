@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // ErrNoGauges is returned by New when Options.Gauges is nil.
@@ -70,7 +71,7 @@ var _ controlloop.Metrics = (*Recorder)(nil)
 // New builds a Recorder and the http.Handler that serves its metrics in
 // the Prometheus text format (mount it at /metrics). Each call has its
 // own meter provider and Prometheus registry. Every counter label value
-// (controlloop.PassResults, controlloop.ReplacementReasons,
+// (mcribapi.Outcomes, mcribapi.ReplacementReasons, mcribapi.MoveKinds,
 // controlloop.FlushReasons, controlloop.ConfigKinds, admitted/rejected)
 // exists at 0 from the start; mcrib_reconcile_duration_seconds appears
 // with the first pass.
@@ -146,9 +147,9 @@ func (r *Recorder) counters(meter metric.Meter) error {
 		key     string
 		values  []string
 	}{
-		{r.passes, "result", controlloop.PassResults},
-		{r.replacements, "reason", controlloop.ReplacementReasons},
-		{r.moves, "kind", controlloop.MoveKinds},
+		{r.passes, "result", labels(mcribapi.Outcomes())},
+		{r.replacements, "reason", labels(mcribapi.ReplacementReasons())},
+		{r.moves, "kind", labels(mcribapi.MoveKinds())},
 		{r.flushes, "reason", controlloop.FlushReasons},
 		{r.boots, "result", []string{BootAdmitted, BootRejected}},
 	} {
@@ -159,21 +160,30 @@ func (r *Recorder) counters(meter metric.Meter) error {
 	return nil
 }
 
+// labels returns the values of a vocabulary as label values.
+func labels[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // Pass counts one reconcile pass and observes its duration.
-func (r *Recorder) Pass(result string, d time.Duration) {
+func (r *Recorder) Pass(result mcribapi.Outcome, d time.Duration) {
 	ctx := context.Background()
-	r.passes.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+	r.passes.Add(ctx, 1, metric.WithAttributes(attribute.String("result", string(result))))
 	r.duration.Record(ctx, d.Seconds())
 }
 
 // Replacement counts one node taken out of its slot.
-func (r *Recorder) Replacement(reason string) {
-	r.replacements.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+func (r *Recorder) Replacement(reason mcribapi.EvictionReason) {
+	r.replacements.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", string(reason))))
 }
 
 // SlotMove counts one slot given to a new holder, by kind.
-func (r *Recorder) SlotMove(kind string) {
-	r.moves.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", kind)))
+func (r *Recorder) SlotMove(kind mcribapi.MoveKind) {
+	r.moves.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", string(kind))))
 }
 
 // Flush counts one flush_all.
@@ -254,15 +264,15 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_slots_unserved"], int64(g.SlotsUnserved))
 		o.ObserveInt64(ig["mcrib_slots"], int64(g.NumSlots))
 		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
-		known := nodeStates()
+		known := mcribapi.NodeStates()
 		for _, state := range known {
 			o.ObserveInt64(ig["mcrib_nodes"], int64(g.NodesByState[state]),
-				metric.WithAttributes(attribute.String("state", state)))
+				metric.WithAttributes(attribute.String("state", string(state))))
 		}
 		for state, n := range g.NodesByState {
 			if !slices.Contains(known, state) {
 				o.ObserveInt64(ig["mcrib_nodes"], int64(n),
-					metric.WithAttributes(attribute.String("state", state)))
+					metric.WithAttributes(attribute.String("state", string(state))))
 			}
 		}
 		for _, key := range controlloop.CorruptDocuments {

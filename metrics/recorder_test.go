@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // exposedFamilies is every metric family a Recorder exposes after at
@@ -90,10 +91,10 @@ func TestCountersStartAtZero(t *testing.T) {
 	_, s := newRecorder(t, func() Gauges { return Gauges{} })
 	samples, families := scrape(t, s)
 	var want []string
-	for _, v := range controlloop.PassResults {
+	for _, v := range mcribapi.Outcomes() {
 		want = append(want, fmt.Sprintf(`mcrib_reconcile_passes_total{result=%q} 0`, v))
 	}
-	for _, v := range controlloop.ReplacementReasons {
+	for _, v := range mcribapi.ReplacementReasons() {
 		want = append(want, fmt.Sprintf(`mcrib_slot_replacements_total{reason=%q} 0`, v))
 	}
 	for _, v := range controlloop.FlushReasons {
@@ -227,7 +228,7 @@ func TestGauges(t *testing.T) {
 				Leader:          true,
 				ConsulReachable: true,
 				Ready:           true,
-				NodesByState:    map[string]int{"serving": 16, "spare": 2},
+				NodesByState:    map[mcribapi.NodeState]int{"serving": 16, "spare": 2},
 				HitRate:         0.97,
 				BootLimit:       1000,
 			},
@@ -259,7 +260,7 @@ func TestGauges(t *testing.T) {
 				DiscoveryFault:      true,
 				VacantSlots:         3,
 				ReplacementsBlocked: 2,
-				NodesByState:        map[string]int{"held": 4, "flushing": 1, "down": 3},
+				NodesByState:        map[mcribapi.NodeState]int{"held": 4, "flushing": 1, "down": 3},
 				HitRate:             0.42,
 				BootLimit:           12.5,
 			},

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // memStore keeps the drain document as ConsulStore does: written with
@@ -14,7 +15,7 @@ var _ controlloop.DrainStore = (*memStore)(nil)
 
 // PutDrain stores doc if the drain document is still at index (0: there
 // is none); a document without zones removes it.
-func (s *memStore) PutDrain(_ context.Context, doc controlloop.DrainDoc, index uint64) (bool, error) {
+func (s *memStore) PutDrain(_ context.Context, doc mcribapi.DrainDoc, index uint64) (bool, error) {
 	if index != s.drainIndex {
 		return false, nil
 	}
@@ -24,7 +25,7 @@ func (s *memStore) PutDrain(_ context.Context, doc controlloop.DrainDoc, index u
 
 // putDrain stores a copy of doc under a new version, or removes the
 // document when doc has no zones.
-func (s *memStore) putDrain(doc *controlloop.DrainDoc) {
+func (s *memStore) putDrain(doc *mcribapi.DrainDoc) {
 	if len(doc.Zones) == 0 {
 		s.drain, s.drainIndex = nil, 0
 		return
@@ -36,11 +37,11 @@ func (s *memStore) putDrain(doc *controlloop.DrainDoc) {
 
 // copyDrain returns a deep copy of doc as stored: without the fields
 // filled in when answered. nil stays nil.
-func copyDrain(doc *controlloop.DrainDoc) *controlloop.DrainDoc {
+func copyDrain(doc *mcribapi.DrainDoc) *mcribapi.DrainDoc {
 	if doc == nil {
 		return nil
 	}
-	out := &controlloop.DrainDoc{Zones: make(map[string]*controlloop.DrainEntry, len(doc.Zones))}
+	out := &mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(doc.Zones))}
 	for zone, e := range doc.Zones {
 		c := *e
 		c.Slots, c.TargetSlots, c.State, c.Blocked = 0, 0, "", ""

@@ -8,6 +8,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // membershipPolicy decides which node holds each slot: the map the cache
@@ -127,10 +128,10 @@ func (p *mcribPolicy) replacements() int { return p.metrics.replacements }
 // loopMetrics counts the loop's replacements (controlloop.Metrics).
 type loopMetrics struct{ replacements int }
 
-func (m *loopMetrics) Pass(string, time.Duration)           {}
-func (m *loopMetrics) Replacement(string)                   { m.replacements++ }
+func (m *loopMetrics) Pass(mcribapi.Outcome, time.Duration) {}
+func (m *loopMetrics) Replacement(mcribapi.EvictionReason)  { m.replacements++ }
 func (m *loopMetrics) Flush(string)                         {}
-func (m *loopMetrics) SlotMove(string)                      {}
+func (m *loopMetrics) SlotMove(mcribapi.MoveKind)           {}
 func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
@@ -141,7 +142,7 @@ type memStore struct {
 	index uint64
 	// drain is the drain document (nil: none) and drainIndex its
 	// version (0: none), drawn from drainSeq.
-	drain                *controlloop.DrainDoc
+	drain                *mcribapi.DrainDoc
 	drainIndex, drainSeq uint64
 	// flushes are the flushes owed (nil: none), at flushesIndex (0: none),
 	// drawn from flushesSeq.
@@ -180,8 +181,8 @@ func (s *memStore) WritePool(_ context.Context, read controlloop.Snapshot, _ lea
 
 func (s *memStore) DeleteVote(context.Context, string, uint64) (bool, error) { return true, nil }
 
-func (s *memStore) PutFreeze(context.Context, controlloop.FreezeDoc) error { return nil }
-func (s *memStore) DeleteFreeze(context.Context) error                     { return nil }
+func (s *memStore) PutFreeze(context.Context, mcribapi.FreezeDoc) error { return nil }
+func (s *memStore) DeleteFreeze(context.Context) error                  { return nil }
 func (s *memStore) PutVote(context.Context, string, controlloop.Vote, leader.Lease) error {
 	return nil
 }

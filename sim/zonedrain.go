@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The zone-drain scenario (issue 14's benchmark at scale): at peak, an
@@ -48,7 +49,7 @@ func (d *zoneDrain) check(loop *controlloop.Loop, now time.Time) {
 	if d.zone == "" || !d.drained.IsZero() {
 		return
 	}
-	if e := loop.Drains().Zones[d.zone]; e != nil && e.State == controlloop.DrainDrained {
+	if e := loop.Drains().Zones[d.zone]; e != nil && e.State == mcribapi.DrainDrained {
 		d.drained = now
 	}
 }
@@ -62,7 +63,7 @@ func (s *sim) startDrain() {
 		return
 	}
 	p.drain = zoneDrain{zone: drainZone, asked: s.clk.Now()}
-	req := controlloop.DrainRequest{
+	req := mcribapi.Drain{
 		Reason: "zone-drain: zone b is bad", Percent: drainPercent,
 		StepPercent: drainStepPercent, StepInterval: drainStepInterval,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // drainPool is a pool of three zones whose zone b holds 11 of 32 slots, so
@@ -94,7 +95,7 @@ func TestZoneDrainChecks(t *testing.T) {
 func TestMemStoreDrainCAS(t *testing.T) {
 	ctx := context.Background()
 	s := &memStore{}
-	doc := controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{"b": {Percent: 100, StepPercent: 10, State: "draining"}}}
+	doc := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{"b": {Percent: 100, StepPercent: 10, State: "draining"}}}
 	if ok, err := s.PutDrain(ctx, doc, 7); ok || err != nil {
 		t.Fatalf("PutDrain at a version that is not there: %v, %v; want refused", ok, err)
 	}
@@ -118,7 +119,7 @@ func TestMemStoreDrainCAS(t *testing.T) {
 	if ok, _ := s.WritePool(ctx, stale, leader.Lease{}, controlloop.PoolWrite{SlotMap: m}); ok {
 		t.Error("WritePool went through with a stale drain version")
 	}
-	if ok, _ := s.WritePool(ctx, st, leader.Lease{}, controlloop.PoolWrite{SlotMap: m, Drain: &controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{}}}); !ok {
+	if ok, _ := s.WritePool(ctx, st, leader.Lease{}, controlloop.PoolWrite{SlotMap: m, Drain: &mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{}}}); !ok {
 		t.Fatal("WritePool at the versions read refused")
 	}
 	if st, _ := s.Read(ctx); st.SlotMap != m || st.Drain != nil || st.DrainIndex != 0 {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/apibody"
 	"github.com/mcrib/mcrib/internal/bootgate"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -32,9 +32,9 @@ const maxBody = apibody.MaxBytes
 type controlPlane interface {
 	SlotMap() *cachenodes.SlotMap
 	Changed() <-chan struct{}
-	Status() controlloop.Status
+	Status() mcribapi.Status
 	Ready() error
-	Freeze(ctx context.Context, reason, by string) (controlloop.FreezeDoc, error)
+	Freeze(ctx context.Context, reason, by string) (mcribapi.FreezeDoc, error)
 	Unfreeze(ctx context.Context) error
 }
 
@@ -49,19 +49,6 @@ type bootLimiter interface {
 
 // bootRecorder counts admissions; *metrics.Recorder implements it.
 type bootRecorder interface{ BootAdmission(admitted bool) }
-
-// httpError is an error with the status it answers with. Its message is
-// one readable sentence.
-type httpError struct {
-	status int
-	msg    string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-func errorf(status int, format string, args ...any) error {
-	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
-}
 
 // handler is an API handler that returns its error instead of writing it.
 type handler func(w http.ResponseWriter, r *http.Request) error
@@ -152,7 +139,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		methods, ok = a.paramRoute(r)
 	}
 	if !ok {
-		writeError(w, errorf(http.StatusNotFound, "there is no %s in the mcrib API", r.URL.Path))
+		writeError(w, mcribapi.Errorf(http.StatusNotFound, "there is no %s in the mcrib API", r.URL.Path))
 		return
 	}
 	h, ok := methods[r.Method]
@@ -166,7 +153,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.Sort(allow)
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, errorf(http.StatusMethodNotAllowed, "%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", ")))
+		writeError(w, mcribapi.Errorf(http.StatusMethodNotAllowed, "%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, ", ")))
 		return
 	}
 	if r.Body != nil {
@@ -177,15 +164,11 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeError turns err into the JSON error body and its status; an error
-// that is not an httpError is a 500.
+// writeError turns err into the JSON error body and its status
+// (mcribapi.StatusCode: an error that is not an *mcribapi.Error is a
+// 500).
 func writeError(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
-	var he *httpError
-	if errors.As(err, &he) {
-		status = he.status
-	}
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	writeJSON(w, mcribapi.StatusCode(err), mcribapi.ErrorBody{Error: err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -207,7 +190,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := apibody.Read(nil, r)
 	if err != nil {
-		return nil, errorf(apibody.Status(err), "%s", apibody.Sentence(err))
+		return nil, mcribapi.Errorf(apibody.Status(err), "%s", apibody.Sentence(err))
 	}
 	return body, nil
 }
@@ -225,9 +208,9 @@ func (a *apiServer) auth(h handler) handler {
 			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mcrib"`)
 				if !ok {
-					return errorf(http.StatusUnauthorized, "this call changes state and needs the operator token as \"Authorization: Bearer <token>\"")
+					return mcribapi.Errorf(http.StatusUnauthorized, "this call changes state and needs the operator token as \"Authorization: Bearer <token>\"")
 				}
-				return errorf(http.StatusUnauthorized, "the operator token is wrong")
+				return mcribapi.Errorf(http.StatusUnauthorized, "the operator token is wrong")
 			}
 		}
 		body, err := readBody(r)
@@ -241,11 +224,11 @@ func (a *apiServer) auth(h handler) handler {
 
 // who names the caller for the freeze, drain and replace documents, their
 // events and the log: the operator name the call carries in
-// operatorHeader (the CLI's --who), else the operator token when one is
+// mcribapi.OperatorHeader (the CLI's --who), else the operator token when one is
 // configured (there is one token, named "operator") with the remote
 // address, else the remote address.
 func (a *apiServer) who(r *http.Request) string {
-	if name := operatorName(r.Header.Get(operatorHeader)); name != "" {
+	if name := mcribapi.OperatorName(r.Header.Get(mcribapi.OperatorHeader)); name != "" {
 		return name
 	}
 	if a.token != "" {
@@ -259,12 +242,12 @@ func (a *apiServer) getStatus(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *apiServer) status() statusDocument {
+func (a *apiServer) status() mcribapi.Status {
 	st := a.loop.Status()
 	st.LastError = a.scrub.text(st.LastError)
 	st.AutoFreezeReason = a.scrub.text(st.AutoFreezeReason)
 	st.DiscoveryFaultReason = a.scrub.text(st.DiscoveryFaultReason)
-	return withKnownHitRate(newStatusDocument(st, a.boot.Document()), a.boot)
+	return withKnownHitRate(statusDocument(st, a.boot.Document()), a.boot)
 }
 
 func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
@@ -272,14 +255,14 @@ func (a *apiServer) putFreeze(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	reason, err := controlloop.ParseFreezeRequest(body)
+	reason, err := mcribapi.ParseFreezeRequest(body)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), controlloop.ErrBadFreeze.Error()+": "))
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	by := a.who(r)
 	doc, err := a.loop.Freeze(r.Context(), reason, by)
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the freeze could not be stored in Consul: %v", err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the freeze could not be stored in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", by, "what", "freeze", "why", reason)
 	a.ops.operator(by, "freeze: "+reason)
@@ -292,7 +275,7 @@ func (a *apiServer) deleteFreeze(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := a.loop.Unfreeze(r.Context()); err != nil {
-		return errorf(http.StatusServiceUnavailable, "the freeze could not be lifted in Consul: %v", err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the freeze could not be lifted in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", a.who(r), "what", "unfreeze", "why", "")
 	a.ops.operator(a.who(r), "unfreeze")
@@ -312,17 +295,17 @@ func (a *apiServer) putRateLimit(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := ratelimit.ParseSetting(body)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", err.Error())
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", err.Error())
 	}
 	by := a.who(r)
 	doc, err := a.boot.Set(r.Context(), st, by)
 	switch {
 	case errors.Is(err, ratelimit.ErrInvalidSetting):
-		return errorf(http.StatusBadRequest, "%s", err.Error())
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", err.Error())
 	case errors.Is(err, ratelimit.ErrConflict):
-		return errorf(http.StatusConflict, "the boot limit kept changing under this call; try again")
+		return mcribapi.Errorf(http.StatusConflict, "the boot limit kept changing under this call; try again")
 	case err != nil:
-		return errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
 	}
 	a.logger.Info("operator change", "who", by, "what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst)
 	a.ops.operator(by, fmt.Sprintf("boot limit %s %s boots/s, burst %d", doc.Mode, formatNumber(doc.Limit), doc.Burst))
@@ -337,7 +320,7 @@ func (a *apiServer) healthz(w http.ResponseWriter, r *http.Request) error {
 
 func (a *apiServer) readyz(w http.ResponseWriter, r *http.Request) error {
 	if err := a.loop.Ready(); err != nil {
-		return errorf(http.StatusServiceUnavailable, "not ready: %v", err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "not ready: %v", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
@@ -345,7 +328,7 @@ func (a *apiServer) readyz(w http.ResponseWriter, r *http.Request) error {
 
 func (a *apiServer) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	if a.metrics == nil {
-		return errorf(http.StatusServiceUnavailable, "metrics are not set up")
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "metrics are not set up")
 	}
 	a.metrics.ServeHTTP(w, r)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The browser rule: a web page an operator visits must not be able to
@@ -41,7 +43,7 @@ func newBrowserGuard(next http.Handler, scheme string, loopback bool) *browserGu
 // passes every other to the next handler.
 func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if why := browserRefusal(r, g.scheme, g.loopback); why != "" {
-		writeError(w, errorf(http.StatusForbidden, "%s", why))
+		writeError(w, mcribapi.Errorf(http.StatusForbidden, "%s", why))
 		return
 	}
 	g.next.ServeHTTP(w, r)

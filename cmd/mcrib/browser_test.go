@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // countingPlane is a control plane that counts the changes it is asked
@@ -20,11 +20,11 @@ type countingPlane struct {
 	changes int
 }
 
-func (c *countingPlane) Freeze(context.Context, string, string) (controlloop.FreezeDoc, error) {
+func (c *countingPlane) Freeze(context.Context, string, string) (mcribapi.FreezeDoc, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changes++
-	return controlloop.FreezeDoc{Frozen: true}, nil
+	return mcribapi.FreezeDoc{Frozen: true}, nil
 }
 
 func (c *countingPlane) Unfreeze(context.Context) error {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 const (
@@ -111,10 +113,10 @@ func (c cli) clientToken(flagFile string) (token, from string, err error) {
 // account this process runs as when neither is; the host alone when none
 // is known), as the server will record it.
 func (c cli) operator(flagWho string) string {
-	if name := operatorName(flagWho); name != "" {
+	if name := mcribapi.OperatorName(flagWho); name != "" {
 		return name
 	}
-	if name := operatorName(c.getenv("MCRIB_WHO")); name != "" {
+	if name := mcribapi.OperatorName(c.getenv("MCRIB_WHO")); name != "" {
 		return name
 	}
 	user := c.getenv("USER")
@@ -130,11 +132,11 @@ func (c cli) operator(flagWho string) string {
 	}
 	switch {
 	case user != "" && host != "":
-		return operatorName(user + "@" + host)
+		return mcribapi.OperatorName(user + "@" + host)
 	case user != "":
-		return operatorName(user)
+		return mcribapi.OperatorName(user)
 	}
-	return operatorName(host)
+	return mcribapi.OperatorName(host)
 }
 
 // parseAddr turns a base URL or a bare host:port into a base URL without a
@@ -207,7 +209,7 @@ func (a *apiClient) delete(ctx context.Context, path string) ([]byte, error) {
 
 // do sends one request with an optional JSON body and returns the body of a
 // 2xx answer. Other answers come back as *serverError. A change (any
-// method but GET) carries the operator's name in operatorHeader.
+// method but GET) carries the operator's name in mcribapi.OperatorHeader.
 func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
@@ -230,7 +232,7 @@ func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	if method != http.MethodGet && a.who != "" {
-		req.Header.Set(operatorHeader, a.who)
+		req.Header.Set(mcribapi.OperatorHeader, a.who)
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
@@ -251,9 +253,7 @@ func (a *apiClient) do(ctx context.Context, method, path string, in any) ([]byte
 // to do about it where the operator can do something (a missing or wrong
 // token, plain HTTP sent to a server that speaks HTTPS).
 func (a *apiClient) answerError(resp *http.Response, body []byte) *serverError {
-	var doc struct {
-		Error string `json:"error"`
-	}
+	var doc mcribapi.ErrorBody
 	_ = json.Unmarshal(body, &doc)
 	e := &serverError{code: resp.StatusCode, status: resp.Status, message: strings.TrimSpace(doc.Error)}
 	switch {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // headerSeen is one request as headerRecorder saw it.
@@ -26,7 +28,7 @@ type headerRecorder struct {
 
 func (h *headerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
-	h.seen = append(h.seen, headerSeen{r.Method, r.URL.Path, r.Header.Get(operatorHeader), r.Header.Get("Authorization")})
+	h.seen = append(h.seen, headerSeen{r.Method, r.URL.Path, r.Header.Get(mcribapi.OperatorHeader), r.Header.Get("Authorization")})
 	h.mu.Unlock()
 	fakeWriteJSON(w, http.StatusOK, h.body)
 }
@@ -65,7 +67,7 @@ func TestClientSendsOperator(t *testing.T) {
 			}
 			reqs := rec.requests()
 			if len(reqs) != 1 || reqs[0].operator != tc.want {
-				t.Errorf("requests %+v, want one carrying %s: %q", reqs, operatorHeader, tc.want)
+				t.Errorf("requests %+v, want one carrying %s: %q", reqs, mcribapi.OperatorHeader, tc.want)
 			}
 		})
 	}
@@ -78,7 +80,7 @@ func TestClientSendsOperator(t *testing.T) {
 	}
 	for _, r := range rec.requests() {
 		if (r.method == http.MethodGet) != (r.operator == "") {
-			t.Errorf("%s %s carried %s %q; want the name on changes only", r.method, r.path, operatorHeader, r.operator)
+			t.Errorf("%s %s carried %s %q; want the name on changes only", r.method, r.path, mcribapi.OperatorHeader, r.operator)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -51,7 +51,7 @@ func (c cli) printRaw(b []byte) {
 // status prints GET /v1/status.
 func (c cli) status(ctx context.Context, args []string) error {
 	return c.read(ctx, "status", "/v1/status", args, func(b []byte) error {
-		var doc statusDocument
+		var doc mcribapi.Status
 		sent, err := decodeDocument(b, &doc)
 		if err != nil {
 			return fmt.Errorf("reading the status document: %w", err)
@@ -100,7 +100,7 @@ func (c cli) freeze(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	b, err := cl.put(ctx, "/v1/freeze", map[string]string{"reason": *reason})
+	b, err := cl.put(ctx, "/v1/freeze", mcribapi.FreezeRequest{Reason: *reason})
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (c cli) freeze(ctx context.Context, args []string) error {
 		c.printRaw(b)
 		return nil
 	}
-	var doc controlloop.FreezeDoc
+	var doc mcribapi.FreezeDoc
 	if json.Unmarshal(b, &doc) != nil || doc.Reason == "" {
 		doc.Reason = *reason
 	}
@@ -124,8 +124,8 @@ func (c cli) notFrozenByOther(ctx context.Context, cl *apiClient) error {
 		return err
 	}
 	var st struct {
-		Frozen bool                   `json:"frozen"`
-		Freeze *controlloop.FreezeDoc `json:"freeze"`
+		Frozen bool                `json:"frozen"`
+		Freeze *mcribapi.FreezeDoc `json:"freeze"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("reading the status document: %w", err)
@@ -155,14 +155,6 @@ func (c cli) unfreeze(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(c.stdout, "unfrozen")
 	return nil
-}
-
-// rateLimitRequest is the body of PUT /v1/ratelimit (ratelimit.Setting as
-// ratelimit.ParseSetting reads it; a field left nil is not sent).
-type rateLimitRequest struct {
-	Mode  string   `json:"mode"`
-	Limit *float64 `json:"limit,omitempty"`
-	Burst *int     `json:"burst,omitempty"`
 }
 
 // ratelimit prints GET /v1/ratelimit, or changes it with `set N` or `auto`.
@@ -216,7 +208,7 @@ func (c cli) ratelimit(ctx context.Context, args []string) error {
 
 // rateLimitChange reads the positional arguments of `mcrib ratelimit`: none
 // (a read, nil), `set N` or `auto`.
-func rateLimitChange(pos []string) (*rateLimitRequest, error) {
+func rateLimitChange(pos []string) (*mcribapi.BootLimitRequest, error) {
 	switch {
 	case len(pos) == 0:
 		return nil, nil
@@ -234,12 +226,12 @@ func rateLimitChange(pos []string) (*rateLimitRequest, error) {
 		if n < 0 {
 			return nil, usageError("set: limit must not be negative, got %s", pos[1])
 		}
-		return &rateLimitRequest{Mode: ratelimit.ModeManual, Limit: &n}, nil
+		return &mcribapi.BootLimitRequest{Mode: ratelimit.ModeManual, Limit: &n}, nil
 	case pos[0] == "auto":
 		if len(pos) > 1 {
 			return nil, usageError("unexpected argument %q", pos[1])
 		}
-		return &rateLimitRequest{Mode: ratelimit.ModeAuto}, nil
+		return &mcribapi.BootLimitRequest{Mode: ratelimit.ModeAuto}, nil
 	}
 	return nil, usageError("unknown subcommand %q%s (want set or auto)", pos[0], didYouMean(pos[0], []string{"set", "auto"}, ""))
 }

@@ -18,10 +18,9 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/mcrib/mcrib/controlloop"
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The operator's dashboard at 3 a.m. (issue 21), on real stacks: a lone
@@ -78,8 +77,8 @@ func startDashStack(t *testing.T, zones []string, perZone int, args ...string) *
 }
 
 // status reads GET /v1/status.
-func (s *dashStack) status() (statusDocument, bool) {
-	var st statusDocument
+func (s *dashStack) status() (mcribapi.Status, bool) {
+	var st mcribapi.Status
 	return st, stackGet(s.base+"/v1/status", &st)
 }
 
@@ -95,7 +94,7 @@ func stackCall(base, method, path, body string) (int, string, error) {
 		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(operatorHeader, stackOperator)
+	req.Header.Set(mcribapi.OperatorHeader, stackOperator)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -157,7 +156,7 @@ func TestDashboardLoneDeadHolder(t *testing.T) {
 		}
 		for _, n := range st.Nodes {
 			if n.ID == victim {
-				return n.State == controlloop.StateHeld && n.HeldUntil != nil && !n.Reachable
+				return n.State == mcribapi.NodeHeld && n.HeldUntil != nil && !n.Reachable
 			}
 		}
 		return false
@@ -300,7 +299,7 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 		}
 		sources = sources[:0]
 		for _, n := range st.Nodes {
-			if n.AZ == "a" && n.State == controlloop.StateWarming && n.Drained {
+			if n.AZ == "a" && n.State == mcribapi.NodeWarming && n.Drained {
 				sources = append(sources, n.ID)
 			}
 		}
@@ -326,14 +325,14 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 
 	// Undrain at once: the slots the drain moved still warm from zone a's
 	// nodes, so the return waits, and the zone's row says for what.
-	zoneA := func() (controlloop.ZoneStatus, statusDocument) {
+	zoneA := func() (mcribapi.ZoneStatus, mcribapi.Status) {
 		st, _ := s.status()
 		for _, z := range st.Zones {
 			if z.Zone == "a" {
 				return z, st
 			}
 		}
-		return controlloop.ZoneStatus{}, st
+		return mcribapi.ZoneStatus{}, st
 	}
 	za, _ := zoneA()
 	if za.Drain == nil || len(za.Drain.MovedSlots) != 2 {
@@ -358,7 +357,7 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 	for time.Since(put) < 150*time.Second {
 		lowest = min(lowest, limit())
 		z, st := zoneA()
-		warming := slices.ContainsFunc(st.Nodes, func(n controlloop.NodeStatus) bool { return n.Warming != nil })
+		warming := slices.ContainsFunc(st.Nodes, func(n mcribapi.NodeStatus) bool { return n.Warming != nil })
 		if back.IsZero() && z.Slots == 2 && z.Drain == nil && !warming {
 			back = time.Now()
 		}
@@ -382,7 +381,7 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 	if !slices.Equal(held, moved) {
 		t.Errorf("zone a holds slots %v after the return, want the slots its drain moved, %v", held, moved)
 	}
-	var h eventlog.Series
+	var h mcribapi.History
 	if !stackGet(s.base+"/v1/history", &h) {
 		t.Fatal("GET /v1/history failed")
 	}

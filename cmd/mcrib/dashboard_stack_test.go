@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // stackGet decodes GET url into v and reports whether it answered 200.
@@ -88,14 +88,14 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 	})
 	nodes[victim].Kill(t)
 
-	var replaced eventlog.Event
+	var replaced mcribapi.Event
 	testenv.Eventually(t, 30*time.Second, victim+"'s replacement in /v1/events", func() bool {
-		var evs []eventlog.Event
+		var evs []mcribapi.Event
 		if !stackGet(base+"/v1/events", &evs) {
 			return false
 		}
 		for _, e := range evs {
-			if e.Kind == eventlog.KindReplacement && e.Node == victim {
+			if e.Kind == mcribapi.EventReplacement && e.Node == victim {
 				replaced = e
 				return true
 			}
@@ -103,7 +103,7 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		return false
 	})
 	testenv.Eventually(t, 10*time.Second, "the replacement in /v1/history", func() bool {
-		var h eventlog.Series
+		var h mcribapi.History
 		if !stackGet(base+"/v1/history", &h) {
 			return false
 		}
@@ -130,7 +130,7 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 	dashWantContains(t, d, "chart-moves", "Flushes and replacements", "replacements ")
 	var row *dashNode
 	for _, tr := range d.byID(t, "events").elementsNamed("tr") {
-		if tr.attrs["data-kind"] == eventlog.KindReplacement {
+		if tr.attrs["data-kind"] == string(mcribapi.EventReplacement) {
 			row = tr
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // followEvery is how often `mcrib events --follow` asks for new events
@@ -39,7 +39,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 			}
 			return err
 		}
-		var evs []eventlog.Event
+		var evs []mcribapi.Event
 		if err := json.Unmarshal(b, &evs); err != nil {
 			return fmt.Errorf("reading the events: %w", err)
 		}
@@ -71,7 +71,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 
 // printEvents writes events one a line: as JSON, or as time, kind, node,
 // who and reason.
-func printEvents(w io.Writer, evs []eventlog.Event, asJSON bool) {
+func printEvents(w io.Writer, evs []mcribapi.Event, asJSON bool) {
 	if asJSON {
 		for _, e := range evs {
 			b, _ := json.Marshal(e)

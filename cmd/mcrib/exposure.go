@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // checkExposure refuses a configuration that would serve the mutating API
@@ -96,7 +98,7 @@ func newHostGuard(h http.Handler, listen string, names []string, overTLS bool) *
 // ServeHTTP answers 421 Misdirected Request to a request for another host.
 func (g *hostGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.allows(r.Host) {
-		writeError(w, errorf(http.StatusMisdirectedRequest, "this mcrib answers only requests addressed to its listen or advertise address, not to host %q (set a token to serve other names)", r.Host))
+		writeError(w, mcribapi.Errorf(http.StatusMisdirectedRequest, "this mcrib answers only requests addressed to its listen or advertise address, not to host %q (set a token to serve other names)", r.Host))
 		return
 	}
 	g.next.ServeHTTP(w, r)

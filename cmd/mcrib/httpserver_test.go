@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestForwardFitsTheWriteTimeout: a replace forwarded to the leader gets
@@ -44,7 +44,7 @@ func TestStalledLeaderAnswersInTime(t *testing.T) {
 	defer leaderSrv.Close()
 	defer close(stall)
 
-	follower := zoneAPI(t, "", &fakeZones{err: controlloop.ErrNotLeader})
+	follower := zoneAPI(t, "", &fakeZones{err: mcribapi.ErrNotLeader})
 	follower.leader = func() (bool, string) { return false, leaderSrv.Listener.Addr().String() }
 	follower.replicas = fixedReplicas{n: 2}
 	srv := httptest.NewUnstartedServer(nil)

@@ -10,28 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
-
-func TestOperatorName(t *testing.T) {
-	for in, want := range map[string]string{
-		"alice@laptop":           "alice@laptop",
-		"  bob@host-b  ":         "bob@host-b",
-		"":                       "",
-		"   ":                    "",
-		"eve\r\nX-Injected: 1":   "eveX-Injected: 1",
-		"\x00\x01":               "",
-		"zoë@hôte":               "zoë@hôte",
-		"bad\xffutf8":            "badutf8",
-		strings.Repeat("n", 300): strings.Repeat("n", maxOperatorName),
-		"\tcarol@ops\t":          "carol@ops",
-	} {
-		if got := operatorName(in); got != want {
-			t.Errorf("operatorName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // freezePlane is a controlPlane that records who froze.
 type freezePlane struct {
@@ -40,11 +21,11 @@ type freezePlane struct {
 	by string
 }
 
-func (f *freezePlane) Freeze(_ context.Context, reason, by string) (controlloop.FreezeDoc, error) {
+func (f *freezePlane) Freeze(_ context.Context, reason, by string) (mcribapi.FreezeDoc, error) {
 	f.mu.Lock()
 	f.by = by
 	f.mu.Unlock()
-	return controlloop.FreezeDoc{Frozen: true, Reason: reason, By: by}, nil
+	return mcribapi.FreezeDoc{Frozen: true, Reason: reason, By: by}, nil
 }
 
 // TestWhoRecordsTheOperator checks that a freeze, a drain and a replace
@@ -75,7 +56,7 @@ func TestWhoRecordsTheOperator(t *testing.T) {
 					req.Header.Set("Authorization", "Bearer "+tc.token)
 				}
 				if tc.header != "" {
-					req.Header.Set(operatorHeader, tc.header)
+					req.Header.Set(mcribapi.OperatorHeader, tc.header)
 				}
 				rr := httptest.NewRecorder()
 				a.ServeHTTP(rr, req)
@@ -99,7 +80,7 @@ func TestWhoRecordsTheOperator(t *testing.T) {
 
 			rr := httptest.NewRecorder()
 			a.ServeHTTP(rr, httptest.NewRequest("GET", "/v1/events", nil))
-			var evs []eventlog.Event
+			var evs []mcribapi.Event
 			if err := json.Unmarshal(rr.Body.Bytes(), &evs); err != nil {
 				t.Fatal(err)
 			}

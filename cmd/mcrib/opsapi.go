@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -34,7 +34,7 @@ func (o *opsRecord) sink() eventlog.Recorder { return eventlog.Recorder{Log: o.l
 // operator records an operator's change.
 func (o *opsRecord) operator(who, what string) {
 	if o != nil {
-		o.log.Add(eventlog.Event{Kind: eventlog.KindOperator, Reason: what, Who: who})
+		o.log.Add(mcribapi.Event{Kind: mcribapi.EventOperator, Reason: what, Who: who})
 	}
 }
 
@@ -55,7 +55,7 @@ func (o *opsRecord) reading(boot bootLimiter, hitRate func() (float64, bool)) ev
 	o.lastBoot = &doc
 	o.mu.Unlock()
 	if prev != nil && (prev.Mode != doc.Mode || prev.Limit != doc.Limit) {
-		o.log.Add(eventlog.Event{Kind: eventlog.KindBootLimit, Who: "mcrib",
+		o.log.Add(mcribapi.Event{Kind: mcribapi.EventBootLimit, Who: "mcrib",
 			Reason: fmt.Sprintf("%s %s → %s %s boots/s: %s", prev.Mode, formatNumber(prev.Limit), doc.Mode, formatNumber(doc.Limit), orDash(doc.Reason))})
 	}
 	return eventlog.Reading{HitRate: rate, HitRateKnown: known, BootLimit: doc.Limit, BootMode: doc.Mode}
@@ -76,15 +76,11 @@ func (t teeBoot) BootAdmission(admitted bool) {
 // (the numbers start again at 1 after a restart): it gets every event, and
 // tells the restart by numbers at or below its own.
 func (a *apiServer) getEvents(w http.ResponseWriter, r *http.Request) error {
-	var since uint64
-	if s := r.URL.Query().Get("since"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "since must be the seq of an earlier event, a whole number ≥ 0, not %q", s)
-		}
-		since = n
+	since, err := mcribapi.ParseEventsSince(r.URL.Query())
+	if err != nil {
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
-	events := []eventlog.Event{}
+	events := []mcribapi.Event{}
 	if a.ops != nil {
 		if since > a.ops.log.Last() {
 			since = 0

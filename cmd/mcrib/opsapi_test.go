@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -32,13 +33,13 @@ func TestEventsAndHistoryAPI(t *testing.T) {
 
 	// First interval: no traffic, one refusal, a hold.
 	teeBoot{ops}.BootAdmission(false)
-	ops.sink().Record(eventlog.Event{Kind: eventlog.KindHoldStarted, Node: "mc-2", Reason: "Consul lists it as critical"})
+	ops.sink().Record(mcribapi.Event{Kind: mcribapi.EventHoldStarted, Node: "mc-2", Reason: "Consul lists it as critical"})
 	fc.Advance(10 * time.Second)
 	ops.hist.Sample(ops.reading(boot, func() (float64, bool) { return 0, false }))
 	// Second: an operator pins the limit; a replacement.
 	ops.operator("10.0.0.9:4444", "boot limit manual 50 boots/s, burst 5")
 	boot.doc = ratelimit.Document{Mode: "manual", Limit: 50, Reason: "pinned by an operator"}
-	ops.sink().Record(eventlog.Event{Kind: eventlog.KindReplacement, Node: "mc-2", Reason: "its hold of 1m passed"})
+	ops.sink().Record(mcribapi.Event{Kind: mcribapi.EventReplacement, Node: "mc-2", Reason: "its hold of 1m passed"})
 	fc.Advance(10 * time.Second)
 	ops.hist.Sample(ops.reading(boot, func() (float64, bool) { return 0.5, true }))
 
@@ -74,11 +75,11 @@ func TestEventsAndHistoryAPI(t *testing.T) {
 		t.Errorf("boot-limit event reason %q, want the move from auto 100 to manual 50", r)
 	}
 
-	var later []eventlog.Event
+	var later []mcribapi.Event
 	if err := json.Unmarshal(get("/v1/events?since=2").Body.Bytes(), &later); err != nil || len(later) != 2 || later[0].Seq != 3 {
 		t.Errorf("?since=2: %v %v, want events 3 and 4", later, err)
 	}
-	var all []eventlog.Event
+	var all []mcribapi.Event
 	if err := json.Unmarshal(get("/v1/events?since=99").Body.Bytes(), &all); err != nil || len(all) != 4 {
 		t.Errorf("?since=99 (a reader of an earlier process): %v %v, want all 4 events", all, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -20,7 +20,7 @@ import (
 
 // printStatus writes the readable form of the status document; times are
 // told as ages from now.
-func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) {
+func printStatus(w io.Writer, s mcribapi.Status, sent sentFields, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	line("pool", orUnknown(s.Pool))
@@ -159,7 +159,7 @@ func printRateLimit(w io.Writer, b ratelimit.Document, sent sentFields) {
 }
 
 // printFrozen writes the outcome of a freeze: its reason and who froze.
-func printFrozen(w io.Writer, doc controlloop.FreezeDoc) {
+func printFrozen(w io.Writer, doc mcribapi.FreezeDoc) {
 	if doc.By == "" {
 		fmt.Fprintf(w, "frozen: %s\n", doc.Reason)
 		return
@@ -182,11 +182,11 @@ func known(sent bool, s string) string {
 
 // orUnknown returns s, or unknownText when it is empty: for a value that
 // is never empty when known (a node ID, who froze).
-func orUnknown(s string) string {
+func orUnknown[T ~string](s T) string {
 	if s == "" {
 		return unknownText
 	}
-	return s
+	return string(s)
 }
 
 // orDash returns s, or "-" when it is empty: for a value whose absence

@@ -9,38 +9,34 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
 func TestPrintStatus(t *testing.T) {
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
 	slot := func(n int) *int { return &n }
-	healthy := statusDocument{
-		Status: controlloop.Status{
-			Pool: "default", Leader: true, LeaderID: "host-a:7070",
-			Generation: 7, LastReconcileAt: &at, ConsulReachable: true,
-			Nodes: []controlloop.NodeStatus{
-				{ID: "mc-1", Addr: "127.0.0.1:11211", AZ: "a", Slot: slot(0), Consul: "present", Reachable: true, State: "serving"},
-				{ID: "mc-9", Addr: "127.0.0.1:11219", Slot: slot(-1), Consul: "absent", State: "down", AbsentSince: &at, Flaps: 3},
-			},
+	healthy := mcribapi.Status{
+		Pool: "default", Leader: true, LeaderID: "host-a:7070",
+		Generation: 7, LastReconcileAt: &at, ConsulReachable: true,
+		Nodes: []mcribapi.NodeStatus{
+			{ID: "mc-1", Addr: "127.0.0.1:11211", AZ: "a", Slot: slot(0), Consul: "present", Reachable: true, State: "serving"},
+			{ID: "mc-9", Addr: "127.0.0.1:11219", Slot: slot(-1), Consul: "absent", State: "down", AbsentSince: &at, Flaps: 3},
 		},
 		HitRate:   func(f float64) *float64 { return &f }(0.97),
 		BootLimit: ratelimit.Document{Mode: "auto", Limit: 1000, Burst: 100},
 	}
-	troubled := statusDocument{
-		Status: controlloop.Status{
-			Pool: "p2", LeaderID: "host-b:7070", Generation: 2,
-			Frozen:     true,
-			Freeze:     &controlloop.FreezeDoc{Frozen: true, Reason: "deploy", At: at.Add(-time.Hour), By: "alice"},
-			AutoFrozen: true, AutoFreezeReason: "3 of 4 nodes absent",
-			DiscoveryFault: true, DiscoveryFaultReason: "consul listed no instance",
-			Nodes: []controlloop.NodeStatus{{ID: "mc-2", Addr: "10.0.0.2:11211", State: "held"}},
-		},
+	troubled := mcribapi.Status{
+		Pool: "p2", LeaderID: "host-b:7070", Generation: 2,
+		Frozen:     true,
+		Freeze:     &mcribapi.FreezeDoc{Frozen: true, Reason: "deploy", At: at.Add(-time.Hour), By: "alice"},
+		AutoFrozen: true, AutoFreezeReason: "3 of 4 nodes absent",
+		DiscoveryFault: true, DiscoveryFaultReason: "consul listed no instance",
+		Nodes: []mcribapi.NodeStatus{{ID: "mc-2", Addr: "10.0.0.2:11211", State: "held"}},
 	}
 	tests := []struct {
 		name string
-		doc  statusDocument
+		doc  mcribapi.Status
 		sent sentFields
 		want string
 	}{
@@ -113,7 +109,7 @@ mc-1  127.0.0.1:11211  a   0     present  yes        serving  0
 mc-9  127.0.0.1:11219  -   -     absent   no         down     3
 `},
 		{name: "no leader, frozen without a document, no nodes",
-			doc: statusDocument{Status: controlloop.Status{Frozen: true}, BootLimit: ratelimit.Document{Mode: "manual", Limit: 2.5, Burst: 1}},
+			doc: mcribapi.Status{Frozen: true, BootLimit: ratelimit.Document{Mode: "manual", Limit: 2.5, Burst: 1}},
 			want: `pool:              unknown
 leader:            no (no leader known)
 frozen:            yes

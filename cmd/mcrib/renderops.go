@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // statusFacts returns the lines of the status document an operator under
 // fire needs besides the headline: vacant slots, replacements held back
 // and the last error. A figure the server did not send is left out (an
 // older mcrib); the last error only when there is one.
-func statusFacts(s statusDocument, sent sentFields) [][2]string {
+func statusFacts(s mcribapi.Status, sent sentFields) [][2]string {
 	var out [][2]string
 	if sent.has("vacant_slots") {
 		v := strconv.Itoa(s.VacantSlots)
@@ -44,7 +44,7 @@ func statusFacts(s statusDocument, sent sentFields) [][2]string {
 // for: the hold's countdown, what an owed flush waits for, a holder that
 // does not answer while Consul still lists it, a warm source's end, flap
 // suppression. Nothing is written when no node waits for anything.
-func printNodeNotes(w io.Writer, s statusDocument, now time.Time) {
+func printNodeNotes(w io.Writer, s mcribapi.Status, now time.Time) {
 	var lines []string
 	for _, n := range s.Nodes {
 		var notes []string
@@ -59,7 +59,7 @@ func printNodeNotes(w io.Writer, s statusDocument, now time.Time) {
 				notes = append(notes, "hold ends in "+d.String())
 			}
 		}
-		if n.Slot != nil && *n.Slot >= 0 && !n.Reachable && n.State != controlloop.StateHeld {
+		if n.Slot != nil && *n.Slot >= 0 && !n.Reachable && n.State != mcribapi.NodeHeld {
 			notes = append(notes, "does not answer, so its slot's keys reach no memcached; it keeps its slot while Consul lists it, and its hold starts when Consul marks it absent")
 		}
 		if n.FlushPending {
@@ -86,7 +86,7 @@ func printNodeNotes(w io.Writer, s statusDocument, now time.Time) {
 
 // flushNote says what a node's owed flush waits for: the node to answer,
 // a freeze to lift, or the leader's next pass.
-func flushNote(s statusDocument, n controlloop.NodeStatus) string {
+func flushNote(s mcribapi.Status, n mcribapi.NodeStatus) string {
 	switch {
 	case !n.Reachable:
 		return "flush owed: it may have missed deletes, so it is flushed when it answers again, before it serves"
@@ -100,7 +100,7 @@ func flushNote(s statusDocument, n controlloop.NodeStatus) string {
 
 // warmSourceNote says until when a node is the warm source of its slot,
 // and what it is afterwards.
-func warmSourceNote(n controlloop.NodeStatus, now time.Time) string {
+func warmSourceNote(n mcribapi.NodeStatus, now time.Time) string {
 	note := "warm source of slot " + strconv.Itoa(*n.Warming)
 	if n.WarmingUntil != nil {
 		note += " until " + untilText(*n.WarmingUntil, now)
@@ -141,9 +141,9 @@ func unservedText(n, numSlots int) string {
 // heldNote is the sentence of a held node: when its slot goes to a spare
 // if it does not return, or that it keeps the slot while it answers; ""
 // for a node that is not held.
-func heldNote(n controlloop.NodeStatus) string {
+func heldNote(n mcribapi.NodeStatus) string {
 	switch {
-	case n.State != controlloop.StateHeld:
+	case n.State != mcribapi.NodeHeld:
 		return ""
 	case n.HeldUntil == nil && n.HoldRemainingSeconds == nil && n.Reachable:
 		return "held: absent from Consul but it answers, so it keeps its slot and its contents"

@@ -7,24 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
 func TestPrintStatusUnderFire(t *testing.T) {
 	slot := func(n int) *int { return &n }
 	secs := func(f float64) *float64 { return &f }
-	doc := statusDocument{
-		Status: controlloop.Status{
-			Pool: "default", Leader: true, LeaderID: "host-a:7070", ConsulReachable: true,
-			VacantSlots: 1, ReplacementsBlocked: 2, LastError: "the slot map changed under this pass (check-and-set failed)",
-			Nodes: []controlloop.NodeStatus{
-				{ID: "mc-1", Slot: slot(0), State: "held", HoldRemainingSeconds: secs(41.6)},
-				{ID: "mc-2", Slot: slot(1), State: "flushing", Reachable: true, FlushPending: true},
-				{ID: "mc-3", State: "down", HoldRemainingSeconds: nil, Suppressed: true, Flaps: 4},
-				{ID: "mc-4", Slot: slot(2), State: "held", HoldRemainingSeconds: secs(0)},
-				{ID: "mc-5", Slot: slot(3), State: "serving", Reachable: true},
-			},
+	doc := mcribapi.Status{
+		Pool: "default", Leader: true, LeaderID: "host-a:7070", ConsulReachable: true,
+		VacantSlots: 1, ReplacementsBlocked: 2, LastError: "the slot map changed under this pass (check-and-set failed)",
+		Nodes: []mcribapi.NodeStatus{
+			{ID: "mc-1", Slot: slot(0), State: "held", HoldRemainingSeconds: secs(41.6)},
+			{ID: "mc-2", Slot: slot(1), State: "flushing", Reachable: true, FlushPending: true},
+			{ID: "mc-3", State: "down", HoldRemainingSeconds: nil, Suppressed: true, Flaps: 4},
+			{ID: "mc-4", Slot: slot(2), State: "held", HoldRemainingSeconds: secs(0)},
+			{ID: "mc-5", Slot: slot(3), State: "serving", Reachable: true},
 		},
 		BootLimit: ratelimit.Document{Mode: "manual", Limit: 50, Burst: 5},
 	}
@@ -67,7 +65,7 @@ func TestStatusHitRateIsNullBeforeTraffic(t *testing.T) {
 		{false, `"hit_rate":null`},
 		{true, `"hit_rate":0.5`},
 	} {
-		doc := withKnownHitRate(newStatusDocument(controlloop.Status{}, ratelimit.Document{HitRate: ratelimit.RateOf(0.5)}), knownRate{known: tc.known})
+		doc := withKnownHitRate(statusDocument(mcribapi.Status{}, ratelimit.Document{HitRate: ratelimit.RateOf(0.5)}), knownRate{known: tc.known})
 		b, err := json.Marshal(doc)
 		if err != nil {
 			t.Fatal(err)
@@ -85,14 +83,12 @@ func TestPrintStatusHeldAndUnserved(t *testing.T) {
 	slot := func(n int) *int { return &n }
 	secs := func(f float64) *float64 { return &f }
 	until := time.Now().Add(22 * time.Second)
-	doc := statusDocument{
-		Status: controlloop.Status{
-			Pool: "default", Leader: true, SlotsUnserved: 1,
-			Nodes: []controlloop.NodeStatus{
-				{ID: "mc-1", Slot: slot(0), State: "held", HoldRemainingSeconds: secs(21.8), HeldUntil: &until},
-				{ID: "mc-2", Slot: slot(1), State: "held", Reachable: true},
-				{ID: "mc-3", Slot: slot(2), State: "held", HoldRemainingSeconds: secs(0), HeldUntil: &until},
-			},
+	doc := mcribapi.Status{
+		Pool: "default", Leader: true, SlotsUnserved: 1,
+		Nodes: []mcribapi.NodeStatus{
+			{ID: "mc-1", Slot: slot(0), State: "held", HoldRemainingSeconds: secs(21.8), HeldUntil: &until},
+			{ID: "mc-2", Slot: slot(1), State: "held", Reachable: true},
+			{ID: "mc-3", Slot: slot(2), State: "held", HoldRemainingSeconds: secs(0), HeldUntil: &until},
 		},
 	}
 	var b bytes.Buffer
@@ -127,7 +123,7 @@ func TestPrintStatusUnservedShare(t *testing.T) {
 		{0, 0, "slots unserved:    0\n"},
 	} {
 		var b bytes.Buffer
-		printStatus(&b, statusDocument{Status: controlloop.Status{Pool: "default", SlotsUnserved: tc.unserved, NumSlots: tc.slots}}, nil, testNow)
+		printStatus(&b, mcribapi.Status{Pool: "default", SlotsUnserved: tc.unserved, NumSlots: tc.slots}, nil, testNow)
 		if !strings.Contains(b.String(), tc.want) {
 			t.Errorf("%d unserved of %d slots: output lacks %q:\n%s", tc.unserved, tc.slots, tc.want, b.String())
 		}
@@ -141,7 +137,7 @@ func TestPrintStatusUnservedShare(t *testing.T) {
 func TestPrintStatusSaysWhatEachWaitsFor(t *testing.T) {
 	slot := func(n int) *int { return &n }
 	until := testNow.Add(90 * time.Second)
-	nodes := []controlloop.NodeStatus{
+	nodes := []mcribapi.NodeStatus{
 		{ID: "mc-1", Slot: slot(0), State: "serving", Consul: "present", Reachable: false},
 		{ID: "mc-2", State: "down", FlushPending: true},
 		{ID: "mc-3", Slot: slot(1), State: "flushing", Reachable: true, FlushPending: true},
@@ -159,7 +155,7 @@ func TestPrintStatusSaysWhatEachWaitsFor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printStatus(&b, statusDocument{Status: controlloop.Status{Pool: "default", Frozen: tc.frozen, AutoFrozen: tc.autoFroze, Nodes: nodes}}, nil, testNow)
+			printStatus(&b, mcribapi.Status{Pool: "default", Frozen: tc.frozen, AutoFrozen: tc.autoFroze, Nodes: nodes}, nil, testNow)
 			out := b.String()
 			for _, want := range []string{
 				"  mc-1: does not answer, so its slot's keys reach no memcached; it keeps its slot while Consul lists it, and its hold starts when Consul marks it absent\n",

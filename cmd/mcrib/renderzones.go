@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The readable forms of the zone documents: the zones of the status
@@ -15,7 +15,7 @@ import (
 
 // printZones writes one line per zone, then the zone alert when there is
 // one; now tells when a drain's next step is due.
-func printZones(w io.Writer, zones []controlloop.ZoneStatus, alert string, now time.Time) {
+func printZones(w io.Writer, zones []mcribapi.ZoneStatus, alert string, now time.Time) {
 	if len(zones) == 0 {
 		fmt.Fprintln(w, "no zones")
 	} else {
@@ -44,12 +44,12 @@ func zoneName(z string) string {
 // A drain or return with slots left to move and nothing blocking it says
 // when its next step is due at now, when that is still to come (steps
 // are at least the step interval apart).
-func drainCell(e *controlloop.DrainEntry, now time.Time) string {
+func drainCell(e *mcribapi.DrainEntry, now time.Time) string {
 	if e == nil {
 		return "-"
 	}
 	s := drainProgress(e)
-	moving := e.State == controlloop.DrainDraining || e.State == controlloop.DrainReturning
+	moving := e.State == mcribapi.DrainDraining || e.State == mcribapi.DrainReturning
 	if moving && e.Blocked == "" && e.SlotsToMove > 0 && e.LastStepAt != nil {
 		if next := e.LastStepAt.Add(e.Interval()); next.After(now) {
 			s += "; next step in " + span(next.Sub(now))
@@ -65,9 +65,9 @@ func drainCell(e *controlloop.DrainEntry, now time.Time) string {
 // of what is left to do: "draining: 1 slot to move, 0 left of a baseline
 // of 1", then "drained: 1 slot moved, 0 left of a baseline of 1";
 // "returning: 2 slots to give back, 3 held of a baseline of 5".
-func drainProgress(e *controlloop.DrainEntry) string {
+func drainProgress(e *mcribapi.DrainEntry) string {
 	state := orUnknown(e.State)
-	if e.State == controlloop.DrainPaused {
+	if e.State == mcribapi.DrainPaused {
 		state = "paused (an operator freeze holds it)"
 	}
 	held, base, target := e.Slots, e.BaselineSlots, e.TargetSlots
@@ -95,7 +95,7 @@ func slotCount(n int) string {
 
 // printDrainEntry writes a zone's drain entry as PUT or DELETE
 // /v1/drain/{zone} answered it; nil means the zone has no entry any more.
-func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry, now time.Time) {
+func printDrainEntry(w io.Writer, zone string, e *mcribapi.DrainEntry, now time.Time) {
 	if e == nil {
 		fmt.Fprintf(w, "zone %s: not drained (it holds its slots again)\n", zone)
 		return
@@ -113,7 +113,7 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry, now ti
 }
 
 // printReplace writes the outcome of a replace.
-func printReplace(w io.Writer, r controlloop.ReplaceResult) {
+func printReplace(w io.Writer, r mcribapi.ReplaceAnswer) {
 	// The answer says only warm or not: a cold move is either an old
 	// holder that did not answer or warm moves turned off.
 	how := "cold (" + orUnknown(r.From) + " did not answer, or --warm-for is 0s): the slot starts empty"
@@ -128,7 +128,7 @@ func printReplace(w io.Writer, r controlloop.ReplaceResult) {
 
 // nodeStateCell is a node's state with its zone's drain and the slot it
 // warms, when there are.
-func nodeStateCell(n controlloop.NodeStatus) string {
+func nodeStateCell(n mcribapi.NodeStatus) string {
 	s := orUnknown(n.State)
 	if n.Warming != nil {
 		s += " (slot " + strconv.Itoa(*n.Warming) + ")"
@@ -141,7 +141,7 @@ func nodeStateCell(n controlloop.NodeStatus) string {
 
 // printStatusZones writes the zones block of `mcrib status`; nothing when
 // the server sent no zones (an older mcrib).
-func printStatusZones(w io.Writer, s statusDocument, now time.Time) {
+func printStatusZones(w io.Writer, s mcribapi.Status, now time.Time) {
 	if len(s.Zones) == 0 {
 		return
 	}

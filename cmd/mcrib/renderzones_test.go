@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestDrainProgress checks that a drain and a return say what is left to
@@ -13,26 +13,26 @@ import (
 func TestDrainProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		e    controlloop.DrainEntry
+		e    mcribapi.DrainEntry
 		want string
 	}{
-		{"one slot to move", controlloop.DrainEntry{State: "draining", BaselineSlots: 1, Slots: 1, TargetSlots: 0},
+		{"one slot to move", mcribapi.DrainEntry{State: "draining", BaselineSlots: 1, Slots: 1, TargetSlots: 0},
 			"draining: 1 slot to move, 0 left of a baseline of 1"},
-		{"that slot moved", controlloop.DrainEntry{State: "drained", BaselineSlots: 1, Slots: 0, TargetSlots: 0},
+		{"that slot moved", mcribapi.DrainEntry{State: "drained", BaselineSlots: 1, Slots: 0, TargetSlots: 0},
 			"drained: 1 slot moved, 0 left of a baseline of 1"},
-		{"half of a zone, under way", controlloop.DrainEntry{State: "draining", BaselineSlots: 4, Slots: 3, TargetSlots: 2},
+		{"half of a zone, under way", mcribapi.DrainEntry{State: "draining", BaselineSlots: 4, Slots: 3, TargetSlots: 2},
 			"draining: 1 slot to move, 2 left of a baseline of 4"},
-		{"half of a zone, done", controlloop.DrainEntry{State: "drained", BaselineSlots: 4, Slots: 2, TargetSlots: 2},
+		{"half of a zone, done", mcribapi.DrainEntry{State: "drained", BaselineSlots: 4, Slots: 2, TargetSlots: 2},
 			"drained: 2 slots moved, 2 left of a baseline of 4"},
-		{"returning", controlloop.DrainEntry{State: "returning", Returning: true, BaselineSlots: 5, Slots: 1, TargetSlots: 5},
+		{"returning", mcribapi.DrainEntry{State: "returning", Returning: true, BaselineSlots: 5, Slots: 1, TargetSlots: 5},
 			"returning: 4 slots to give back, 1 held of a baseline of 5"},
-		{"returning, target from the baseline", controlloop.DrainEntry{State: "returning", Returning: true, BaselineSlots: 2, Slots: 1},
+		{"returning, target from the baseline", mcribapi.DrainEntry{State: "returning", Returning: true, BaselineSlots: 2, Slots: 1},
 			"returning: 1 slot to give back, 1 held of a baseline of 2"},
-		{"returned", controlloop.DrainEntry{State: "returning", Returning: true, BaselineSlots: 2, Slots: 2, TargetSlots: 2},
+		{"returned", mcribapi.DrainEntry{State: "returning", Returning: true, BaselineSlots: 2, Slots: 2, TargetSlots: 2},
 			"returning: back at its baseline of 2 slots"},
-		{"paused", controlloop.DrainEntry{State: "paused", BaselineSlots: 5, Slots: 3, TargetSlots: 0},
+		{"paused", mcribapi.DrainEntry{State: "paused", BaselineSlots: 5, Slots: 3, TargetSlots: 0},
 			"paused (an operator freeze holds it): 3 slots to move, 0 left of a baseline of 5"},
-		{"blocked", controlloop.DrainEntry{State: "draining", BaselineSlots: 2, Slots: 2, Blocked: "no spare outside the drained zones"},
+		{"blocked", mcribapi.DrainEntry{State: "draining", BaselineSlots: 2, Slots: 2, Blocked: "no spare outside the drained zones"},
 			"draining: 2 slots to move, 0 left of a baseline of 2; blocked: no spare outside the drained zones"},
 	} {
 		if got := drainCell(&tc.e, testNow); got != tc.want {
@@ -42,7 +42,7 @@ func TestDrainProgress(t *testing.T) {
 	// A step waits for the step interval: the cell says when the next one
 	// is due, until it is.
 	last := testNow.Add(-2 * time.Second)
-	e := controlloop.DrainEntry{State: "returning", Returning: true, BaselineSlots: 1, Slots: 0, SlotsToMove: 1, StepInterval: "30s", LastStepAt: &last}
+	e := mcribapi.DrainEntry{State: "returning", Returning: true, BaselineSlots: 1, Slots: 0, SlotsToMove: 1, StepInterval: "30s", LastStepAt: &last}
 	if got, want := drainCell(&e, testNow), "returning: 1 slot to give back, 0 held of a baseline of 1; next step in 28 s"; got != want {
 		t.Errorf("a return waiting for its step interval: %q, want %q", got, want)
 	}
@@ -56,7 +56,7 @@ func TestDrainProgress(t *testing.T) {
 
 	var b strings.Builder
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
-	printDrainEntry(&b, "b", &controlloop.DrainEntry{State: "drained", Percent: 100, StepPercent: 10, StepInterval: "30s",
+	printDrainEntry(&b, "b", &mcribapi.DrainEntry{State: "drained", Percent: 100, StepPercent: 10, StepInterval: "30s",
 		Reason: "link flapping", By: "alice@laptop", At: at, BaselineSlots: 1}, at.Add(3*time.Minute))
 	if want := "zone b: drained: 1 slot moved, 0 left of a baseline of 1\n" +
 		"  pace: 100% of the zone's slots in steps of 10% every 30s\n" +

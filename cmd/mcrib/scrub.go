@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // scrubber takes Consul's addresses and KV paths out of texts the API
@@ -67,9 +69,9 @@ func (s *scrubber) err(err error) error {
 	if s == nil || err == nil {
 		return err
 	}
-	var he *httpError
+	var he *mcribapi.Error
 	if errors.As(err, &he) {
-		return &httpError{status: he.status, msg: s.text(he.msg)}
+		return &mcribapi.Error{Status: he.Status, Message: s.text(he.Message)}
 	}
 	return errors.New(s.text(err.Error()))
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 func TestScrub(t *testing.T) {
@@ -35,9 +37,9 @@ func TestScrub(t *testing.T) {
 	if got := nilScrubber.text("mcrib/default/slotmap"); got != "mcrib/default/slotmap" {
 		t.Errorf("the nil scrubber changed %q", got)
 	}
-	err := s.err(errorf(http.StatusServiceUnavailable, "not ready: dial tcp 10.0.0.2:8500: refused"))
-	var he *httpError
-	if !errors.As(err, &he) || he.status != http.StatusServiceUnavailable || he.msg != "not ready: dial tcp Consul: refused" {
+	err := s.err(mcribapi.Errorf(http.StatusServiceUnavailable, "not ready: dial tcp 10.0.0.2:8500: refused"))
+	var he *mcribapi.Error
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || he.Message != "not ready: dial tcp Consul: refused" {
 		t.Errorf("err: %#v", err)
 	}
 }

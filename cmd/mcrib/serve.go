@@ -21,6 +21,7 @@ import (
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/tracing"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/metrics"
 	"github.com/mcrib/mcrib/ratelimit"
 )
@@ -267,7 +268,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		SlotsUnserved:       st.SlotsUnserved,
 		NumSlots:            st.NumSlots,
 		ReplacementsBlocked: st.ReplacementsBlocked,
-		NodesByState:        map[string]int{},
+		NodesByState:        map[mcribapi.NodeState]int{},
 		BootLimit:           doc.Limit,
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
 		CorruptDocuments:    st.CorruptDocuments,

@@ -4,22 +4,18 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// Bounds of ?wait= on GET /v1/slotmap (CONTRACT.md section 3), and the
-// time a blocked answer gets on top of it to be written.
-const (
-	slotMapWaitDefault = 60 * time.Second
-	slotMapWaitMax     = 5 * time.Minute
-	slotMapWriteGrace  = 10 * time.Second
-)
+// slotMapWriteGrace is the time a blocked answer of GET /v1/slotmap gets on
+// top of its ?wait= to be written.
+const slotMapWriteGrace = 10 * time.Second
 
-// slotMapIndex returns the X-Mcrib-Index of a slot map document: the
+// slotMapIndex returns the mcribapi.IndexHeader of a slot map document: the
 // 64-bit FNV-1a hash of its JSON encoding, never 0 (so that ?index=0
 // always answers at once), written in decimal. It is a content
 // index: equal documents have equal indexes, so every replica of a pool
@@ -33,36 +29,6 @@ func slotMapIndex(body []byte) uint64 {
 	return max(h.Sum64(), 1)
 }
 
-// slotMapQuery is the parsed query of GET /v1/slotmap.
-type slotMapQuery struct {
-	blocking bool   // ?index= was given
-	index    uint64 // the index the caller has
-	wait     time.Duration
-}
-
-// parseSlotMapQuery reads ?index= (a whole number, the X-Mcrib-Index of an
-// earlier answer) and ?wait= (a duration above zero and at most 5m,
-// default 60s). Its error is one sentence for a 400.
-func parseSlotMapQuery(q url.Values) (slotMapQuery, error) {
-	out := slotMapQuery{wait: slotMapWaitDefault}
-	if s := q.Get("index"); q.Has("index") {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return out, errorf(http.StatusBadRequest, "index must be the X-Mcrib-Index of an earlier answer (a whole number), got %q", s)
-		}
-		out.blocking, out.index = true, n
-	}
-	if s := q.Get("wait"); q.Has("wait") {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return out, errorf(http.StatusBadRequest, "wait must be a duration above 0s (like 30s or 5m; longer than %s waits %s), got %q", slotMapWaitMax, slotMapWaitMax, s)
-		}
-		// As Consul's blocking queries do, a longer wait is capped.
-		out.wait = min(d, slotMapWaitMax)
-	}
-	return out, nil
-}
-
 // getSlotMap answers GET /v1/slotmap: the slot map document with its
 // X-Mcrib-Index. With ?index= equal to the current index it blocks, as
 // Consul's blocking queries do, until the document differs, ?wait= passes
@@ -70,34 +36,34 @@ func parseSlotMapQuery(q url.Values) (slotMapQuery, error) {
 // same index when nothing changed). It waits on the loop's Changed
 // notification, never polls.
 func (a *apiServer) getSlotMap(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseSlotMapQuery(r.URL.Query())
+	q, err := mcribapi.ParseSlotMapQuery(r.URL.Query())
 	if err != nil {
-		return err
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	var timeout clock.Timer // started when the request first blocks
 	for {
 		changed := a.loop.Changed() // before the map, so no change is missed
 		m := a.loop.SlotMap()
 		if m == nil {
-			return errorf(http.StatusServiceUnavailable, "no slot map is known yet: Consul has not answered and none is stored")
+			return mcribapi.Errorf(http.StatusServiceUnavailable, "no slot map is known yet: Consul has not answered and none is stored")
 		}
 		body, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
 		index := slotMapIndex(body)
-		if !q.blocking || index != q.index {
+		if !q.Blocking || index != q.Index {
 			writeSlotMap(w, body, index)
 			return nil
 		}
 		if timeout == nil {
-			timeout = clock.Or(a.clock).NewTimer(q.wait)
+			timeout = clock.Or(a.clock).NewTimer(q.Wait)
 			defer timeout.Stop()
 			// The server's write timeout fits ordinary calls; a blocked
 			// one gets its wait on top (net/http lifts the read deadline
 			// itself while a handler runs). A socket deadline is wall
 			// time, so it comes from the real clock.
-			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(q.wait + slotMapWriteGrace))
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(q.Wait + slotMapWriteGrace))
 		}
 		select {
 		case <-changed:
@@ -115,7 +81,7 @@ func (a *apiServer) getSlotMap(w http.ResponseWriter, r *http.Request) error {
 
 // writeSlotMap writes a slot map answer with its index.
 func writeSlotMap(w http.ResponseWriter, body []byte, index uint64) {
-	w.Header().Set("X-Mcrib-Index", strconv.FormatUint(index, 10))
+	w.Header().Set(mcribapi.IndexHeader, strconv.FormatUint(index, 10))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

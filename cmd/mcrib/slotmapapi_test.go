@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // fakePlane is a controlPlane serving a slot map that the test changes.
@@ -53,10 +53,10 @@ func (f *fakePlane) set(m *cachenodes.SlotMap) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakePlane) Status() controlloop.Status { return controlloop.Status{} }
-func (f *fakePlane) Ready() error               { return nil }
-func (f *fakePlane) Freeze(context.Context, string, string) (controlloop.FreezeDoc, error) {
-	return controlloop.FreezeDoc{}, nil
+func (f *fakePlane) Status() mcribapi.Status { return mcribapi.Status{} }
+func (f *fakePlane) Ready() error            { return nil }
+func (f *fakePlane) Freeze(context.Context, string, string) (mcribapi.FreezeDoc, error) {
+	return mcribapi.FreezeDoc{}, nil
 }
 func (f *fakePlane) Unfreeze(context.Context) error { return nil }
 

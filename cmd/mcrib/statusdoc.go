@@ -1,27 +1,16 @@
 package main
 
 import (
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
-// statusDocument is the status document of GET /v1/status (CONTRACT.md
-// section 3): the control loop's status with the boot limiter's hit rate
-// and boot-limit document. The API composes it with newStatusDocument and
-// `mcrib status` decodes it; it is a plain value.
-type statusDocument struct {
-	controlloop.Status
-	// HitRate and BootLimit take the place of the loop's fields of the same
-	// JSON names, which the loop does not fill.
-	// HitRate is null while no interval with traffic has been measured.
-	HitRate   *float64           `json:"hit_rate"`
-	BootLimit ratelimit.Document `json:"boot_limit"`
-}
-
-// newStatusDocument composes the status document from the loop's status and
-// the boot limiter's document.
-func newStatusDocument(st controlloop.Status, boot ratelimit.Document) statusDocument {
-	return statusDocument{Status: st, HitRate: boot.HitRate, BootLimit: boot}
+// mcribapi.Status completes the loop's status st into the status document
+// of GET /v1/status with the boot limiter's hit rate and boot-limit
+// document.
+func statusDocument(st mcribapi.Status, boot ratelimit.Document) mcribapi.Status {
+	st.HitRate, st.BootLimit = boot.HitRate, boot
+	return st
 }
 
 // hitRateSource tells whether a hit rate was measured; *ratelimit.Service
@@ -33,7 +22,7 @@ type hitRateSource interface {
 // withKnownHitRate makes doc's hit rate null while boot has measured no
 // interval with traffic (before any traffic, on a follower), so that it
 // does not read as a cold cache.
-func withKnownHitRate(doc statusDocument, boot bootLimiter) statusDocument {
+func withKnownHitRate(doc mcribapi.Status, boot bootLimiter) mcribapi.Status {
 	if hr, ok := boot.(hitRateSource); ok {
 		if _, known := hr.HitRate(); !known {
 			doc.HitRate = nil

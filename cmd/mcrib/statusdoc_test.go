@@ -7,24 +7,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
 // TestStatusDocumentRoundTrip checks that the document the API composes
-// carries the limiter's hit rate and boot-limit document (not the loop's
-// empty fields of the same names), and that the CLI reads it back whole.
+// carries the limiter's hit rate and boot-limit document (not what the
+// loop's status held in those fields), and that the CLI reads it back
+// whole.
 func TestStatusDocumentRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
 	slot := 0
-	st := controlloop.Status{
+	st := mcribapi.Status{
 		Pool: "default", Leader: true, LeaderID: "host-a:7070", Generation: 7, LastReconcileAt: &at,
-		ConsulReachable: true, HitRate: 0.1, BootLimit: "the loop's own value must not show",
-		Nodes: []controlloop.NodeStatus{{ID: "mc-1", Addr: "127.0.0.1:11211", Slot: &slot, Consul: "present", Reachable: true, State: "serving"}},
+		ConsulReachable: true, HitRate: ratelimit.RateOf(0.1), BootLimit: ratelimit.Document{Reason: "the loop's own value must not show"},
+		Nodes: []mcribapi.NodeStatus{{ID: "mc-1", Addr: "127.0.0.1:11211", Slot: &slot, Consul: "present", Reachable: true, State: "serving"}},
 	}
 	boot := ratelimit.Document{Mode: "manual", Limit: 250, Burst: 25, HitRate: ratelimit.RateOf(0.72), Floor: 10, Ceiling: 1000,
 		UpdatedAt: at, Reason: "pinned", AutoLimit: 500}
-	doc := newStatusDocument(st, boot)
+	doc := statusDocument(st, boot)
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -38,15 +39,13 @@ func TestStatusDocumentRoundTrip(t *testing.T) {
 		t.Errorf("status document %s has %d hit_rate fields, want 2", b, n)
 	}
 
-	var got statusDocument
+	var got mcribapi.Status
 	sent, err := decodeDocument(b, &got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := doc
-	want.Status.HitRate, want.Status.BootLimit = 0, nil // shadowed: never on the wire
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("decoded\n %+v\nwant\n %+v", got, want)
+	if !reflect.DeepEqual(got, doc) {
+		t.Errorf("decoded\n %+v\nwant\n %+v", got, doc)
 	}
 	for _, f := range []string{"hit_rate", "boot_limit.burst", "consul_reachable", "nodes.0.reachable", "nodes.0.flaps"} {
 		if !sent.has(f) {

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The zone routes of CONTRACT.md section 7: GET /v1/drain,
@@ -19,19 +18,13 @@ import (
 // nodes; *controlloop.Loop implements it. The API finds it on its
 // controlPlane, so that a test's plane may leave it out.
 type zoneOps interface {
-	Drain(ctx context.Context, zone string, req controlloop.DrainRequest, by string) (controlloop.DrainDoc, error)
-	Undrain(ctx context.Context, zone string) (controlloop.DrainDoc, error)
-	Drains() controlloop.DrainDoc
-	Replace(ctx context.Context, id, reason, by string) (controlloop.ReplaceResult, error)
+	Drain(ctx context.Context, zone string, req mcribapi.Drain, by string) (mcribapi.DrainDoc, error)
+	Undrain(ctx context.Context, zone string) (mcribapi.DrainDoc, error)
+	Drains() mcribapi.DrainDoc
+	Replace(ctx context.Context, id, reason, by string) (mcribapi.ReplaceAnswer, error)
 }
 
 var _ zoneOps = (*controlloop.Loop)(nil)
-
-// Bounds of the names a path may carry.
-const (
-	maxZoneName = 128
-	maxNodeID   = 256
-)
 
 // Route keys of the paths that carry a name; ServeHTTP finds them with
 // paramRoute and the handlers read the name with r.PathValue.
@@ -84,18 +77,11 @@ func (a *apiServer) paramRoute(r *http.Request) (map[string]handler, bool) {
 // zoneOf reads and checks the zone a path names.
 func zoneOf(r *http.Request) (string, error) {
 	zone := r.PathValue("zone")
-	switch {
-	case zone == "":
-		return "", errorf(http.StatusNotFound, "the path names no zone; use %s /v1/drain/{zone}", r.Method)
-	case !utf8.ValidString(zone) || utf8.RuneCountInString(zone) > maxZoneName:
-		return "", errorf(http.StatusBadRequest, "a zone name is at most %d characters long", maxZoneName)
+	if zone == "" {
+		return "", mcribapi.Errorf(http.StatusNotFound, "the path names no zone; use %s /v1/drain/{zone}", r.Method)
 	}
-	for _, c := range zone {
-		// [A-Za-z0-9._:-] only: a zone named otherwise in Consul cannot be
-		// drained through the API (README).
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_.:", c)) {
-			return "", errorf(http.StatusBadRequest, "zone %q has a character other than the ASCII letters and digits, '-', '_', '.' and ':'", zone)
-		}
+	if err := mcribapi.CheckZone(zone); err != nil {
+		return "", mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	return zone, nil
 }
@@ -103,13 +89,11 @@ func zoneOf(r *http.Request) (string, error) {
 // nodeOf reads and checks the node ID a path names.
 func nodeOf(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	switch {
-	case id == "":
-		return "", errorf(http.StatusNotFound, "the path names no node; use POST /v1/nodes/{id}/replace")
-	case !utf8.ValidString(id) || len(id) > maxNodeID:
-		return "", errorf(http.StatusBadRequest, "a node ID is at most %d bytes of UTF-8", maxNodeID)
-	case strings.ContainsFunc(id, func(c rune) bool { return c == '/' || !unicode.IsPrint(c) }):
-		return "", errorf(http.StatusBadRequest, "node ID %q has a '/' or a character that does not print", id)
+	if id == "" {
+		return "", mcribapi.Errorf(http.StatusNotFound, "the path names no node; use POST /v1/nodes/{id}/replace")
+	}
+	if err := mcribapi.CheckNodeID(id); err != nil {
+		return "", mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	return id, nil
 }
@@ -118,19 +102,9 @@ func nodeOf(r *http.Request) (string, error) {
 // none.
 func (a *apiServer) zonesReady() (zoneOps, error) {
 	if a.zones == nil {
-		return nil, errorf(http.StatusServiceUnavailable, "this process cannot drain zones or replace nodes")
+		return nil, mcribapi.Errorf(http.StatusServiceUnavailable, "this process cannot drain zones or replace nodes")
 	}
 	return a.zones, nil
-}
-
-// detail returns err's message without the sentinel's prefix, so that the
-// answer is the loop's one sentence.
-func detail(err, sentinel error) string {
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
-		return rest
-	}
-	return msg
 }
 
 func (a *apiServer) getDrains(w http.ResponseWriter, r *http.Request) error {
@@ -140,7 +114,7 @@ func (a *apiServer) getDrains(w http.ResponseWriter, r *http.Request) error {
 	}
 	doc := z.Drains()
 	if doc.Zones == nil {
-		doc.Zones = map[string]*controlloop.DrainEntry{}
+		doc.Zones = map[string]*mcribapi.DrainEntry{}
 	}
 	writeJSON(w, http.StatusOK, doc)
 	return nil
@@ -155,9 +129,9 @@ func (a *apiServer) putDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := controlloop.ParseDrainRequest(body)
+	req, err := mcribapi.ParseDrainRequest(body)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	z, err := a.zonesReady()
 	if err != nil {
@@ -206,16 +180,14 @@ func zoneError(err error, zone, what string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, controlloop.ErrBadRequest):
-		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
-	case errors.Is(err, controlloop.ErrUnknownZone):
-		return errorf(http.StatusNotFound, "no node is known in zone %q", zone)
-	case errors.Is(err, controlloop.ErrNotDrained):
-		return errorf(http.StatusNotFound, "zone %q is not drained", zone)
-	case errors.Is(err, controlloop.ErrRefused):
-		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
+	case errors.Is(err, mcribapi.ErrBadRequest), errors.Is(err, mcribapi.ErrRefused):
+		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
+	case errors.Is(err, mcribapi.ErrUnknownZone):
+		return mcribapi.Errorf(http.StatusNotFound, "no node is known in zone %q", zone)
+	case errors.Is(err, mcribapi.ErrNotDrained):
+		return mcribapi.Errorf(http.StatusNotFound, "zone %q is not drained", zone)
 	}
-	return errorf(http.StatusServiceUnavailable, "%s could not be stored in Consul: %v", what, err)
+	return mcribapi.Errorf(http.StatusServiceUnavailable, "%s could not be stored in Consul: %v", what, err)
 }
 
 func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
@@ -227,9 +199,9 @@ func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	reason, err := controlloop.ParseReplaceRequest(body)
+	reason, err := mcribapi.ParseReplaceRequest(body)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	z, err := a.zonesReady()
 	if err != nil {
@@ -238,20 +210,18 @@ func (a *apiServer) postReplace(w http.ResponseWriter, r *http.Request) error {
 	by := a.caller(r)
 	res, err := z.Replace(r.Context(), id, reason, by)
 	switch {
-	case errors.Is(err, controlloop.ErrNotLeader):
+	case errors.Is(err, mcribapi.ErrNotLeader):
 		return a.forwardToLeader(w, r, "the replace", body)
-	case errors.Is(err, controlloop.ErrUnknownNode):
-		return errorf(http.StatusNotFound, "no node %q is known in this pool", id)
-	case errors.Is(err, controlloop.ErrRefused):
-		return errorf(http.StatusConflict, "%s", detail(err, controlloop.ErrRefused))
-	case errors.Is(err, controlloop.ErrBadRequest):
-		return errorf(http.StatusBadRequest, "%s", detail(err, controlloop.ErrBadRequest))
+	case errors.Is(err, mcribapi.ErrUnknownNode):
+		return mcribapi.Errorf(http.StatusNotFound, "no node %q is known in this pool", id)
+	case errors.Is(err, mcribapi.ErrRefused), errors.Is(err, mcribapi.ErrBadRequest):
+		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
 	case err != nil:
-		return errorf(http.StatusServiceUnavailable, "the replace of %s could not be carried out: %v", id, err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the replace of %s could not be carried out: %v", id, err)
 	}
-	kind := "cold"
+	kind := mcribapi.MoveCold
 	if res.Warm {
-		kind = "warm"
+		kind = mcribapi.MoveWarm
 	}
 	a.logger.Info("operator change", "who", by, "what", "replace", "node", id, "why", reason,
 		"slot", res.Slot, "to", res.To, "warm", res.Warm)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // fakeZones is a zoneOps that records its calls and answers with err (nil:
@@ -21,7 +21,7 @@ import (
 type fakeZones struct {
 	mu    sync.Mutex
 	calls []string
-	req   controlloop.DrainRequest
+	req   mcribapi.Drain
 	by    string
 	err   error
 }
@@ -39,38 +39,38 @@ func (f *fakeZones) called() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeZones) Drain(_ context.Context, zone string, req controlloop.DrainRequest, by string) (controlloop.DrainDoc, error) {
+func (f *fakeZones) Drain(_ context.Context, zone string, req mcribapi.Drain, by string) (mcribapi.DrainDoc, error) {
 	if err := f.record("drain " + zone); err != nil {
-		return controlloop.DrainDoc{}, err
+		return mcribapi.DrainDoc{}, err
 	}
 	f.mu.Lock()
 	f.req, f.by = req, by
 	f.mu.Unlock()
-	return controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{zone: {
+	return mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{zone: {
 		Percent: req.Percent, StepPercent: req.StepPercent, StepInterval: req.StepInterval.String(),
-		Reason: req.Reason, By: by, BaselineSlots: 5, Slots: 5, State: controlloop.DrainDraining}}}, nil
+		Reason: req.Reason, By: by, BaselineSlots: 5, Slots: 5, State: mcribapi.DrainDraining}}}, nil
 }
 
-func (f *fakeZones) Undrain(_ context.Context, zone string) (controlloop.DrainDoc, error) {
+func (f *fakeZones) Undrain(_ context.Context, zone string) (mcribapi.DrainDoc, error) {
 	if err := f.record("undrain " + zone); err != nil {
-		return controlloop.DrainDoc{}, err
+		return mcribapi.DrainDoc{}, err
 	}
-	return controlloop.DrainDoc{Zones: map[string]*controlloop.DrainEntry{zone: {Returning: true, State: controlloop.DrainReturning}}}, nil
+	return mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{zone: {Returning: true, State: mcribapi.DrainReturning}}}, nil
 }
 
-func (f *fakeZones) Drains() controlloop.DrainDoc {
+func (f *fakeZones) Drains() mcribapi.DrainDoc {
 	f.record("drains")
-	return controlloop.DrainDoc{}
+	return mcribapi.DrainDoc{}
 }
 
-func (f *fakeZones) Replace(_ context.Context, id, reason, by string) (controlloop.ReplaceResult, error) {
+func (f *fakeZones) Replace(_ context.Context, id, reason, by string) (mcribapi.ReplaceAnswer, error) {
 	if err := f.record("replace " + id); err != nil {
-		return controlloop.ReplaceResult{}, err
+		return mcribapi.ReplaceAnswer{}, err
 	}
 	f.mu.Lock()
 	f.by = by
 	f.mu.Unlock()
-	return controlloop.ReplaceResult{Slot: 3, From: id, To: "mc-9", Warm: true}, nil
+	return mcribapi.ReplaceAnswer{Slot: 3, From: id, To: "mc-9", Warm: true}, nil
 }
 
 func zoneAPI(t *testing.T, token string, z *fakeZones) *apiServer {
@@ -173,17 +173,17 @@ func TestDrainAPI(t *testing.T) {
 	if rr.Code != 200 {
 		t.Fatalf("PUT: %d %s", rr.Code, rr.Body)
 	}
-	want := controlloop.DrainRequest{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second, StepIntervalText: "3s"}
+	want := mcribapi.Drain{Reason: "link to b flapping", Percent: 50, StepPercent: 25, StepInterval: 3 * time.Second, StepIntervalText: "3s"}
 	if z.req != want {
 		t.Errorf("the loop got %+v, want %+v", z.req, want)
 	}
-	var doc controlloop.DrainDoc
+	var doc mcribapi.DrainDoc
 	if err := json.Unmarshal(rr.Body.Bytes(), &doc); err != nil || doc.Zones["b"] == nil || doc.Zones["b"].StepInterval != "3s" {
 		t.Fatalf("answer %s: %v", rr.Body, err)
 	}
 	// Defaults apply to the fields left out.
 	if rr := call(a, "PUT", "/v1/drain/eu-west-1a", `{"reason":"r"}`, ""); rr.Code != 200 ||
-		z.req != (controlloop.DrainRequest{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: 30 * time.Second}) {
+		z.req != (mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 10, StepInterval: 30 * time.Second}) {
 		t.Errorf("PUT with defaults: %d, loop got %+v", rr.Code, z.req)
 	}
 	if rr := call(a, "DELETE", "/v1/drain/b", ``, ""); rr.Code != 200 || !strings.Contains(rr.Body.String(), `"returning"`) {
@@ -193,7 +193,7 @@ func TestDrainAPI(t *testing.T) {
 		t.Errorf("GET /v1/drain: %d %s, want {\"zones\":{}}", rr.Code, rr.Body)
 	}
 	events := a.ops.log.Since(0)
-	if len(events) != 3 || events[0].Kind != eventlog.KindOperator || !strings.Contains(events[0].Reason, "drain zone b") ||
+	if len(events) != 3 || events[0].Kind != mcribapi.EventOperator || !strings.Contains(events[0].Reason, "drain zone b") ||
 		!strings.Contains(events[0].Reason, "link to b flapping") || !strings.Contains(events[2].Reason, "undrain zone b") {
 		t.Errorf("events %+v, want the drain and the undrain of b", events)
 	}
@@ -206,13 +206,13 @@ func TestZoneAPIErrorsOfTheLoop(t *testing.T) {
 		want                     int
 		wantIn                   string
 	}{
-		{"unknown zone", "PUT", "/v1/drain/q", `{"reason":"r"}`, controlloop.ErrUnknownZone, 404, `zone "q"`},
+		{"unknown zone", "PUT", "/v1/drain/q", `{"reason":"r"}`, mcribapi.ErrUnknownZone, 404, `zone "q"`},
 		{"last zone", "PUT", "/v1/drain/a", `{"reason":"r"}`,
-			fmt.Errorf("%w: draining a would leave no undrained zone", controlloop.ErrRefused), 409, "draining a would leave no undrained zone"},
-		{"not drained", "DELETE", "/v1/drain/a", ``, controlloop.ErrNotDrained, 404, "not drained"},
-		{"unknown node", "POST", "/v1/nodes/mc-77/replace", `{"reason":"r"}`, controlloop.ErrUnknownNode, 404, "mc-77"},
+			fmt.Errorf("%w: draining a would leave no undrained zone", mcribapi.ErrRefused), 409, "draining a would leave no undrained zone"},
+		{"not drained", "DELETE", "/v1/drain/a", ``, mcribapi.ErrNotDrained, 404, "not drained"},
+		{"unknown node", "POST", "/v1/nodes/mc-77/replace", `{"reason":"r"}`, mcribapi.ErrUnknownNode, 404, "mc-77"},
 		{"no spare", "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`,
-			fmt.Errorf("%w: no spare can take slot 3", controlloop.ErrRefused), 409, "no spare can take slot 3"},
+			fmt.Errorf("%w: no spare can take slot 3", mcribapi.ErrRefused), 409, "no spare can take slot 3"},
 		{"consul down", "PUT", "/v1/drain/a", `{"reason":"r"}`, fmt.Errorf("connection refused"), 503, "Consul"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The zone commands: zones, drain, undrain and replace.
@@ -42,7 +42,7 @@ func (c cli) zones(ctx context.Context, args []string) error {
 		c.printRaw(raw)
 		return nil
 	}
-	var zones []controlloop.ZoneStatus
+	var zones []mcribapi.ZoneStatus
 	if len(doc.Zones) > 0 {
 		if err := json.Unmarshal(doc.Zones, &zones); err != nil {
 			return fmt.Errorf("reading the zones of the status document: %w", err)
@@ -50,15 +50,6 @@ func (c cli) zones(ctx context.Context, args []string) error {
 	}
 	printZones(c.stdout, zones, doc.ZoneAlert, c.now())
 	return nil
-}
-
-// drainRequest is the body of PUT /v1/drain/{zone}; a field left nil is
-// not sent, so that the server's default applies.
-type drainRequest struct {
-	Reason       string  `json:"reason"`
-	Percent      *int    `json:"percent,omitempty"`
-	StepPercent  *int    `json:"step_percent,omitempty"`
-	StepInterval *string `json:"step_interval,omitempty"`
 }
 
 // drain sends PUT /v1/drain/ZONE and prints the zone's entry.
@@ -81,7 +72,7 @@ func (c cli) drain(ctx context.Context, args []string) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usageError("--reason is required and must not be empty")
 	}
-	req := drainRequest{Reason: *reason}
+	req := mcribapi.DrainRequest{Reason: *reason}
 	if given(fs, "percent") {
 		req.Percent = percent
 	}
@@ -136,7 +127,7 @@ func (c cli) printDrainAnswer(b []byte, zone string, asJSON bool) error {
 		c.printRaw(b)
 		return nil
 	}
-	var doc controlloop.DrainDoc
+	var doc mcribapi.DrainDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("reading the drain document: %w", err)
 	}
@@ -164,7 +155,7 @@ func (c cli) replace(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cl.close()
-	b, err := cl.post(ctx, "/v1/nodes/"+url.PathEscape(node)+"/replace", map[string]string{"reason": *reason})
+	b, err := cl.post(ctx, "/v1/nodes/"+url.PathEscape(node)+"/replace", mcribapi.ReplaceRequest{Reason: *reason})
 	if err != nil {
 		return err
 	}
@@ -172,7 +163,7 @@ func (c cli) replace(ctx context.Context, args []string) error {
 		c.printRaw(b)
 		return nil
 	}
-	var res controlloop.ReplaceResult
+	var res mcribapi.ReplaceAnswer
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("reading the answer of the replace: %w", err)
 	}

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // A replace that reaches a follower, whose loop answers
-// controlloop.ErrNotLeader, is forwarded to the leader, as boots are
+// mcribapi.ErrNotLeader, is forwarded to the leader, as boots are
 // (bootapi.go). Drains and undrains need no forwarding: any replica stores
 // them in KV.
 
@@ -49,9 +51,9 @@ func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what
 	}
 	switch {
 	case r.Header.Get(forwardedHeader) != "":
-		return errorf(http.StatusServiceUnavailable, "%s was forwarded to this replica, which does not lead the pool; the leadership is changing, try again in a few seconds", what)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "%s was forwarded to this replica, which does not lead the pool; the leadership is changing, try again in a few seconds", what)
 	case leaderID == "":
-		return errorf(http.StatusServiceUnavailable, "this replica does not lead the pool and no leader is known to carry out %s; try again in a few seconds", what)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "this replica does not lead the pool and no leader is known to carry out %s; try again in a few seconds", what)
 	}
 	scheme := "http"
 	if a.forwardTLS != nil {
@@ -63,7 +65,7 @@ func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the leader's address %q does not make a URL: %v", leaderID, err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the leader's address %q does not make a URL: %v", leaderID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if auth := r.Header.Get("Authorization"); auth != "" {
@@ -76,15 +78,15 @@ func (a *apiServer) forwardToLeader(w http.ResponseWriter, r *http.Request, what
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
-		return errorf(http.StatusServiceUnavailable, "the leader at %s did not answer %s within %s; it may still carry it out, so check mcrib status before trying again", leaderID, what, budget)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the leader at %s did not answer %s within %s; it may still carry it out, so check mcrib status before trying again", leaderID, what, budget)
 	}
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out %s: %v", leaderID, what, unwrapURL(err))
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the leader at %s could not be reached to carry out %s: %v", leaderID, what, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return errorf(http.StatusServiceUnavailable, "the leader at %s answered %s, but its answer could not be read: %v", leaderID, what, err)
+		return mcribapi.Errorf(http.StatusServiceUnavailable, "the leader at %s answered %s, but its answer could not be read: %v", leaderID, what, err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestReplaceIsForwardedToTheLeader: a follower whose loop answers
@@ -32,7 +32,7 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	defer leaderSrv.Close()
 
 	leaderID := leaderSrv.Listener.Addr().String()
-	followerZones := &fakeZones{err: controlloop.ErrNotLeader}
+	followerZones := &fakeZones{err: mcribapi.ErrNotLeader}
 	follower := zoneAPI(t, "sekrit", followerZones)
 	follower.leader = func() (bool, string) { return false, leaderID }
 	follower.replicas = fixedReplicas{n: 2}
@@ -41,8 +41,8 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	if rr.Code != 200 {
 		t.Fatalf("forwarded replace: %d %s", rr.Code, rr.Body)
 	}
-	var res controlloop.ReplaceResult
-	if err := json.Unmarshal(rr.Body.Bytes(), &res); err != nil || res != (controlloop.ReplaceResult{Slot: 3, From: "mc-1", To: "mc-9", Warm: true}) {
+	var res mcribapi.ReplaceAnswer
+	if err := json.Unmarshal(rr.Body.Bytes(), &res); err != nil || res != (mcribapi.ReplaceAnswer{Slot: 3, From: "mc-1", To: "mc-9", Warm: true}) {
 		t.Fatalf("answer %s (%v)", rr.Body, err)
 	}
 	if c := leaderZones.called(); len(c) != 1 || c[0] != "replace mc-1" {
@@ -58,7 +58,7 @@ func TestReplaceIsForwardedToTheLeader(t *testing.T) {
 	mu.Unlock()
 
 	// The leader's refusal comes back as it is.
-	leaderZones.err = controlloop.ErrUnknownNode
+	leaderZones.err = mcribapi.ErrUnknownNode
 	if rr := call(follower, "POST", "/v1/nodes/mc-1/replace", `{"reason":"r"}`, "sekrit"); rr.Code != 404 {
 		t.Errorf("leader's 404: follower answered %d %s", rr.Code, rr.Body)
 	}
@@ -120,7 +120,7 @@ func TestReplaceForwardOverTLS(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	follower := zoneAPI(t, "t", &fakeZones{err: controlloop.ErrNotLeader})
+	follower := zoneAPI(t, "t", &fakeZones{err: mcribapi.ErrNotLeader})
 	follower.leader = func() (bool, string) { return false, srv.Listener.Addr().String() }
 	if _, scheme, err := secureFront(serveConfig{TLSCert: cert, Token: "t"}, follower, "127.0.0.1:0", "127.0.0.1:1"); err != nil || scheme != "https" {
 		t.Fatalf("secureFront: %q %v", scheme, err)
@@ -141,10 +141,10 @@ func TestForwardStripsBrowserHeaders(t *testing.T) {
 		mu.Lock()
 		got = r.Header.Clone()
 		mu.Unlock()
-		writeJSON(w, http.StatusOK, controlloop.ReplaceResult{Slot: 1, From: "mc-1", To: "mc-9"})
+		writeJSON(w, http.StatusOK, mcribapi.ReplaceAnswer{Slot: 1, From: "mc-1", To: "mc-9"})
 	}))
 	defer leaderSrv.Close()
-	follower := zoneAPI(t, "", &fakeZones{err: controlloop.ErrNotLeader})
+	follower := zoneAPI(t, "", &fakeZones{err: mcribapi.ErrNotLeader})
 	follower.leader = func() (bool, string) { return false, leaderSrv.Listener.Addr().String() }
 	follower.replicas = fixedReplicas{n: 2}
 	req := httptest.NewRequest("POST", "/v1/nodes/mc-1/replace", strings.NewReader(`{"reason":"r"}`))

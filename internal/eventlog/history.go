@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // DefaultWindow is how far back a History reaches when HistoryOptions.Window
@@ -35,23 +36,6 @@ type point struct {
 	refusals     int
 	flushes      int
 	replacements int
-}
-
-// Series is the document of GET /v1/history: one time series per figure,
-// all on the same time axis At (the end of each interval, oldest first).
-// HitRate holds null for an interval whose hit rate is unknown. The counts
-// are per interval. Series is a plain value.
-type Series struct {
-	IntervalSeconds float64     `json:"interval_seconds"`
-	WindowSeconds   float64     `json:"window_seconds"`
-	At              []time.Time `json:"at"`
-	HitRate         []*float64  `json:"hit_rate"`
-	BootLimit       []float64   `json:"boot_limit"`
-	BootMode        []string    `json:"boot_mode"`
-	Admissions      []int       `json:"admissions"`
-	Refusals        []int       `json:"refusals"`
-	Flushes         []int       `json:"flushes"`
-	Replacements    []int       `json:"replacements"`
 }
 
 // HistoryOptions configures NewHistory. Interval is required.
@@ -105,13 +89,13 @@ func (h *History) Admission(admitted bool) {
 
 // Count counts an event of kind in the current interval; only flushes
 // and replacements are counted.
-func (h *History) Count(kind string) {
+func (h *History) Count(kind mcribapi.EventKind) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch kind {
-	case KindFlush:
+	case mcribapi.EventFlush:
 		h.pending.flushes++
-	case KindReplacement:
+	case mcribapi.EventReplacement:
 		h.pending.replacements++
 	}
 }
@@ -152,12 +136,13 @@ func (h *History) Run(ctx context.Context, read func() Reading) {
 	}
 }
 
-// Series returns the kept points as time series, oldest first.
-func (h *History) Series() Series {
+// Series returns the kept points as time series, oldest first: the
+// document of GET /v1/history.
+func (h *History) Series() mcribapi.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := len(h.points)
-	s := Series{
+	s := mcribapi.History{
 		IntervalSeconds: h.opts.Interval.Seconds(),
 		WindowSeconds:   h.opts.Window.Seconds(),
 		At:              make([]time.Time, 0, n),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 func TestHistoryPointsPerInterval(t *testing.T) {
@@ -22,9 +23,9 @@ func TestHistoryPointsPerInterval(t *testing.T) {
 	// Interval 2: two admissions, a replacement and its flush.
 	h.Admission(true)
 	h.Admission(true)
-	rec.Record(Event{Kind: KindFlush, Node: "mc-4"})
-	rec.Record(Event{Kind: KindReplacement, Node: "mc-2"})
-	rec.Record(Event{Kind: KindHoldStarted, Node: "mc-3"})
+	rec.Record(mcribapi.Event{Kind: mcribapi.EventFlush, Node: "mc-4"})
+	rec.Record(mcribapi.Event{Kind: mcribapi.EventReplacement, Node: "mc-2"})
+	rec.Record(mcribapi.Event{Kind: mcribapi.EventHoldStarted, Node: "mc-3"})
 	fc.Advance(10 * time.Second)
 	h.Sample(Reading{HitRate: 0.9, HitRateKnown: true, BootLimit: 50, BootMode: "manual"})
 

@@ -2,44 +2,13 @@ package eventlog
 
 import (
 	"sync"
-	"time"
 
 	"github.com/mcrib/mcrib/clock"
-)
-
-// Kinds of events. Node transitions use the node's event names of the
-// control loop ("node absent", "node unreachable", ...).
-const (
-	KindPlacement         = "placement"
-	KindReplacement       = "replacement"
-	KindFlush             = "flush"
-	KindHoldStarted       = "hold started"
-	KindHoldCleared       = "hold cleared"
-	KindAutoFreeze        = "automatic freeze"
-	KindAutoFreezeLifted  = "automatic freeze lifted"
-	KindDiscoveryFault    = "discovery fault"
-	KindBootLimit         = "boot limit"
-	KindOperator          = "operator change"
-	KindObserverFault     = "observer fault"
-	KindObserverFaultOver = "observer fault over"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // DefaultSize is the number of events a Log keeps when Options.Size is 0.
 const DefaultSize = 500
-
-// Event is one decision or observation. Seq numbers the events of one Log
-// from 1, so that a reader can ask for the ones after those it has seen.
-// At is filled in by Log.Add when it is zero. Node, Slot and Who are empty
-// (null) when they do not apply. Event is a plain value.
-type Event struct {
-	Seq    uint64    `json:"seq"`
-	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"`
-	Node   string    `json:"node,omitempty"`
-	Slot   *int      `json:"slot,omitempty"`
-	Reason string    `json:"reason"`
-	Who    string    `json:"who"`
-}
 
 // Options configures NewLog. The zero value keeps DefaultSize events on
 // the real clock.
@@ -55,7 +24,7 @@ type Options struct {
 type Log struct {
 	clock clock.Clock
 	mu    sync.Mutex
-	ring  []Event
+	ring  []mcribapi.Event
 	next  int // index of the next write once the ring is full
 	seq   uint64
 }
@@ -65,12 +34,12 @@ func NewLog(opts Options) *Log {
 	if opts.Size <= 0 {
 		opts.Size = DefaultSize
 	}
-	return &Log{clock: clock.Or(opts.Clock), ring: make([]Event, 0, opts.Size)}
+	return &Log{clock: clock.Or(opts.Clock), ring: make([]mcribapi.Event, 0, opts.Size)}
 }
 
 // Add records e, dating it now when its At is zero, and returns it with
-// its sequence number. Who defaults to "mcrib" (a decision of its own).
-func (l *Log) Add(e Event) Event {
+// its sequence number, which numbers the events of one Log from 1. Who defaults to "mcrib" (a decision of its own).
+func (l *Log) Add(e mcribapi.Event) mcribapi.Event {
 	if e.At.IsZero() {
 		e.At = l.clock.Now()
 	}
@@ -93,10 +62,10 @@ func (l *Log) Add(e Event) Event {
 
 // Since returns the kept events whose Seq is above seq, oldest first.
 // Since(0) returns every kept event.
-func (l *Log) Since(seq uint64) []Event {
+func (l *Log) Since(seq uint64) []mcribapi.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Event, 0, len(l.ring))
+	out := make([]mcribapi.Event, 0, len(l.ring))
 	for i := range l.ring {
 		e := l.ring[(l.next+i)%len(l.ring)]
 		if e.Seq > seq {

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 func TestLogKeepsTheLatestEventsNewestLast(t *testing.T) {
 	fc := clock.NewFake(time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC))
 	l := NewLog(Options{Size: 3, Clock: fc})
 	for _, node := range []string{"mc-1", "mc-2", "mc-3", "mc-4", "mc-5"} {
-		l.Add(Event{Kind: KindReplacement, Node: node, Reason: "hold expired"})
+		l.Add(mcribapi.Event{Kind: mcribapi.EventReplacement, Node: node, Reason: "hold expired"})
 		fc.Advance(time.Second)
 	}
 	tests := []struct {
@@ -49,7 +50,7 @@ func TestLogKeepsTheLatestEventsNewestLast(t *testing.T) {
 func TestLogKeepsGivenTimeAndWho(t *testing.T) {
 	l := NewLog(Options{Clock: clock.NewFake(time.Unix(100, 0))})
 	at := time.Unix(50, 0)
-	e := l.Add(Event{At: at, Kind: KindOperator, Reason: "freeze: rollout", Who: "10.0.0.1:5555"})
+	e := l.Add(mcribapi.Event{At: at, Kind: mcribapi.EventOperator, Reason: "freeze: rollout", Who: "10.0.0.1:5555"})
 	if !e.At.Equal(at) || e.Who != "10.0.0.1:5555" || e.Seq != 1 {
 		t.Errorf("Add returned %+v; want At 50s, the given Who, Seq 1", e)
 	}

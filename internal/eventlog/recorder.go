@@ -1,5 +1,7 @@
 package eventlog
 
+import "github.com/mcrib/mcrib/mcribapi"
+
 // Recorder feeds one event stream into a Log and a History: every event
 // is logged, and flushes and replacements are counted in the history's
 // current interval. It implements controlloop.EventSink. Either field may
@@ -10,7 +12,7 @@ type Recorder struct {
 }
 
 // Record logs e and counts it.
-func (r Recorder) Record(e Event) {
+func (r Recorder) Record(e mcribapi.Event) {
 	if r.Log != nil {
 		r.Log.Add(e)
 	}

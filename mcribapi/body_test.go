@@ -1,4 +1,4 @@
-package controlloop
+package mcribapi
 
 import (
 	"strings"

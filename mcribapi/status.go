@@ -1,0 +1,138 @@
+package mcribapi
+
+import "time"
+
+// Status is the status document of GET /v1/status. The control loop fills
+// every field but HitRate and BootLimit, which the server adds from the
+// boot limiter. Fields may be added, none removed or renamed.
+type Status struct {
+	Pool                 string       `json:"pool"`
+	Leader               bool         `json:"leader"`
+	LeaderID             string       `json:"leader_id"`
+	Frozen               bool         `json:"frozen"`
+	Freeze               *FreezeDoc   `json:"freeze"`
+	AutoFrozen           bool         `json:"auto_frozen"`
+	AutoFreezeReason     string       `json:"auto_freeze_reason"`
+	Generation           uint64       `json:"generation"`
+	LastReconcileAt      *time.Time   `json:"last_reconcile_at"`
+	ConsulReachable      bool         `json:"consul_reachable"`
+	Nodes                []NodeStatus `json:"nodes"`
+	DiscoveryFault       bool         `json:"discovery_fault"`
+	DiscoveryFaultReason string       `json:"discovery_fault_reason"`
+	ReplacementsBlocked  int          `json:"replacements_blocked"`
+	LastError            string       `json:"last_error"`
+	VacantSlots          int          `json:"vacant_slots"`
+	// NumSlots is the number of slots of the map this process knows (0
+	// before it knows one): slots_unserved out of it is the share of the
+	// keys that reach no memcached.
+	NumSlots int `json:"num_slots"`
+	// SlotsUnserved counts the slots whose keys reach no memcached: vacant,
+	// or held by a node unreachable by the pool's verdict. The hit rate
+	// counts only the gets that reached a memcached; this is the share of
+	// the keys it leaves out.
+	SlotsUnserved int `json:"slots_unserved"`
+	// CorruptDocuments names the documents in Consul KV that do not parse
+	// ("slotmap", "freeze"); absent when none.
+	CorruptDocuments []string `json:"corrupt_documents,omitempty"`
+	// Zones has one entry per zone known, by zone name.
+	Zones []ZoneStatus `json:"zones"`
+	// ZoneAlert names each zone more than half of whose slot holders, and
+	// at least two of them, are unreachable, with the command that would
+	// drain it; "" when none.
+	ZoneAlert string `json:"zone_alert,omitempty"`
+	// HitRate is the pool's hit rate, null while no interval with traffic
+	// has been measured (before any traffic, on a follower).
+	HitRate *float64 `json:"hit_rate"`
+	// BootLimit is the boot-limit document in force.
+	BootLimit BootLimit `json:"boot_limit"`
+}
+
+// NodeState is the state of a node in the status document.
+type NodeState string
+
+// The node states.
+const (
+	// NodeServing: the node holds a slot.
+	NodeServing NodeState = "serving"
+	// NodeHeld: the node holds a slot and is absent from Consul, inside
+	// its hold.
+	NodeHeld NodeState = "held"
+	// NodeSpare: the node holds no slot and is ready.
+	NodeSpare NodeState = "spare"
+	// NodeFlushing: the node is being flushed, or holds a slot and owes a
+	// flush.
+	NodeFlushing NodeState = "flushing"
+	// NodeDown: the node is unreachable and holds no slot.
+	NodeDown NodeState = "down"
+	// NodeWarming: the node gave its slot away in a planned move and
+	// serves as the new holder's warm source until the warming ends.
+	NodeWarming NodeState = "warming"
+)
+
+// NodeStates lists the node states, so that an exporter can create each
+// at 0.
+func NodeStates() []NodeState {
+	return []NodeState{NodeServing, NodeHeld, NodeSpare, NodeFlushing, NodeDown, NodeWarming}
+}
+
+// ConsulState is how Consul lists a node, in the status document.
+type ConsulState string
+
+// The Consul states.
+const (
+	ConsulPresent     ConsulState = "present"
+	ConsulAbsent      ConsulState = "absent"
+	ConsulMaintenance ConsulState = "maintenance"
+)
+
+// NodeStatus is one node of the status document. Slot is null for a node
+// without a slot; AbsentSince is null while Consul lists it as present.
+type NodeStatus struct {
+	ID          string      `json:"id"`
+	Addr        string      `json:"addr"`
+	AZ          string      `json:"az"`
+	Slot        *int        `json:"slot"`
+	Consul      ConsulState `json:"consul"`
+	Reachable   bool        `json:"reachable"`
+	State       NodeState   `json:"state"`
+	AbsentSince *time.Time  `json:"absent_since"`
+	Flaps       int         `json:"flaps"`
+	Suppressed  bool        `json:"suppressed"`
+	// HoldRemainingSeconds counts down while a slot holder is absent and
+	// unreachable (0: due for replacement); null while it is not counting.
+	HoldRemainingSeconds *float64 `json:"hold_remaining_seconds"`
+	// HeldUntil is when the slot of a held node goes to a spare if the
+	// node does not return: the end of its hold, while the hold counts
+	// down (the node absent from Consul and unreachable); null otherwise.
+	// Past it, the replacement is due and waits only for a spare, the
+	// replacement ceiling or a freeze.
+	HeldUntil *time.Time `json:"held_until"`
+	// FlushPending is true while the flushes document names the node: its
+	// flush was decided and is not done yet, whatever it waits for (the
+	// node to answer, a freeze, the leader's next pass).
+	FlushPending bool `json:"flush_pending"`
+	// Drained is true while the node's zone is drained.
+	Drained bool `json:"drained"`
+	// Warming is the slot this node still serves as the warm source of,
+	// else null.
+	Warming *int `json:"warming"`
+	// WarmingUntil is when that warming ends at the latest (the slot map's
+	// until, on the clock of the leader that wrote it), else null; the
+	// node is a spare again after it (a drained one, in a drained zone).
+	WarmingUntil *time.Time `json:"warming_until"`
+}
+
+// ZoneStatus is one entry of the status document's zones.
+type ZoneStatus struct {
+	Zone        string      `json:"zone"`
+	Nodes       int         `json:"nodes"`
+	Slots       int         `json:"slots"`
+	Unreachable int         `json:"unreachable"`
+	Absent      int         `json:"absent"`
+	HitRate     *float64    `json:"hit_rate"`
+	Drain       *DrainEntry `json:"drain"`
+	// Alert is true while the zone alerts: more than half of its slot
+	// holders, and at least two of them, unreachable (the status's
+	// zone_alert names it, with the command that would drain it).
+	Alert bool `json:"alert"`
+}
