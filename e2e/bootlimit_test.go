@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,12 +11,12 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
-	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
-func (m *mcrib) bootLimit() ratelimit.Document {
+func (m *mcrib) bootLimit() mcribapi.BootLimit {
 	m.t.Helper()
-	var d ratelimit.Document
+	var d mcribapi.BootLimit
 	if code := m.getJSON("/v1/ratelimit", &d); code != 200 {
 		m.t.Fatalf("GET /v1/ratelimit: %d", code)
 	}
@@ -34,8 +33,8 @@ func TestBootAdmissionFollowsManualLimit(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("PUT /v1/ratelimit: %d %s", code, body)
 	}
-	var doc ratelimit.Document
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Mode != "manual" || doc.Limit != 5 || doc.Burst != 5 || doc.Reason == "" {
+	doc, err := decodeAs[mcribapi.BootLimit](body, "PUT /v1/ratelimit")
+	if err != nil || doc.Mode != "manual" || doc.Limit != 5 || doc.Burst != 5 || doc.Reason == "" {
 		t.Fatalf("boot-limit document %s (%v)", body, err)
 	}
 	admitted := 0
@@ -89,8 +88,7 @@ func TestRateLimitKnobRefusesBadInput(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
 		}
-		var e struct{ Error string }
-		if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		if !isErrorBody(body) {
 			t.Errorf("%s: body %s is not a JSON error", tc.name, body)
 		}
 		if after := m.bootLimit(); after.Mode != before.Mode || after.Limit != before.Limit || after.Burst != before.Burst {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // hostsProbeInterval is the --probe-interval of every replica on a bed, as
@@ -191,7 +192,7 @@ func (p *hostsPool) leader(timeout time.Duration) *replica {
 	var since time.Time
 	testenv.Eventually(p.t, timeout, "exactly one replica leading, with a pass completed as leader", func() bool {
 		var leaders []*replica
-		var st hostStatus
+		var st mcribapi.Status
 		for _, r := range p.live() {
 			if s, err := r.status(); err == nil && s.Leader {
 				leaders, st = append(leaders, r), s
@@ -204,7 +205,7 @@ func (p *hostsPool) leader(timeout time.Duration) *replica {
 		if found != leaders[0] {
 			found, since = leaders[0], time.Now()
 		}
-		return st.reconciledAfter(since)
+		return reconciledAfter(st, since)
 	})
 	return found
 }
@@ -306,7 +307,7 @@ func (p *hostsPool) settle(r *replica, timeout time.Duration) {
 			return false
 		}
 		for _, n := range p.nodes {
-			ns, listed := st.node(n.id)
+			ns, listed := nodeStatus(st, n.id)
 			if !listed || !ns.Reachable || ns.FlushPending || (ns.Slot != nil && ns.State != "serving") {
 				why, seen = fmt.Sprintf("node %+v", ns), time.Time{}
 				if !listed {
@@ -323,7 +324,7 @@ func (p *hostsPool) settle(r *replica, timeout time.Duration) {
 			seen = time.Now()
 		}
 		why = "no pass completed since every node showed serving"
-		return st.reconciledAfter(seen)
+		return reconciledAfter(st, seen)
 	})
 	if !ok {
 		p.t.Fatalf("%s did not settle within %v: %s", r.name, timeout, why)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // replica is one `mcrib serve` on its own host.
@@ -24,41 +24,9 @@ type replica struct {
 	addr  string // <host addr>:7070, what the test binary calls
 }
 
-// hostStatus is the part of the status document (CONTRACT.md section 3)
-// that the tests across hosts read, decoded as the contract names it.
-type hostStatus struct {
-	Leader           bool         `json:"leader"`
-	LeaderID         string       `json:"leader_id"`
-	AutoFrozen       bool         `json:"auto_frozen"`
-	AutoFreezeReason string       `json:"auto_freeze_reason"`
-	Generation       uint64       `json:"generation"`
-	LastReconcileAt  *time.Time   `json:"last_reconcile_at"`
-	ConsulReachable  bool         `json:"consul_reachable"`
-	Nodes            []hostNodeSt `json:"nodes"`
-}
-
-// hostNodeSt is one node of hostStatus.
-type hostNodeSt struct {
-	ID           string `json:"id"`
-	Slot         *int   `json:"slot"`
-	Reachable    bool   `json:"reachable"`
-	State        string `json:"state"`
-	FlushPending bool   `json:"flush_pending"`
-}
-
-// node returns the node id of the status, and whether it is listed.
-func (s hostStatus) node(id string) (hostNodeSt, bool) {
-	for _, n := range s.Nodes {
-		if n.ID == id {
-			return n, true
-		}
-	}
-	return hostNodeSt{}, false
-}
-
-// reconciledAfter reports whether the status shows a pass completed after at.
-func (s hostStatus) reconciledAfter(at time.Time) bool {
-	return s.LastReconcileAt != nil && s.LastReconcileAt.After(at)
+// reconciledAfter reports whether st shows a pass completed after at.
+func reconciledAfter(st mcribapi.Status, at time.Time) bool {
+	return st.LastReconcileAt != nil && st.LastReconcileAt.After(at)
 }
 
 func (r *replica) url(path string) string { return "http://" + r.addr + path }
@@ -76,16 +44,12 @@ func (r *replica) get(path string) (int, []byte) {
 }
 
 // status returns the replica's status document.
-func (r *replica) status() (hostStatus, error) {
-	var st hostStatus
+func (r *replica) status() (mcribapi.Status, error) {
 	code, body := r.get("/v1/status")
 	if code != http.StatusOK {
-		return st, fmt.Errorf("GET %s/v1/status: %d %s", r.name, code, body)
+		return mcribapi.Status{}, fmt.Errorf("GET %s/v1/status: %d %s", r.name, code, body)
 	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		return st, fmt.Errorf("decoding the status of %s: %w", r.name, err)
-	}
-	return st, nil
+	return decodeAs[mcribapi.Status](body, r.name+"/v1/status")
 }
 
 func (r *replica) ready() int {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The tests across hosts (issue 8): mcrib deployed as in production, on a
@@ -126,12 +127,12 @@ func TestHostsPausedHolders(t *testing.T) {
 	// most 8 s), polling the status all along.
 	paused := time.Now()
 	var sawUnreachable, sawFreeze bool
-	var last hostStatus
+	var last mcribapi.Status
 	within(8*time.Second, func() bool {
 		if st, err := r.status(); err == nil {
 			last = st
-			a, _ := st.node(half[0].id)
-			b, _ := st.node(half[1].id)
+			a, _ := nodeStatus(st, half[0].id)
+			b, _ := nodeStatus(st, half[1].id)
 			sawUnreachable = sawUnreachable || (!a.Reachable && !b.Reachable)
 			sawFreeze = sawFreeze || (st.AutoFrozen && strings.Contains(st.AutoFreezeReason, "unreachable"))
 		}
@@ -162,7 +163,7 @@ func TestHostsPausedHolders(t *testing.T) {
 	paused = time.Now()
 	testenv.Eventually(t, 10*time.Second, one.id+" counted unreachable", func() bool {
 		st, err := r.status()
-		n, _ := st.node(one.id)
+		n, _ := nodeStatus(st, one.id)
 		return err == nil && !n.Reachable
 	})
 	time.Sleep(time.Until(paused.Add(3 * time.Second))) // the rest of the fault's 3 s
@@ -252,7 +253,7 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	testenv.Eventually(t, 15*time.Second, "every replica counts "+victim.id+" unreachable", func() bool {
 		for _, r := range p.replicas {
 			st, err := r.status()
-			if n, _ := st.node(victim.id); err != nil || n.Reachable {
+			if n, _ := nodeStatus(st, victim.id); err != nil || n.Reachable {
 				return false
 			}
 		}
@@ -284,7 +285,7 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "every follower saw "+victim.id+" return (after the flush) and completed a pass", func() bool {
 		for _, f := range followers {
 			st, err := f.status()
-			if n, _ := st.node(victim.id); err != nil || !n.Reachable || !st.reconciledAfter(resumed) {
+			if n, _ := nodeStatus(st, victim.id); err != nil || !n.Reachable || !reconciledAfter(st, resumed) {
 				return false
 			}
 		}
@@ -315,7 +316,7 @@ func TestHostsLeaderLosesConsulServers(t *testing.T) {
 
 	lead.host.Blackhole(t, p.consulAt.Addr)
 	cut := time.Now()
-	var last hostStatus
+	var last mcribapi.Status
 	stepped := within(stepDown, func() bool {
 		st, err := lead.status()
 		if err == nil {
@@ -336,7 +337,7 @@ func TestHostsLeaderLosesConsulServers(t *testing.T) {
 
 	testenv.Eventually(t, 20*time.Second, lead.name+" reaches Consul and completed a pass after the link returned", func() bool {
 		st, err := lead.status()
-		return err == nil && st.ConsulReachable && st.reconciledAfter(healed)
+		return err == nil && st.ConsulReachable && reconciledAfter(st, healed)
 	})
 	next := p.leader(30 * time.Second)
 	t.Logf("%s leads after the link returned", next.name)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -40,8 +39,8 @@ func TestFreezeBlocksReplacement(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("PUT /v1/freeze: %d %s", code, body)
 	}
-	var doc mcribapi.FreezeDoc
-	if err := json.Unmarshal(body, &doc); err != nil || !doc.Frozen || doc.Reason != "incident 42: consul rollout" || doc.By == "" || doc.At.IsZero() {
+	doc, err := decodeAs[mcribapi.FreezeDoc](body, "PUT /v1/freeze")
+	if err != nil || !doc.Frozen || doc.Reason != "incident 42: consul rollout" || doc.By == "" || doc.At.IsZero() {
 		t.Fatalf("freeze document %s (%v)", body, err)
 	}
 	victim := before.Slot(0)
@@ -103,10 +102,7 @@ func TestOperatorInputIsChecked(t *testing.T) {
 			t.Errorf("%s: status %d, want %d (%s)", name, code, want, resp)
 			return
 		}
-		var e struct {
-			Error string `json:"error"`
-		}
-		if err := json.Unmarshal(resp, &e); err != nil || e.Error == "" || strings.Contains(strings.TrimSuffix(e.Error, "."), "\n") {
+		if !isErrorBody(resp) {
 			t.Errorf("%s: body %q is not {\"error\": \"<one sentence>\"}", name, resp)
 		}
 		if frozen() != wasFrozen {

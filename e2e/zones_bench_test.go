@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // zoneDrainConfig is one run of the zone-drain benchmark.
@@ -125,7 +126,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zones, err := st.zones()
+	zones, err := statusZones(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +182,13 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 		t.Fatalf("PUT /v1/drain/%s: %d %s", res.zone, code, b)
 	}
 	limit := 10*cfg.interval + cfg.interval + 30*time.Second
-	var last zDrainEntry
+	var last mcribapi.DrainEntry
 	if !within(limit, func() bool {
 		d, _, err := api.drain()
 		if err != nil {
 			return false
 		}
-		last = d.Zones[res.zone]
+		last, _ = drainEntry(d, res.zone)
 		if n := len(res.steps); n == 0 || res.steps[n-1].slots != last.Slots {
 			res.steps = append(res.steps, drainLook{at: time.Since(put), slots: last.Slots})
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // limitSample is one look at the boot limit and the pool's hit rate.
@@ -38,20 +38,13 @@ func watchLimit(ctx context.Context, api *zAPI) func() []limitSample {
 			case <-tick.C:
 			}
 			code, b := api.do("GET", "/v1/ratelimit", "", "")
-			var doc struct {
-				Limit *float64 `json:"limit"`
-			}
-			if code != 200 || json.Unmarshal(b, &doc) != nil || doc.Limit == nil {
+			doc, err := decodeAs[mcribapi.BootLimit](b, "/v1/ratelimit")
+			if code != 200 || err != nil || doc.Validate() != nil {
 				continue
 			}
-			s := limitSample{at: time.Now(), limit: *doc.Limit}
-			if code, b := api.do("GET", "/v1/status", "", ""); code == 200 {
-				var st struct {
-					HitRate *float64 `json:"hit_rate"`
-				}
-				if json.Unmarshal(b, &st) == nil {
-					s.hitRate = st.HitRate
-				}
+			s := limitSample{at: time.Now(), limit: doc.Limit}
+			if st, err := api.status(); err == nil {
+				s.hitRate = st.HitRate
 			}
 			mu.Lock()
 			out = append(out, s)
@@ -87,7 +80,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zones, err := st.zones()
+	zones, err := statusZones(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +112,9 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	var before float64
 	changedAt := time.Now()
 	testenv.Eventually(t, 90*time.Second, "the boot limit steady for 10 s under the load", func() bool {
-		var doc struct {
-			Limit float64 `json:"limit"`
-			Mode  string  `json:"mode"`
-		}
 		code, b := api.do("GET", "/v1/ratelimit", "", "")
-		if code != 200 || json.Unmarshal(b, &doc) != nil || doc.Mode != "auto" {
+		doc, err := decodeAs[mcribapi.BootLimit](b, "/v1/ratelimit")
+		if code != 200 || err != nil || doc.Mode != "auto" {
 			return false
 		}
 		if doc.Limit != before {
@@ -150,7 +140,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	})
 	testenv.Eventually(t, warmFor+30*time.Second, "the warmings over", func() bool {
 		sm, _, err := api.slotMap("")
-		return err == nil && len(sm.warming()) == 0
+		return err == nil && len(warmingSlots(sm)) == 0
 	})
 	time.Sleep(5 * statsInterval) // the settle time after the warmings' end, and more
 	end := time.Now()

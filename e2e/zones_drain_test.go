@@ -9,7 +9,9 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // liveAPIs returns the APIs of the replicas of ms whose process runs.
@@ -83,8 +85,8 @@ func TestDrainZoneRealStack(t *testing.T) {
 	tok := []string{"MCRIB_TOKEN=" + token}
 
 	// The first fill spreads the slots over the zones.
-	first := w.waitMap(t, 10*time.Second, "a slot map", func(m *zMap) bool { return len(m.holders()) == slots })
-	counts := first.zoneSlots(p.zoneOf)
+	first := w.waitMap(t, 10*time.Second, "a slot map", func(m *cachenodes.SlotMap) bool { return len(holders(m)) == slots })
+	counts := zoneSlots(first, p.zoneOf)
 	if why := spreadProblem(counts, zones, slots); why != "" {
 		t.Errorf("after the first fill: %s; map %s", why, describeMap(first))
 	}
@@ -116,7 +118,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		if len(d.Zones) != 0 {
 			t.Fatalf("%s changed the drain document: %s", what, raw)
 		}
-		if m := w.latest(); m.Generation != first.Generation {
+		if m := w.latest(); m.Generation() != first.Generation() {
 			t.Fatalf("%s moved slots: %s", what, describeMap(m))
 		}
 	}
@@ -188,7 +190,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	flushes := p.flushes(t)
 	kept := map[string]string{} // a key in each holder of zone b, set directly
 	for _, id := range p.inZone("b") {
-		if before.slotOf(id) >= 0 {
+		if before.SlotOf(id) >= 0 {
 			k := "keep-" + id
 			if err := memcache.New(p.nodes[id].Addr).Set(&memcache.Item{Key: k, Value: []byte(id)}); err != nil {
 				t.Fatal(err)
@@ -201,18 +203,18 @@ func TestDrainZoneRealStack(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("PUT /v1/drain/b: %d %s", code, body)
 	}
-	var put zDrainDoc
-	if err := json.Unmarshal(body, &put); err != nil {
-		t.Fatalf("PUT /v1/drain/b answered %s, not the drain document: %v", body, err)
+	put, err := decodeAs[mcribapi.DrainDoc](body, "PUT /v1/drain/b")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if e, ok := put.Zones["b"]; !ok || e.Percent != 100 || e.StepPercent != 50 || e.StepInterval != "3s" || e.Reason != "test" ||
+	if e, ok := drainEntry(put, "b"); !ok || e.Percent != 100 || e.StepPercent != 50 || e.StepInterval != "3s" || e.Reason != "test" ||
 		e.BaselineSlots != baseline || e.TargetSlots != 0 || e.By == "" || e.At.IsZero() {
 		t.Errorf("PUT /v1/drain/b answered %s; want zone b with percent 100, step_percent 50, step_interval \"3s\", reason \"test\", baseline_slots %d, target_slots 0, by and at", body, baseline)
 	}
-	w.waitMap(t, 10*time.Second, "the first step of the drain", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] < baseline })
+	w.waitMap(t, 10*time.Second, "the first step of the drain", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] < baseline })
 	// A step may write its moves one by one: the kill comes after the
 	// whole first step (or a second), not between a flush and its write.
-	within(time.Second, func() bool { return w.latest().zoneSlots(p.zoneOf)["b"] <= baseline-maxStep })
+	within(time.Second, func() bool { return zoneSlots(w.latest(), p.zoneOf)["b"] <= baseline-maxStep })
 	t.Logf("first step seen %v after the PUT; kill -9 of the leader %s", time.Since(start).Round(time.Millisecond), lead.Addr)
 	lead.kill()
 	survivor := r1
@@ -220,12 +222,12 @@ func TestDrainZoneRealStack(t *testing.T) {
 		survivor = r2
 	}
 	api = newZAPI(survivor.Addr)
-	drained := w.waitMap(t, 45*time.Second, "zone b drained after the takeover", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] == 0 })
+	drained := w.waitMap(t, 45*time.Second, "zone b drained after the takeover", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] == 0 })
 	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
 	if zLeader(t, 20*time.Second, survivor) != survivor {
 		t.Fatal("the survivor does not lead")
 	}
-	waitDrainState(t, api, "b", "drained", 10*time.Second, func(e zDrainEntry) string {
+	waitDrainState(t, api, "b", "drained", 10*time.Second, func(e mcribapi.DrainEntry) string {
 		if e.Slots != 0 || e.TargetSlots != 0 || e.BaselineSlots != baseline {
 			return fmt.Sprintf("slots %d, target_slots %d, baseline_slots %d; want 0, 0, %d", e.Slots, e.TargetSlots, e.BaselineSlots, baseline)
 		}
@@ -252,13 +254,13 @@ func TestDrainZoneRealStack(t *testing.T) {
 			return false
 		}
 		for _, id := range p.ids {
-			n, ok := st.node(id)
+			n, ok := nodeStatus(st, id)
 			if !ok || n.Drained != (p.zoneOf[id] == "b") || (p.zoneOf[id] == "b" && n.State != "spare") {
 				return false
 			}
 		}
 		m, _, err := api.slotMap("")
-		return err == nil && len(m.warming()) == 0
+		return err == nil && len(warmingSlots(m)) == 0
 	})
 
 	// The undrain, at the same pace, paused by an operator freeze.
@@ -267,17 +269,17 @@ func TestDrainZoneRealStack(t *testing.T) {
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "undrain", "b"); code != 0 {
 		t.Fatalf("mcrib undrain b: exit %d, stdout %q, stderr %q", code, short(out), short(errOut))
 	}
-	w.waitMap(t, 10*time.Second, "the first return step", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] > 0 })
+	w.waitMap(t, 10*time.Second, "the first return step", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] > 0 })
 	if code, body := api.do("PUT", "/v1/freeze", `{"reason":"hold the return"}`, token); code != 200 {
 		t.Fatalf("PUT /v1/freeze: %d %s", code, body)
 	}
 	waitDrainState(t, api, "b", "paused", 5*time.Second, nil)
 	held := w.latest()
-	if c := held.zoneSlots(p.zoneOf)["b"]; c >= baseline {
+	if c := zoneSlots(held, p.zoneOf)["b"]; c >= baseline {
 		t.Fatalf("the return completed (%d slots) before the freeze could hold it", c)
 	}
 	steady(t, 2*interval, "while an operator freeze holds the return", func() string {
-		if m := w.latest(); m.Generation != held.Generation {
+		if m := w.latest(); m.Generation() != held.Generation() {
 			return "slots moved: " + describeMap(m)
 		}
 		if d, _, err := api.drain(); err == nil && d.Zones["b"].State != "paused" {
@@ -288,7 +290,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	if code, body := api.do("DELETE", "/v1/freeze", "", token); code != 200 {
 		t.Fatalf("DELETE /v1/freeze: %d %s", code, body)
 	}
-	returned := w.waitMap(t, 30*time.Second, "zone b holding its baseline again", func(m *zMap) bool { return m.zoneSlots(p.zoneOf)["b"] == baseline })
+	returned := w.waitMap(t, 30*time.Second, "zone b holding its baseline again", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] == baseline })
 	t.Logf("zone b's slots as seen during the return: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
 	testenv.Eventually(t, 10*time.Second, "the drain entry removed ({\"zones\": {}})", func() bool {
 		d, _, err := api.drain()
@@ -306,7 +308,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	// above --max-absent-fraction 0.1).
 	var absent string
 	for _, id := range p.inZone("a") {
-		if returned.slotOf(id) >= 0 {
+		if returned.SlotOf(id) >= 0 {
 			absent = id
 			break
 		}
@@ -331,7 +333,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		if st, err := api.status(); err == nil && !st.AutoFrozen && lifted == "" {
 			lifted = fmt.Sprintf("the automatic freeze lifted %v into the drain", time.Since(start).Round(time.Millisecond))
 		}
-		return w.latest().zoneSlots(p.zoneOf)["b"] == 0
+		return zoneSlots(w.latest(), p.zoneOf)["b"] == 0
 	}) {
 		t.Fatalf("zone b not drained within 30 s under an automatic freeze: %s; map %s; drain %+v",
 			zoneCountsSeen(w.from(start), p.zoneOf, "b", start), describeMap(w.latest()), mustDrain(t, api).Zones["b"])
@@ -355,7 +357,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	if code, body := api.do("PUT", "/v1/drain/c", good, token); code != 409 || !isErrorBody(body) {
 		t.Errorf("PUT /v1/drain/c with a and b drained: %d %s, want 409 with {\"error\": …}", code, body)
 	}
-	if after := mustDrain(t, api); len(after.Zones) != len(d.Zones) || after.Zones["c"] != (zDrainEntry{}) {
+	if after := mustDrain(t, api); len(after.Zones) != len(d.Zones) || after.Zones["c"] != nil {
 		t.Errorf("the refused drain of c changed the drain document: %+v", after.Zones)
 	}
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "drain", "c", "--reason", "x"); code != 1 || strings.TrimSpace(errOut) == "" {
@@ -375,14 +377,14 @@ func checkStatusZones(t *testing.T, api *zAPI, zones []string, nodes, slots map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.zones()
+	got, err := statusZones(st)
 	if err != nil {
 		t.Errorf("%v", err)
 		return
 	}
 	for _, z := range zones {
 		e, ok := got[z]
-		if !ok || e.Nodes != nodes[z] || e.Slots != slots[z] || (len(e.Drain) > 0 && string(e.Drain) != "null") {
+		if !ok || e.Nodes != nodes[z] || e.Slots != slots[z] || e.Drain != nil {
 			t.Errorf("status zones[%s] = %+v (listed %v); want nodes %d, slots %d, drain null", z, e, ok, nodes[z], slots[z])
 		}
 	}
@@ -390,7 +392,7 @@ func checkStatusZones(t *testing.T, api *zAPI, zones []string, nodes, slots map[
 
 // waitDrainState waits until zone's drain entry has state, and check (when
 // not nil) finds nothing wrong with it.
-func waitDrainState(t *testing.T, api *zAPI, zone, state string, timeout time.Duration, check func(zDrainEntry) string) {
+func waitDrainState(t *testing.T, api *zAPI, zone string, state mcribapi.DrainState, timeout time.Duration, check func(mcribapi.DrainEntry) string) {
 	t.Helper()
 	var last []byte
 	why := ""
@@ -400,7 +402,7 @@ func waitDrainState(t *testing.T, api *zAPI, zone, state string, timeout time.Du
 		if err != nil {
 			return false
 		}
-		e, ok := d.Zones[zone]
+		e, ok := drainEntry(d, zone)
 		if !ok || e.State != state {
 			return false
 		}
@@ -416,7 +418,7 @@ func waitDrainState(t *testing.T, api *zAPI, zone, state string, timeout time.Du
 // drainedAt returns when zone was first seen holding want slots.
 func drainedAt(samples []mapSample, zoneOf map[string]string, zone string, want int) time.Time {
 	for _, s := range samples {
-		if s.m.zoneSlots(zoneOf)[zone] == want {
+		if zoneSlots(s.m, zoneOf)[zone] == want {
 			return s.at
 		}
 	}
@@ -426,21 +428,21 @@ func drainedAt(samples []mapSample, zoneOf map[string]string, zone string, want 
 // checkWarmMoves checks that every slot that left zone (its holder
 // answering) was seen warming from its old holder: the drain's steps are
 // warm moves (CONTRACT.md section 7).
-func checkWarmMoves(t *testing.T, samples []mapSample, before *zMap, zoneOf map[string]string, zone string) {
+func checkWarmMoves(t *testing.T, samples []mapSample, before *cachenodes.SlotMap, zoneOf map[string]string, zone string) {
 	t.Helper()
-	for i, s := range before.Slots {
-		if zoneOf[s.NodeID] != zone {
+	for i, s := range before.Slots() {
+		if zoneOf[s.ID] != zone {
 			continue
 		}
 		warm := false
 		for _, sm := range samples {
-			if w := sm.m.Slots[i].Warming; w != nil && w.NodeID == s.NodeID && w.Addr == s.Addr && sm.m.Slots[i].NodeID != s.NodeID {
+			if w := sm.m.Warming(i); w != nil && w.NodeID == s.ID && w.Addr == s.Addr && sm.m.Slot(i).ID != s.ID {
 				warm = true
 				break
 			}
 		}
 		if !warm {
-			t.Errorf("slot %d left %s (zone %s, answering) without a warming object naming it: a drain step of an answering holder is a warm move", i, s.NodeID, zone)
+			t.Errorf("slot %d left %s (zone %s, answering) without a warming object naming it: a drain step of an answering holder is a warm move", i, s.ID, zone)
 		}
 	}
 }

@@ -3,7 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,228 +15,75 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// The harness of the zone tests (issue 14, CONTRACT.md section 7). They are
-// black-box: every document is decoded here as the contract names it, not
-// through mcrib's own types, so that they hold against any implementation
-// of the contract.
+// The harness of the zone tests: zoned pools, a client of one replica's
+// API that never fails the test by itself, a watcher of the slot map, and
+// the judges of a drain's pace, the spread and the flushes. Documents are
+// decoded as every end-to-end test decodes them (documents_test.go).
 
-// zWarming is a slot's warming object.
-type zWarming struct {
-	NodeID string    `json:"node_id"`
-	Addr   string    `json:"addr"`
-	Until  time.Time `json:"until"`
-}
-
-// zSlot is one entry of the slot map's slots.
-type zSlot struct {
-	Slot    int       `json:"slot"`
-	NodeID  string    `json:"node_id"`
-	Addr    string    `json:"addr"`
-	AZ      string    `json:"az"`
-	Warming *zWarming `json:"warming"`
-}
-
-// zSpare is one entry of the slot map's spares.
-type zSpare struct {
-	NodeID string `json:"node_id"`
-	Addr   string `json:"addr"`
-	AZ     string `json:"az"`
-}
-
-// zMap is the slot map document, with the warming objects of version 3.
-type zMap struct {
-	Pool       string   `json:"pool"`
-	NumSlots   int      `json:"num_slots"`
-	Generation uint64   `json:"generation"`
-	Slots      []zSlot  `json:"slots"`
-	Spares     []zSpare `json:"spares"`
-}
-
-// invalid returns why m breaks the slot map's rules (section 4 and 7), or
-// "": num_slots entries in slot order, no node twice, no address twice, a
-// warming source neither holding a slot nor listed as a spare.
-func (m *zMap) invalid() string {
-	if len(m.Slots) != m.NumSlots {
-		return fmt.Sprintf("num_slots %d but %d slots listed", m.NumSlots, len(m.Slots))
-	}
-	ids, addrs := map[string]int{}, map[string]int{}
-	for i, s := range m.Slots {
-		if s.Slot != i {
-			return fmt.Sprintf("entry %d names slot %d", i, s.Slot)
-		}
-		if s.NodeID == "" {
-			continue
-		}
-		if j, dup := ids[s.NodeID]; dup {
-			return fmt.Sprintf("node %s holds slots %d and %d", s.NodeID, j, i)
-		}
-		if j, dup := addrs[s.Addr]; dup {
-			return fmt.Sprintf("address %s holds slots %d and %d", s.Addr, j, i)
-		}
-		ids[s.NodeID], addrs[s.Addr] = i, i
-	}
-	for _, sp := range m.Spares {
-		if j, dup := ids[sp.NodeID]; dup {
-			return fmt.Sprintf("spare %s also holds slot %d", sp.NodeID, j)
-		}
-	}
-	for i, s := range m.Slots {
-		if s.Warming == nil {
-			continue
-		}
-		if j, holds := ids[s.Warming.NodeID]; holds {
-			return fmt.Sprintf("slot %d warms from %s, which holds slot %d", i, s.Warming.NodeID, j)
-		}
-		if m.isSpare(s.Warming.NodeID) {
-			return fmt.Sprintf("slot %d warms from %s, which is listed in spares", i, s.Warming.NodeID)
-		}
-		if s.Warming.NodeID == s.NodeID {
-			return fmt.Sprintf("slot %d warms from its own holder %s", i, s.NodeID)
-		}
-	}
-	return ""
-}
-
-func (m *zMap) isSpare(id string) bool {
-	return slices.ContainsFunc(m.Spares, func(s zSpare) bool { return s.NodeID == id })
-}
-
-// holders returns the set of nodes holding a slot.
-func (m *zMap) holders() map[string]bool {
+// holders returns the set of nodes holding a slot of m.
+func holders(m *cachenodes.SlotMap) map[string]bool {
 	out := map[string]bool{}
-	for _, s := range m.Slots {
-		if s.NodeID != "" {
-			out[s.NodeID] = true
+	for _, n := range m.Slots() {
+		if n.ID != "" {
+			out[n.ID] = true
 		}
 	}
 	return out
 }
 
-// slotOf returns the slot node id holds, or -1.
-func (m *zMap) slotOf(id string) int {
-	for i, s := range m.Slots {
-		if s.NodeID == id {
-			return i
-		}
-	}
-	return -1
-}
-
-// zoneSlots counts the slots each zone holds, the zone of a node taken from
-// zoneOf (the zone the test registered it in).
-func (m *zMap) zoneSlots(zoneOf map[string]string) map[string]int {
+// zoneSlots counts the slots each zone holds in m, the zone of a node
+// taken from zoneOf (the zone the test registered it in).
+func zoneSlots(m *cachenodes.SlotMap, zoneOf map[string]string) map[string]int {
 	out := map[string]int{}
-	for _, s := range m.Slots {
-		if s.NodeID != "" {
-			out[zoneOf[s.NodeID]]++
+	for _, n := range m.Slots() {
+		if n.ID != "" {
+			out[zoneOf[n.ID]]++
 		}
 	}
 	return out
 }
 
-// warming returns the slots that carry a warming object.
-func (m *zMap) warming() []int {
+// warmingSlots returns the slots of m that carry a warming object.
+func warmingSlots(m *cachenodes.SlotMap) []int {
 	var out []int
-	for i, s := range m.Slots {
-		if s.Warming != nil {
+	for i := range m.NumSlots() {
+		if m.Warming(i) != nil {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// zDrainEntry is one zone of the drain document.
-type zDrainEntry struct {
-	Percent       int       `json:"percent"`
-	StepPercent   int       `json:"step_percent"`
-	StepInterval  string    `json:"step_interval"`
-	Reason        string    `json:"reason"`
-	By            string    `json:"by"`
-	At            time.Time `json:"at"`
-	BaselineSlots int       `json:"baseline_slots"`
-	Slots         int       `json:"slots"`
-	TargetSlots   int       `json:"target_slots"`
-	State         string    `json:"state"`
-	Blocked       string    `json:"blocked"`
+// isSpare reports whether m lists id among its spares.
+func isSpare(m *cachenodes.SlotMap, id string) bool {
+	return slices.ContainsFunc(m.Spares(), func(n cachenodes.Node) bool { return n.ID == id })
 }
 
-// zDrainDoc is the drain document.
-type zDrainDoc struct {
-	Zones map[string]zDrainEntry `json:"zones"`
-}
-
-// zZone is one entry of the status document's zones.
-type zZone struct {
-	Zone        string          `json:"zone"`
-	Nodes       int             `json:"nodes"`
-	Slots       int             `json:"slots"`
-	Unreachable int             `json:"unreachable"`
-	Absent      int             `json:"absent"`
-	HitRate     *float64        `json:"hit_rate"`
-	Drain       json.RawMessage `json:"drain"`
-}
-
-// zNode is one node of the status document, with the fields of version 3.
-type zNode struct {
-	ID        string `json:"id"`
-	Addr      string `json:"addr"`
-	AZ        string `json:"az"`
-	Slot      *int   `json:"slot"`
-	Reachable bool   `json:"reachable"`
-	Consul    string `json:"consul"`
-	State     string `json:"state"`
-	Drained   bool   `json:"drained"`
-	Warming   *int   `json:"warming"`
-}
-
-// zStatus is the part of the status document the zone tests read.
-type zStatus struct {
-	Leader           bool            `json:"leader"`
-	Frozen           bool            `json:"frozen"`
-	AutoFrozen       bool            `json:"auto_frozen"`
-	AutoFreezeReason string          `json:"auto_freeze_reason"`
-	Nodes            []zNode         `json:"nodes"`
-	ZonesRaw         json.RawMessage `json:"zones"`
-}
-
-func (s zStatus) node(id string) (zNode, bool) {
-	for _, n := range s.Nodes {
-		if n.ID == id {
-			return n, true
-		}
-	}
-	return zNode{}, false
-}
-
-// zones returns the status document's zones by name. The contract shows
-// one entry with its "zone" field, so a list; an object keyed by zone is
-// read as well.
-func (s zStatus) zones() (map[string]zZone, error) {
-	out := map[string]zZone{}
-	if len(s.ZonesRaw) == 0 || string(s.ZonesRaw) == "null" {
+// statusZones returns the status document's zones by name; an error when
+// it has none.
+func statusZones(st mcribapi.Status) (map[string]mcribapi.ZoneStatus, error) {
+	if len(st.Zones) == 0 {
 		return nil, fmt.Errorf("the status document has no zones")
 	}
-	var list []zZone
-	if err := json.Unmarshal(s.ZonesRaw, &list); err == nil {
-		for _, z := range list {
-			out[z.Zone] = z
-		}
-		return out, nil
-	}
-	var byName map[string]zZone
-	if err := json.Unmarshal(s.ZonesRaw, &byName); err != nil {
-		return nil, fmt.Errorf("the status document's zones are neither a list nor an object: %s", s.ZonesRaw)
-	}
-	for name, z := range byName {
-		if z.Zone == "" {
-			z.Zone = name
-		}
-		out[name] = z
+	out := map[string]mcribapi.ZoneStatus{}
+	for _, z := range st.Zones {
+		out[z.Zone] = z
 	}
 	return out, nil
+}
+
+// drainEntry returns zone's entry of the drain document d, the zero entry
+// and false when it has none.
+func drainEntry(d mcribapi.DrainDoc, zone string) (mcribapi.DrainEntry, bool) {
+	if e := d.Zones[zone]; e != nil {
+		return *e, true
+	}
+	return mcribapi.DrainEntry{}, false
 }
 
 // api is an HTTP client of one mcrib API, addressed by base URL, that never
@@ -275,8 +122,9 @@ func (a *zAPI) do(method, path, body, tok string) (int, []byte) {
 }
 
 // slotMap GETs /v1/slotmap (query without "?", may be "") and returns the
-// document and its X-Mcrib-Index.
-func (a *zAPI) slotMap(query string) (*zMap, string, error) {
+// document and its X-Mcrib-Index. A 200 whose body breaks the slot map's
+// rules is an error wrapping cachenodes.ErrInvalidSlotMap.
+func (a *zAPI) slotMap(query string) (*cachenodes.SlotMap, string, error) {
 	resp, err := a.client.Get(a.base + "/v1/slotmap?" + query)
 	if err != nil {
 		return nil, "", err
@@ -289,35 +137,31 @@ func (a *zAPI) slotMap(query string) (*zMap, string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", fmt.Errorf("GET /v1/slotmap: %d %s", resp.StatusCode, b)
 	}
-	var m zMap
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, "", fmt.Errorf("decoding /v1/slotmap: %v: %s", err, b)
+	m, err := cachenodes.ParseSlotMap(b)
+	if err != nil {
+		return nil, "", fmt.Errorf("decoding /v1/slotmap: %w: %s", err, b)
 	}
-	return &m, resp.Header.Get("X-Mcrib-Index"), nil
+	return m, resp.Header.Get(mcribapi.IndexHeader), nil
 }
 
 // status GETs /v1/status.
-func (a *zAPI) status() (zStatus, error) {
-	var st zStatus
+func (a *zAPI) status() (mcribapi.Status, error) {
 	code, b := a.do("GET", "/v1/status", "", "")
 	if code != http.StatusOK {
-		return st, fmt.Errorf("GET /v1/status: %d %s", code, b)
+		return mcribapi.Status{}, fmt.Errorf("GET /v1/status: %d %s", code, b)
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("decoding /v1/status: %v", err)
-	}
-	return st, nil
+	return decodeAs[mcribapi.Status](b, "/v1/status")
 }
 
 // drain GETs /v1/drain; the raw body is returned too.
-func (a *zAPI) drain() (zDrainDoc, []byte, error) {
-	var d zDrainDoc
+func (a *zAPI) drain() (mcribapi.DrainDoc, []byte, error) {
 	code, b := a.do("GET", "/v1/drain", "", "")
 	if code != http.StatusOK {
-		return d, b, fmt.Errorf("GET /v1/drain: %d %s (CONTRACT.md section 7: 200 with the drain document)", code, b)
+		return mcribapi.DrainDoc{}, b, fmt.Errorf("GET /v1/drain: %d %s (200 with the drain document)", code, b)
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		return d, b, fmt.Errorf("decoding /v1/drain: %v: %s", err, b)
+	d, err := decodeAs[mcribapi.DrainDoc](b, "/v1/drain")
+	if err != nil {
+		return d, b, err
 	}
 	if d.Zones == nil {
 		return d, b, fmt.Errorf("GET /v1/drain: %s has no \"zones\" object (an empty document is {\"zones\": {}})", b)
@@ -326,39 +170,22 @@ func (a *zAPI) drain() (zDrainDoc, []byte, error) {
 }
 
 // events GETs /v1/events.
-func (a *zAPI) events() ([]zEvent, error) {
-	var evs []zEvent
+func (a *zAPI) events() ([]mcribapi.Event, error) {
 	code, b := a.do("GET", "/v1/events", "", "")
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("GET /v1/events: %d %s", code, b)
 	}
-	return evs, json.Unmarshal(b, &evs)
-}
-
-// zEvent is one decision of /v1/events.
-type zEvent struct {
-	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"`
-	Node   string    `json:"node"`
-	Reason string    `json:"reason"`
+	return decodeAs[[]mcribapi.Event](b, "/v1/events")
 }
 
 // mustDrain returns the drain document or fails the test.
-func mustDrain(t *testing.T, a *zAPI) zDrainDoc {
+func mustDrain(t *testing.T, a *zAPI) mcribapi.DrainDoc {
 	t.Helper()
 	d, _, err := a.drain()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// isErrorBody reports whether b is {"error": "<one sentence>"}.
-func isErrorBody(b []byte) bool {
-	var e struct {
-		Error string `json:"error"`
-	}
-	return json.Unmarshal(b, &e) == nil && e.Error != "" && !strings.Contains(e.Error, "\n")
 }
 
 // drainBody is a PUT /v1/drain/{zone} body.
@@ -369,14 +196,14 @@ func drainBody(reason string, percent, step int, every string) string {
 // mapSample is one slot map seen, and when.
 type mapSample struct {
 	at time.Time
-	m  *zMap
+	m  *cachenodes.SlotMap
 }
 
 // mapWatcher follows the slot map with blocking reads of GET /v1/slotmap
 // (wait=1s, so there is a look at least every second), on whichever of the
 // replicas answers, and keeps every document it sees but those older (a
-// lower generation) than one seen before. Each is checked against the slot
-// map's rules when seen.
+// lower generation) than one seen before. One that breaks the slot map's
+// rules (cachenodes.ParseSlotMap refuses it) is kept as a violation.
 type mapWatcher struct {
 	apis func() []*zAPI
 
@@ -430,16 +257,14 @@ func (w *mapWatcher) run() {
 		now := time.Now()
 		w.mu.Lock()
 		w.last = err
-		if err == nil {
-			// A replica that took over may serve an older map for a
-			// moment: a look behind one already seen is not the pool's
-			// state going back, so it is checked but not kept.
-			if n := len(w.samples); n == 0 || m.Generation >= w.samples[n-1].m.Generation {
-				w.samples = append(w.samples, mapSample{at: now, m: m})
-			}
-			if why := m.invalid(); why != "" {
-				w.bad = append(w.bad, fmt.Sprintf("%s (generation %d): %s", now.Format("15:04:05.000"), m.Generation, why))
-			}
+		if errors.Is(err, cachenodes.ErrInvalidSlotMap) {
+			w.bad = append(w.bad, fmt.Sprintf("%s: %v", now.Format("15:04:05.000"), err))
+		}
+		// A replica that took over may serve an older map for a moment: a
+		// look behind one already seen is not the pool's state going
+		// back, so it is not kept.
+		if n := len(w.samples); err == nil && (n == 0 || m.Generation() >= w.samples[n-1].m.Generation()) {
+			w.samples = append(w.samples, mapSample{at: now, m: m})
 		}
 		w.mu.Unlock()
 		if err != nil {
@@ -453,7 +278,7 @@ func (w *mapWatcher) run() {
 }
 
 // latest returns the last map seen, or nil.
-func (w *mapWatcher) latest() *zMap {
+func (w *mapWatcher) latest() *cachenodes.SlotMap {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.samples) == 0 {
@@ -508,9 +333,9 @@ func (w *mapWatcher) lastErr() error {
 
 // waitMap waits until cond holds for the latest map seen, and returns it;
 // it fails the test with what after timeout.
-func (w *mapWatcher) waitMap(t *testing.T, timeout time.Duration, what string, cond func(*zMap) bool) *zMap {
+func (w *mapWatcher) waitMap(t *testing.T, timeout time.Duration, what string, cond func(*cachenodes.SlotMap) bool) *cachenodes.SlotMap {
 	t.Helper()
-	var m *zMap
+	var m *cachenodes.SlotMap
 	if !within(timeout, func() bool {
 		m = w.latest()
 		return m != nil && cond(m)
@@ -521,19 +346,19 @@ func (w *mapWatcher) waitMap(t *testing.T, timeout time.Duration, what string, c
 }
 
 // describeMap is a short description of a slot map for messages.
-func describeMap(m *zMap) string {
+func describeMap(m *cachenodes.SlotMap) string {
 	if m == nil {
 		return "none"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "generation %d [", m.Generation)
-	for i, s := range m.Slots {
+	fmt.Fprintf(&b, "generation %d [", m.Generation())
+	for i, n := range m.Slots() {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "%d:%s", i, s.NodeID)
-		if s.Warming != nil {
-			fmt.Fprintf(&b, "(warm from %s)", s.Warming.NodeID)
+		fmt.Fprintf(&b, "%d:%s", i, n.ID)
+		if wm := m.Warming(i); wm != nil {
+			fmt.Fprintf(&b, "(warm from %s)", wm.NodeID)
 		}
 	}
 	b.WriteString("]")
@@ -546,16 +371,16 @@ func describeMap(m *zMap) string {
 // window is the step interval less a margin for the delay of a look.
 func paceViolation(samples []mapSample, zoneOf map[string]string, zone string, maxStep int, window time.Duration, rising bool) string {
 	for i := range samples {
-		ci := samples[i].m.zoneSlots(zoneOf)[zone]
+		ci := zoneSlots(samples[i].m, zoneOf)[zone]
 		for j := i + 1; j < len(samples) && samples[j].at.Sub(samples[i].at) < window; j++ {
-			cj := samples[j].m.zoneSlots(zoneOf)[zone]
+			cj := zoneSlots(samples[j].m, zoneOf)[zone]
 			moved := ci - cj
 			if rising {
 				moved = cj - ci
 			}
 			if moved > maxStep {
 				return fmt.Sprintf("zone %s went from %d to %d slots within %v (generation %d → %d), more than one step of %d in less than a step interval",
-					zone, ci, cj, samples[j].at.Sub(samples[i].at).Round(time.Millisecond), samples[i].m.Generation, samples[j].m.Generation, maxStep)
+					zone, ci, cj, samples[j].at.Sub(samples[i].at).Round(time.Millisecond), samples[i].m.Generation(), samples[j].m.Generation(), maxStep)
 			}
 		}
 	}
@@ -568,7 +393,7 @@ func zoneCountsSeen(samples []mapSample, zoneOf map[string]string, zone string, 
 	var parts []string
 	last := -1
 	for _, s := range samples {
-		if c := s.m.zoneSlots(zoneOf)[zone]; c != last {
+		if c := zoneSlots(s.m, zoneOf)[zone]; c != last {
 			parts = append(parts, fmt.Sprintf("%d@%.1fs", c, s.at.Sub(from).Seconds()))
 			last = c
 		}
@@ -682,10 +507,10 @@ func flushChanges(before, after map[string]uint64, entered map[string]bool) []st
 }
 
 // entered returns the nodes holding a slot in after but not in before.
-func entered(before, after *zMap) map[string]bool {
+func entered(before, after *cachenodes.SlotMap) map[string]bool {
 	out := map[string]bool{}
-	was := before.holders()
-	for id := range after.holders() {
+	was := holders(before)
+	for id := range holders(after) {
 		if !was[id] {
 			out[id] = true
 		}

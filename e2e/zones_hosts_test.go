@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // zoneOf returns the zone of every node of the bed.
@@ -33,8 +36,8 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 	api := newZAPI(r.addr)
 	zoneOf := p.zoneOf()
 	w := watchMap(t, func() []*zAPI { return []*zAPI{api} })
-	before := w.waitMap(t, 10*time.Second, "a slot map", func(m *zMap) bool { return len(m.holders()) == slots })
-	counts := before.zoneSlots(zoneOf)
+	before := w.waitMap(t, 10*time.Second, "a slot map", func(m *cachenodes.SlotMap) bool { return len(holders(m)) == slots })
+	counts := zoneSlots(before, zoneOf)
 	if why := spreadProblem(counts, []string{"a", "b", "c"}, slots); why != "" {
 		t.Errorf("after the first fill: %s; map %s", why, describeMap(before))
 	}
@@ -55,7 +58,7 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 		}
 	}
 	cut := time.Now()
-	var last zStatus
+	var last mcribapi.Status
 	if !within(20*time.Second, func() bool {
 		st, err := api.status()
 		if err == nil {
@@ -68,7 +71,7 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 	} else {
 		t.Logf("automatic freeze %v after the cut: %s", time.Since(cut).Round(time.Millisecond), last.AutoFreezeReason)
 	}
-	var evs []zEvent
+	var evs []mcribapi.Event
 	if !within(10*time.Second, func() bool {
 		var err error
 		if evs, err = api.events(); err != nil {
@@ -84,7 +87,7 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 		t.Errorf("no event in /v1/events names `mcrib drain b` with zone b cut off; last events: %+v", evs[max(0, len(evs)-5):])
 	}
 	if st, err := api.status(); err == nil {
-		if zs, err := st.zones(); err != nil {
+		if zs, err := statusZones(st); err != nil {
 			t.Errorf("%v", err)
 		} else if zs["b"].Unreachable < counts["b"] {
 			t.Errorf("status zones[b] = %+v; want unreachable ≥ %d with every host of zone b cut off", zs["b"], counts["b"])
@@ -96,23 +99,23 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 	if code, body := api.do("PUT", "/v1/drain/b", drainBody("zone b cut off", 100, 50, "2s"), token); code != 200 {
 		t.Fatalf("PUT /v1/drain/b: %d %s", code, body)
 	}
-	drained := w.waitMap(t, 30*time.Second, "zone b drained while cut off", func(m *zMap) bool { return m.zoneSlots(zoneOf)["b"] == 0 })
+	drained := w.waitMap(t, 30*time.Second, "zone b drained while cut off", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, zoneOf)["b"] == 0 })
 	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.from(start), zoneOf, "b", start))
-	waitDrainState(t, api, "b", "drained", 10*time.Second, func(e zDrainEntry) string {
+	waitDrainState(t, api, "b", "drained", 10*time.Second, func(e mcribapi.DrainEntry) string {
 		if e.Blocked != "" || e.Slots != 0 {
 			return fmt.Sprintf("slots %d, blocked %q", e.Slots, e.Blocked)
 		}
 		return ""
 	})
 	for _, s := range w.since(start) {
-		for i, sl := range s.m.Slots {
-			if sl.Warming != nil && zoneOf[sl.Warming.NodeID] == "b" {
-				t.Errorf("slot %d warms from %s, in the cut-off zone (map %s): a holder that does not answer is replaced cold", i, sl.Warming.NodeID, describeMap(s.m))
+		for _, i := range warmingSlots(s.m) {
+			if wm := s.m.Warming(i); zoneOf[wm.NodeID] == "b" {
+				t.Errorf("slot %d warms from %s, in the cut-off zone (map %s): a holder that does not answer is replaced cold", i, wm.NodeID, describeMap(s.m))
 				break
 			}
 		}
 	}
-	if c := drained.zoneSlots(zoneOf); c["a"]+c["c"] != slots {
+	if c := zoneSlots(drained, zoneOf); c["a"]+c["c"] != slots {
 		t.Errorf("after the drain zones a and c hold %v, want all %d slots", c, slots)
 	}
 	after := map[string]uint64{}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // cacheAside reads key through c as a cache-aside application does: a hit
@@ -68,7 +68,7 @@ func TestWarmReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := before.Slots[slot]
+	victim := before.Slot(slot)
 	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + m.Addr, WaitTime: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestWarmReplace(t *testing.T) {
 	c := followingClient(t, f)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool {
 		n, ok := c.NodeFor(slotKeys("probe", slot, slots, 1)[0])
-		return ok && n.ID == victim.NodeID
+		return ok && n.ID == victim.ID
 	})
 
 	// The load: keys of the victim's slot, read cache-aside until warm.
@@ -86,7 +86,7 @@ func TestWarmReplace(t *testing.T) {
 	t.Logf("hit rate on slot %d's keys before the replace: %s", slot, pct(was))
 
 	// Bad input: refused, nothing moved.
-	if len(before.Spares) == 0 {
+	if before.NumSpares() == 0 {
 		t.Fatalf("no spare in %s", describeMap(before))
 	}
 	for _, tc := range []struct {
@@ -94,22 +94,22 @@ func TestWarmReplace(t *testing.T) {
 		want                  int
 	}{
 		{"unknown node", "/v1/nodes/nope/replace", `{"reason":"x"}`, token, 404},
-		{"a spare", "/v1/nodes/" + before.Spares[0].NodeID + "/replace", `{"reason":"x"}`, token, 409},
-		{"missing reason", "/v1/nodes/" + victim.NodeID + "/replace", `{}`, token, 400},
-		{"empty reason", "/v1/nodes/" + victim.NodeID + "/replace", `{"reason":""}`, token, 400},
-		{"reason of 513 characters", "/v1/nodes/" + victim.NodeID + "/replace", `{"reason":"` + strings.Repeat("r", 513) + `"}`, token, 400},
-		{"no token", "/v1/nodes/" + victim.NodeID + "/replace", `{"reason":"x"}`, "", 401},
+		{"a spare", "/v1/nodes/" + before.Spare(0).ID + "/replace", `{"reason":"x"}`, token, 409},
+		{"missing reason", "/v1/nodes/" + victim.ID + "/replace", `{}`, token, 400},
+		{"empty reason", "/v1/nodes/" + victim.ID + "/replace", `{"reason":""}`, token, 400},
+		{"reason of 513 characters", "/v1/nodes/" + victim.ID + "/replace", `{"reason":"` + strings.Repeat("r", 513) + `"}`, token, 400},
+		{"no token", "/v1/nodes/" + victim.ID + "/replace", `{"reason":"x"}`, "", 401},
 	} {
 		code, body := api.do("POST", tc.path, tc.body, tc.tok)
 		if code != tc.want || !isErrorBody(body) {
 			t.Errorf("replace, %s: POST %s: %d %s, want %d with {\"error\": \"<one sentence>\"}", tc.name, tc.path, code, body, tc.want)
 		}
-		if now, _, err := api.slotMap(""); err != nil || now.Generation != before.Generation || len(now.warming()) > 0 {
+		if now, _, err := api.slotMap(""); err != nil || now.Generation() != before.Generation() || len(warmingSlots(now)) > 0 {
 			t.Fatalf("replace, %s, changed the slot map: %s (%v)", tc.name, describeMap(now), err)
 		}
 	}
 	tok := []string{"MCRIB_TOKEN=" + token}
-	for _, args := range [][]string{{"replace"}, {"replace", victim.NodeID}} {
+	for _, args := range [][]string{{"replace"}, {"replace", victim.ID}} {
 		if code, out, errOut := runCLI(t, m.Addr, tok, args...); code != 2 {
 			t.Errorf("mcrib %s: exit %d, stdout %q, stderr %q; want 2 (usage)", strings.Join(args, " "), code, short(out), short(errOut))
 		}
@@ -120,42 +120,34 @@ func TestWarmReplace(t *testing.T) {
 
 	// The warm replace.
 	asked := time.Now()
-	code, body := api.do("POST", "/v1/nodes/"+victim.NodeID+"/replace", `{"reason":"warm replace test"}`, token)
+	code, body := api.do("POST", "/v1/nodes/"+victim.ID+"/replace", `{"reason":"warm replace test"}`, token)
 	if code != 200 {
-		t.Fatalf("POST /v1/nodes/%s/replace: %d %s", victim.NodeID, code, body)
+		t.Fatalf("POST /v1/nodes/%s/replace: %d %s", victim.ID, code, body)
 	}
-	var ans struct {
-		Slot *int   `json:"slot"`
-		From string `json:"from"`
-		To   string `json:"to"`
-		Warm bool   `json:"warm"`
+	ans, err := decodeAs[mcribapi.ReplaceAnswer](body, "the replace")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		t.Fatalf("the replace answered %s: %v", body, err)
-	}
-	if ans.Slot == nil || *ans.Slot != slot || ans.From != victim.NodeID || ans.To == "" || ans.To == victim.NodeID || !ans.Warm {
-		t.Fatalf("the replace answered %s; want {\"slot\": %d, \"from\": %q, \"to\": <a spare>, \"warm\": true}", body, slot, victim.NodeID)
+	if ans.Slot != slot || ans.From != victim.ID || ans.To == "" || ans.To == victim.ID || !ans.Warm {
+		t.Fatalf("the replace answered %s; want {\"slot\": %d, \"from\": %q, \"to\": <a spare>, \"warm\": true}", body, slot, victim.ID)
 	}
 	after, _, err := api.slotMap("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := after.Slots[slot]
-	if why := after.invalid(); why != "" {
-		t.Errorf("the slot map after the replace: %s", why)
+	s, wm := after.Slot(slot), after.Warming(slot)
+	if s.ID != ans.To || wm == nil || wm.NodeID != victim.ID || wm.Addr != victim.Addr {
+		t.Fatalf("slot %d after the replace: %+v (warming %+v); want %s holding it, warming from %s at %s", slot, s, wm, ans.To, victim.ID, victim.Addr)
 	}
-	if s.NodeID != ans.To || s.Warming == nil || s.Warming.NodeID != victim.NodeID || s.Warming.Addr != victim.Addr {
-		t.Fatalf("slot %d after the replace: %+v (warming %+v); want %s holding it, warming from %s at %s", slot, s, s.Warming, ans.To, victim.NodeID, victim.Addr)
+	if lo, hi := asked.Add(warmFor-time.Second), time.Now().Add(warmFor+time.Second); wm.Until.Before(lo) || wm.Until.After(hi) {
+		t.Errorf("warming until %v; want about --warm-for (%v) after the replace, between %v and %v", wm.Until, warmFor, lo, hi)
 	}
-	if lo, hi := asked.Add(warmFor-time.Second), time.Now().Add(warmFor+time.Second); s.Warming.Until.Before(lo) || s.Warming.Until.After(hi) {
-		t.Errorf("warming until %v; want about --warm-for (%v) after the replace, between %v and %v", s.Warming.Until, warmFor, lo, hi)
-	}
-	if after.Generation != before.Generation+1 {
-		t.Errorf("generation %d → %d after one replace, want one more", before.Generation, after.Generation)
+	if after.Generation() != before.Generation()+1 {
+		t.Errorf("generation %d → %d after one replace, want one more", before.Generation(), after.Generation())
 	}
 	if st, err := api.status(); err != nil {
 		t.Fatal(err)
-	} else if n, _ := st.node(victim.NodeID); n.State != "warming" || n.Warming == nil || *n.Warming != slot || n.Slot != nil {
+	} else if n, _ := nodeStatus(st, victim.ID); n.State != "warming" || n.Warming == nil || *n.Warming != slot || n.Slot != nil {
 		t.Errorf("the old holder in the status: %+v (warming %v, slot %v); want state warming, warming %d, no slot", n, n.Warming, n.Slot, slot)
 	}
 	newAddr := s.Addr
@@ -172,7 +164,7 @@ func TestWarmReplace(t *testing.T) {
 		t.Fatalf("delete %s during the warming: %v", gone, err)
 	}
 	during := hitRate(t, c, keys[1:])
-	if left := time.Until(s.Warming.Until); left < 0 {
+	if left := time.Until(wm.Until); left < 0 {
 		t.Fatalf("the pass over %d keys outlasted the warming (%v): raise --warm-for", len(keys)-1, warmFor)
 	}
 	t.Logf("hit rate on slot %d's keys during the warming: %s (before: %s)", slot, pct(during), pct(was))
@@ -182,8 +174,8 @@ func TestWarmReplace(t *testing.T) {
 	if !within(2*time.Second, func() bool { _, err := directGet(newAddr, keys[1]); return err == nil }) {
 		t.Errorf("%s, read through the client during the warming, is not on the new holder %s: the client fills it from the old one", keys[1], ans.To)
 	}
-	if code, body := api.do("POST", "/v1/nodes/"+victim.NodeID+"/replace", `{"reason":"again"}`, token); code != 409 || !isErrorBody(body) {
-		t.Errorf("replace of the warming old holder %s (it holds no slot): %d %s, want 409 with {\"error\": …}", victim.NodeID, code, body)
+	if code, body := api.do("POST", "/v1/nodes/"+victim.ID+"/replace", `{"reason":"again"}`, token); code != 409 || !isErrorBody(body) {
+		t.Errorf("replace of the warming old holder %s (it holds no slot): %d %s, want 409 with {\"error\": …}", victim.ID, code, body)
 	}
 	staleCheck := func(when string) {
 		t.Helper()
@@ -191,7 +183,7 @@ func TestWarmReplace(t *testing.T) {
 			t.Errorf("%s: get %s, deleted during the warming, answered %v; want a miss", when, gone, err)
 		}
 		if _, err := directGet(victim.Addr, gone); !errors.Is(err, memcache.ErrCacheMiss) {
-			t.Errorf("%s: the old holder %s still has %s, deleted during the warming (%v): deletes go to both", when, victim.NodeID, gone, err)
+			t.Errorf("%s: the old holder %s still has %s, deleted during the warming (%v): deletes go to both", when, victim.ID, gone, err)
 		}
 		if _, err := directGet(newAddr, gone); !errors.Is(err, memcache.ErrCacheMiss) {
 			t.Errorf("%s: the new holder %s has %s, deleted during the warming (%v)", when, ans.To, gone, err)
@@ -200,13 +192,13 @@ func TestWarmReplace(t *testing.T) {
 	staleCheck("during the warming")
 
 	// After --warm-for: the old holder is a spare, the slot warms no more.
-	testenv.Eventually(t, warmFor+10*time.Second, "the warming over: "+victim.NodeID+" a spare", func() bool {
+	testenv.Eventually(t, warmFor+10*time.Second, "the warming over: "+victim.ID+" a spare", func() bool {
 		sm, _, err := api.slotMap("")
-		if err != nil || sm.Slots[slot].Warming != nil || !sm.isSpare(victim.NodeID) {
+		if err != nil || sm.Warming(slot) != nil || !isSpare(sm, victim.ID) {
 			return false
 		}
 		st, err := api.status()
-		n, _ := st.node(victim.NodeID)
+		n, _ := nodeStatus(st, victim.ID)
 		return err == nil && n.State == "spare" && n.Warming == nil
 	})
 	if ended := time.Since(asked); ended < warmFor-time.Second {
@@ -220,11 +212,11 @@ func TestWarmReplace(t *testing.T) {
 	}
 
 	// mcrib replace: the same through the CLI.
-	other := after.Slots[0]
-	if code, out, errOut := runCLI(t, m.Addr, tok, "replace", other.NodeID, "--reason", "x"); code != 0 || !strings.Contains(out, other.NodeID) {
-		t.Fatalf("mcrib replace %s --reason x: exit %d, stdout %q, stderr %q; want 0 naming the node", other.NodeID, code, short(out), short(errOut))
+	other := after.Slot(0)
+	if code, out, errOut := runCLI(t, m.Addr, tok, "replace", other.ID, "--reason", "x"); code != 0 || !strings.Contains(out, other.ID) {
+		t.Fatalf("mcrib replace %s --reason x: exit %d, stdout %q, stderr %q; want 0 naming the node", other.ID, code, short(out), short(errOut))
 	}
-	if sm, _, err := api.slotMap(""); err != nil || sm.Slots[0].NodeID == other.NodeID || sm.Slots[0].Warming == nil || sm.Slots[0].Warming.NodeID != other.NodeID {
-		t.Errorf("after mcrib replace %s: %s (%v); want slot 0 moved, warming from %s", other.NodeID, describeMap(sm), err, other.NodeID)
+	if sm, _, err := api.slotMap(""); err != nil || sm.Slot(0).ID == other.ID || sm.Warming(0) == nil || sm.Warming(0).NodeID != other.ID {
+		t.Errorf("after mcrib replace %s: %s (%v); want slot 0 moved, warming from %s", other.ID, describeMap(sm), err, other.ID)
 	}
 }
