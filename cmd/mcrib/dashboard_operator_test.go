@@ -18,6 +18,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/mcrib/mcrib/internal/dashtest"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
 	"github.com/mcrib/mcrib/mcribapi"
@@ -68,7 +69,7 @@ func startDashStack(t *testing.T, zones []string, perZone int, args ...string) *
 		wg.Wait()
 		if t.Failed() {
 			logMu.Lock()
-			t.Logf("mcrib log:\n%s", dashTail(logs.String(), 6000))
+			t.Logf("mcrib log:\n%s", dashtest.Tail(logs.String(), 6000))
 			logMu.Unlock()
 		}
 	})
@@ -118,7 +119,7 @@ func dashShot(t *testing.T, bin, base, name, size string) {
 	}
 	shot := filepath.Join(dir, name)
 	os.Remove(shot)
-	dashRunChromium(t, bin, "--screenshot="+shot, "--window-size="+size, base+"/")
+	dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size="+size, base+"/")
 	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
 		t.Fatalf("no screenshot at %s: %v", shot, err)
 	}
@@ -166,22 +167,22 @@ func TestDashboardLoneDeadHolder(t *testing.T) {
 		t.Fatalf("status: zone alert %q, automatic freeze %q, slots unserved %d; want no alert and 1 unserved", st.ZoneAlert, st.AutoFreezeReason, st.SlotsUnserved)
 	}
 
-	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
-	dashWantShown(t, d, "zonealert-banner", false)
-	dashWantText(t, d, "unserved", "1 of 4 (25 %)")
-	var row *dashNode
-	for _, tr := range d.byID(t, "slots").elementsNamed("tr") {
-		if strings.Contains(tr.text(), victim) {
+	d := dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", s.base+"/"))
+	dashtest.WantShown(t, d, "zonealert-banner", false)
+	dashtest.WantText(t, d, "unserved", "1 of 4 (25 %)")
+	var row *dashtest.Node
+	for _, tr := range d.ByID(t, "slots").ElementsNamed("tr") {
+		if strings.Contains(tr.Text(), victim) {
 			row = tr
 		}
 	}
 	if row == nil {
-		t.Fatalf("no slot row names %s:\n%s", victim, d.byID(t, "slots").text())
+		t.Fatalf("no slot row names %s:\n%s", victim, d.ByID(t, "slots").Text())
 	}
-	if txt := row.text(); !strings.Contains(txt, "held, replaced in ") || !strings.Contains(txt, " if it does not return") || !strings.Contains(txt, "NO") {
+	if txt := row.Text(); !strings.Contains(txt, "held, replaced in ") || !strings.Contains(txt, " if it does not return") || !strings.Contains(txt, "NO") {
 		t.Errorf("%s's slot row %q: want it held, unreachable, with when it is replaced", victim, txt)
 	}
-	if strings.Contains(d.find(func(n *dashNode) bool { return n.tag == "body" }).text(), "ZONE ALERT:") && d.byID(t, "zonealert-banner").shown() {
+	if strings.Contains(d.Find(func(n *dashtest.Node) bool { return n.Tag == "body" }).Text(), "ZONE ALERT:") && d.ByID(t, "zonealert-banner").Shown() {
 		t.Errorf("a zone alert is shown for one dead holder")
 	}
 	dashShot(t, bin, s.base, "dashboard-lone-dead-holder.png", "1440,1000")
@@ -305,22 +306,22 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 		}
 		return len(sources) == 2
 	})
-	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
-	rows := d.byID(t, "warmsources").elementsNamed("tr")
+	d := dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", s.base+"/"))
+	rows := d.ByID(t, "warmsources").ElementsNamed("tr")
 	if len(rows) != 2 {
-		t.Fatalf("#warmsources has %d rows, want the 2 warm sources %v:\n%s", len(rows), sources, d.byID(t, "warmsources").text())
+		t.Fatalf("#warmsources has %d rows, want the 2 warm sources %v:\n%s", len(rows), sources, d.ByID(t, "warmsources").Text())
 	}
 	for i, id := range sources {
-		txt := rows[i].text()
+		txt := rows[i].Text()
 		for _, want := range []string{id, "warming", "warm source of slot", "zone drained", "until"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("warm source row %q lacks %q", txt, want)
 			}
 		}
 	}
-	dashWantContains(t, d, "zones", "drained", "2 slots moved, 0 left of a baseline of 2")
+	dashtest.WantContains(t, d, "zones", "drained", "2 slots moved, 0 left of a baseline of 2")
 	// The operator's drain is told with their name, not a socket address.
-	dashWantContains(t, d, "events", "operator change", stackOperator, "drain zone a")
+	dashtest.WantContains(t, d, "events", "operator change", stackOperator, "drain zone a")
 	dashShot(t, bin, s.base, "dashboard-drain-warm-source.png", "1440,1300")
 
 	// Undrain at once: the slots the drain moved still warm from zone a's
@@ -346,9 +347,9 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 		z, _ := zoneA()
 		return z.Drain != nil && strings.Contains(z.Drain.Blocked, "still warms from")
 	})
-	d = dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
-	dashWantContains(t, d, "zones", "returning", "2 slots to give back, 0 held of a baseline of 2", "still warms from mc-a-", "until", "it comes back when the warming ends")
-	dashWantContains(t, d, "warmsources", "mc-a-")
+	d = dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", s.base+"/"))
+	dashtest.WantContains(t, d, "zones", "returning", "2 slots to give back, 0 held of a baseline of 2", "still warms from mc-a-", "until", "it comes back when the warming ends")
+	dashtest.WantContains(t, d, "warmsources", "mc-a-")
 
 	// Through the drain's warmings, the return and its warmings, and a
 	// few stats intervals after: the boot limit holds.
@@ -394,8 +395,8 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 	if lowest != before {
 		t.Errorf("the warm drain and its return moved the boot limit from %v down to %v", before, lowest)
 	}
-	d = dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
-	dashWantContains(t, d, "chart-bootlimit", fmt.Sprintf("limit %v", before))
-	dashWantContains(t, d, "bl-limit", fmt.Sprintf("%v boots/s", before))
+	d = dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", s.base+"/"))
+	dashtest.WantContains(t, d, "chart-bootlimit", fmt.Sprintf("limit %v", before))
+	dashtest.WantContains(t, d, "bl-limit", fmt.Sprintf("%v boots/s", before))
 	dashShot(t, bin, s.base, "dashboard-drain-under-load.png", "1440,1700")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/internal/dashtest"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -62,7 +63,7 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		wg.Wait()
 		if t.Failed() {
 			logMu.Lock()
-			t.Logf("mcrib log:\n%s", dashTail(logs.String(), 6000))
+			t.Logf("mcrib log:\n%s", dashtest.Tail(logs.String(), 6000))
 			logMu.Unlock()
 		}
 	})
@@ -115,37 +116,37 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		return false
 	})
 
-	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", base+"/"))
-	dashWantShown(t, d, "ops-error", false)
+	d := dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", base+"/"))
+	dashtest.WantShown(t, d, "ops-error", false)
 	for _, id := range []string{"chart-hitrate", "chart-bootlimit", "chart-boots", "chart-moves"} {
-		svg := d.byID(t, id).find(func(n *dashNode) bool { return n.tag == "svg" })
-		if svg == nil || svg.attrs["data-points"] == "" || svg.attrs["data-points"] == "0" {
+		svg := d.ByID(t, id).Find(func(n *dashtest.Node) bool { return n.Tag == "svg" })
+		if svg == nil || svg.Attrs["data-points"] == "" || svg.Attrs["data-points"] == "0" {
 			t.Errorf("#%s has no chart with points: %+v", id, svg)
 		}
 	}
-	moves := d.byID(t, "chart-moves")
-	if moves.find(func(n *dashNode) bool { return n.attrs["data-series"] == "replacements" }) == nil {
+	moves := d.ByID(t, "chart-moves")
+	if moves.Find(func(n *dashtest.Node) bool { return n.Attrs["data-series"] == "replacements" }) == nil {
 		t.Errorf("#chart-moves draws no replacements series")
 	}
-	dashWantContains(t, d, "chart-moves", "Flushes and replacements", "replacements ")
-	var row *dashNode
-	for _, tr := range d.byID(t, "events").elementsNamed("tr") {
-		if tr.attrs["data-kind"] == string(mcribapi.EventReplacement) {
+	dashtest.WantContains(t, d, "chart-moves", "Flushes and replacements", "replacements ")
+	var row *dashtest.Node
+	for _, tr := range d.ByID(t, "events").ElementsNamed("tr") {
+		if tr.Attrs["data-kind"] == string(mcribapi.EventReplacement) {
 			row = tr
 		}
 	}
 	if row == nil {
-		t.Fatalf("#events lists no replacement:\n%s", d.byID(t, "events").text())
+		t.Fatalf("#events lists no replacement:\n%s", d.ByID(t, "events").Text())
 	}
 	for _, want := range []string{victim, "slot 2", replaced.Reason, "mcrib"} {
-		if !strings.Contains(row.text(), want) {
-			t.Errorf("the replacement row %q lacks %q", row.text(), want)
+		if !strings.Contains(row.Text(), want) {
+			t.Errorf("the replacement row %q lacks %q", row.Text(), want)
 		}
 	}
 	if os.Getenv("MCRIB_SCREENSHOT") != "" {
 		const shot = "/tmp/mcrib-dashboard-replacement.png"
 		os.Remove(shot)
-		dashRunChromium(t, bin, "--screenshot="+shot, "--window-size=1280,1600", base+"/")
+		dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size=1280,1600", base+"/")
 		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
 			t.Fatalf("no screenshot at %s: %v", shot, err)
 		}

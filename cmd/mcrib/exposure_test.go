@@ -3,19 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +14,7 @@ import (
 
 func TestExposureRefused(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := writeSelfSigned(t, dir)
+	cert, key := testenv.SelfSignedCert(t, dir)
 	tests := []struct {
 		args []string
 		env  map[string]string
@@ -85,92 +73,13 @@ func TestExposureExitCode(t *testing.T) {
 	}
 }
 
-func TestHostGuard(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	tests := []struct {
-		listen string
-		names  []string
-		tls    bool
-		host   string
-		want   bool
-	}{
-		{listen: "127.0.0.1:7070", host: "127.0.0.1:7070", want: true},
-		{listen: "127.0.0.1:7070", host: "localhost:7070", want: true},
-		{listen: "127.0.0.1:7070", host: "LOCALHOST:7070", want: true},
-		{listen: "127.0.0.1:7070", host: "[::1]:7070", want: true},
-		{listen: "127.0.0.1:7070", host: "attacker.example:7070", want: false},
-		{listen: "127.0.0.1:7070", host: "localhost:7071", want: false},
-		{listen: "127.0.0.1:7070", host: "localhost", want: false},
-		{listen: "127.0.0.1:80", host: "localhost", want: true},
-		{listen: "127.0.0.1:443", tls: true, host: "127.0.0.1", want: true},
-		{listen: "127.0.0.1:7070", host: "", want: false},
-		{listen: "10.0.0.5:7070", names: []string{"mcrib.internal:7070"}, host: "mcrib.internal:7070", want: true},
-		{listen: "10.0.0.5:7070", host: "10.0.0.5:7070", want: true},
-		{listen: "10.0.0.5:7070", host: "localhost:7070", want: false},
-		{listen: "0.0.0.0:7070", names: []string{"10.0.0.5:7070"}, host: "10.0.0.5:7070", want: true},
-		{listen: "0.0.0.0:7070", names: []string{"10.0.0.5:7070"}, host: "localhost:7070", want: true},
-		{listen: "0.0.0.0:7070", names: []string{"10.0.0.5:7070"}, host: "rebound.example:7070", want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.listen+" "+tt.host, func(t *testing.T) {
-			g := newHostGuard(ok, tt.listen, tt.names, tt.tls)
-			req := httptest.NewRequest(http.MethodPut, "/v1/freeze", nil)
-			req.Host = tt.host
-			rec := httptest.NewRecorder()
-			g.ServeHTTP(rec, req)
-			if got := rec.Code == http.StatusNoContent; got != tt.want {
-				t.Fatalf("Host %q: status %d, want allowed=%v", tt.host, rec.Code, tt.want)
-			}
-			if !tt.want && (rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), `"error"`)) {
-				t.Errorf("refusal %d %s, want 421 with a JSON error", rec.Code, rec.Body)
-			}
-		})
-	}
-}
-
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and
-// localhost and its key into dir, and returns their paths.
-func writeSelfSigned(t *testing.T, dir string) (certPath, keyPath string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "mcrib test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certPath, keyPath
-}
-
 // TestServeTLS runs mcrib serve over TLS with a self-signed certificate
 // (Consul unreachable: the API serves what it knows) and reads it through
 // the CLI with --addr https://… and MCRIB_CACERT, and with a plain client
 // that does not trust the certificate.
 func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := writeSelfSigned(t, dir)
+	cert, key := testenv.SelfSignedCert(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -210,17 +119,8 @@ func TestServeTLS(t *testing.T) {
 	if code := run(context.Background(), []string{"status", "--addr", "http://" + addr}, &stdout, &stderr, envOf(nil)); code == 0 {
 		t.Errorf("plain HTTP to a TLS listener read the status")
 	}
-	// A forwarding replica trusts the certificate from its own --tls-cert.
-	roots, err := forwardRoots(cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	resp, err := c.Get("https://" + addr + "/healthz")
-	if err != nil {
-		t.Fatalf("forwarding roots do not verify the server: %v", err)
-	}
-	resp.Body.Close()
+	// A forwarding replica trusts the certificate from its own --tls-cert:
+	// internal/apiserver's TestForwardOverTLS.
 }
 
 // syncBuf is a bytes.Buffer safe for a writer and a reader in two

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/mcrib/mcrib/internal/apiserver"
 )
 
 // FuzzServeFlags parses arbitrary `mcrib serve` arguments and environment
@@ -57,7 +59,7 @@ func FuzzServeFlags(f *testing.F) {
 			t.Fatalf("accepted --pool %q --service %q", cfg.Pool, cfg.Service)
 		case checkHostPort(cfg.Listen) != nil || checkHostPort(cfg.TwemproxyListen) != nil:
 			t.Fatalf("accepted --listen %q --twemproxy-listen %q", cfg.Listen, cfg.TwemproxyListen)
-		case cfg.Token == "" && !cfg.InsecureNoToken && !isLoopbackListen(cfg.Listen):
+		case cfg.Token == "" && !cfg.InsecureNoToken && !apiserver.IsLoopbackListen(cfg.Listen):
 			t.Fatalf("accepted a non-loopback --listen %q without a token", cfg.Listen)
 		case cfg.LogFormat != "text" && cfg.LogFormat != "json":
 			t.Fatalf("accepted --log-format %q", cfg.LogFormat)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -46,33 +45,6 @@ func TestPrintStatusUnderFire(t *testing.T) {
 	}
 	if strings.Contains(out, "mc-5:") {
 		t.Errorf("a node waiting for nothing has a note:\n%s", out)
-	}
-}
-
-// knownRate is a boot limiter that has, or has not, measured a hit rate.
-type knownRate struct {
-	bootLimiter
-	known bool
-}
-
-func (k knownRate) HitRate() (float64, bool) { return 0, k.known }
-
-func TestStatusHitRateIsNullBeforeTraffic(t *testing.T) {
-	for _, tc := range []struct {
-		known bool
-		want  string
-	}{
-		{false, `"hit_rate":null`},
-		{true, `"hit_rate":0.5`},
-	} {
-		doc := withKnownHitRate(statusDocument(mcribapi.Status{}, ratelimit.Document{HitRate: ratelimit.RateOf(0.5)}), knownRate{known: tc.known})
-		b, err := json.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(string(b[strings.Index(string(b), `"hit_rate"`):]), tc.want) {
-			t.Errorf("measured %v: document %s, want %s", tc.known, b, tc.want)
-		}
 	}
 }
 

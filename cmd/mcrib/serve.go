@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/apiserver"
 	"github.com/mcrib/mcrib/internal/consulcall"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/kvlayout"
@@ -80,7 +81,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if traces.Protocol != "" {
 		logger.Info("exporting traces over OTLP", "protocol", traces.Protocol)
 	}
-	ops := newOpsRecord(eventlog.NewLog(eventlog.Options{}), eventlog.NewHistory(eventlog.HistoryOptions{Interval: cfg.StatsInterval}))
+	ops := apiserver.NewOps(eventlog.NewLog(eventlog.Options{}), eventlog.NewHistory(eventlog.HistoryOptions{Interval: cfg.StatsInterval}))
 	loop, err = controlloop.New(controlloop.Options{
 		Consul:                   consul,
 		Pool:                     cfg.Pool,
@@ -104,7 +105,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		Prober:                   prober,
 		Logger:                   logger,
 		Metrics:                  rec,
-		Events:                   ops.sink(),
+		Events:                   ops.Sink(),
 		Tracer:                   traces.Tracer("github.com/mcrib/mcrib/controlloop"),
 	})
 	if err != nil {
@@ -137,25 +138,30 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	handler := newAPIServer(loop, boot, teeBoot{rec, ops}, metricsHandler, cfg.Token, logger, func() (bool, string) {
-		return elector.IsLeader(), elector.LeaderID()
+	api, err := apiserver.New(apiserver.Options{
+		Loop:       loop,
+		Boot:       boot,
+		Recorder:   rec,
+		Metrics:    metricsHandler,
+		Token:      cfg.Token,
+		Logger:     logger,
+		Leader:     func() (bool, string) { return elector.IsLeader(), elector.LeaderID() },
+		Assured:    elector.IsAssured,
+		ID:         id,
+		Replicas:   replicaSet{loop: loop, elector: elector},
+		Ops:        ops,
+		ConsulAddr: cfg.Consul,
+		KVPrefix:   cfg.KVPrefix,
+		TLSCert:    cfg.TLSCert,
+		Listen:     cfg.Listen,
+		Bound:      ln.Addr().String(),
+		Tracer:     traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"),
 	})
-	handler.replicas = replicaSet{loop: loop, elector: elector}
-	handler.assured = elector.IsAssured
-	handler.ops = ops
-	handler.scrub = newScrubber(cfg.Consul, cfg.KVPrefix)
-	handler.id = id
-	front, scheme, err := secureFront(cfg, handler, ln.Addr().String(), id)
 	if err != nil {
 		return err
 	}
-	srv := newHTTPServer(tracedHandler(traces.Tracer("github.com/mcrib/mcrib/cmd/mcrib"), handler, front), logger)
-	handler.writeTimeout = srv.WriteTimeout
-	// GET /v1/slotmap?index= may block up to 5 minutes: it moves its own
-	// connection's write deadline past WriteTimeout, and answers at once
-	// when the server shuts down.
-	srv.RegisterOnShutdown(handler.stopWaiting)
-	fmt.Fprintf(stdout, "mcrib serving pool %q on %s://%s/ (consul %s)\n", cfg.Pool, scheme, id, cfg.Consul)
+	srv := api.HTTPServer()
+	fmt.Fprintf(stdout, "mcrib serving pool %q on %s://%s/ (consul %s)\n", cfg.Pool, api.Scheme(), id, cfg.Consul)
 	logger.Info("mcrib serving", "pool", cfg.Pool, "listen", id, "consul", cfg.Consul, "slots", cfg.Slots, "version", version)
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -171,7 +177,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		})
 	})
 	wg.Go(func() { loop.Run(runCtx) })
-	wg.Go(func() { ops.hist.Run(runCtx, func() eventlog.Reading { return ops.reading(boot, boot.HitRate) }) })
+	wg.Go(func() { ops.Run(runCtx, boot, boot.HitRate) })
 	wg.Go(func() {
 		if err := boot.Run(runCtx); err != nil && runCtx.Err() == nil {
 			logger.Error("the boot limiter stopped", "err", err)
@@ -205,6 +211,20 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	wg.Wait()
 	logger.Info("mcrib stopped")
 	return stopErr
+}
+
+// replicaSet is the replicas of a running mcrib serve: the loop's view of
+// them, and this process's session from the elector.
+type replicaSet struct {
+	loop    *controlloop.Loop
+	elector *leader.Elector
+}
+
+func (r replicaSet) Count() int              { return r.loop.Replicas() }
+func (r replicaSet) Has(session string) bool { return r.loop.ReplicaSession(session) }
+func (r replicaSet) Session() string {
+	m, _ := r.elector.Member()
+	return m.Session()
 }
 
 // bootLoadWait bounds how long serve waits for the boot-limit document
