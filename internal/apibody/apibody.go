@@ -3,11 +3,13 @@
 // (larger is 413), and a body that is not empty is sent as
 // application/json (else 415; an empty body never is). The checks run in
 // that order, so a body too large is 413 whatever its media type.
+// WriteJSON writes every answer of the API, its errors included, one way.
 //
 // The package holds no state; its functions are safe for concurrent use.
 package apibody
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,4 +88,19 @@ func Sentence(err error) string {
 		}
 	}
 	return msg
+}
+
+// WriteJSON writes v as the JSON answer with status: Content-Type
+// application/json, Cache-Control no-store, and the JSON followed by a
+// newline. A v that does not encode is a 500 with a JSON error.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"encoding the answer failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -242,17 +241,8 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, mcribapi.StatusCode(err), mcribapi.ErrorBody{Error: err.Error()})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":"encoding the answer failed"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
-}
+// writeJSON writes v as the JSON answer with status (apibody.WriteJSON).
+func writeJSON(w http.ResponseWriter, status int, v any) { apibody.WriteJSON(w, status, v) }
 
 // readBody reads the request body under the API's body rules
 // (internal/apibody): one over 64 KiB is a 413, one not sent as

@@ -23,7 +23,6 @@ package bootgate
 
 import (
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
@@ -311,16 +310,5 @@ func (g *Gate) leaderReached() {
 	}
 }
 
-// writeJSON writes v as the JSON answer with status, as the rest of the
-// operator API does.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":"encoding the answer failed"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
-}
+// writeJSON writes v as the JSON answer with status (apibody.WriteJSON).
+func writeJSON(w http.ResponseWriter, status int, v any) { apibody.WriteJSON(w, status, v) }
