@@ -22,7 +22,7 @@ targets=(
 	ratelimit:FuzzParseDocument
 	ratelimit:FuzzAdmitter
 	cmd/mcrib:FuzzServeFlags
-	cmd/mcrib:FuzzParseAddr
+	internal/cli:FuzzParseAddr
 )
 status=0
 summary=()

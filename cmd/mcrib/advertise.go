@@ -8,7 +8,7 @@ import (
 )
 
 // advertiseAddr returns the host:port other replicas and applications reach
-// this process at (its leader_id, CONTRACT.md section 1): flag when given;
+// this process at (its leader_id, docs/cli.md "mcrib serve flags"): flag when given;
 // else the --listen address when it names a host; else, for a wildcard
 // listen address, the host's first non-loopback address (from addrs, the
 // interface addresses) with the listen port. A leader_id must be routable:
@@ -67,7 +67,7 @@ func advertiseAddr(flag, listen string, addrs func() ([]net.Addr, error)) (strin
 
 // listenName returns --listen as given, with the port the listener really
 // got (for a port 0): a host name in --listen stays a name in leader_id, as
-// CONTRACT.md section 1 has it, rather than the address it resolved to.
+// the --advertise-addr rule has it, rather than the address it resolved to.
 func listenName(listen string, bound net.Addr) string {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {

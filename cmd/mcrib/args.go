@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcrib/mcrib/internal/cli"
 )
 
 // clientOptions are the flags every client command takes, after its name
@@ -95,7 +97,7 @@ func didYouMean(word string, candidates []string, prefix string) string {
 // connectNoArgs parses args into fs, refuses positional arguments (a
 // usage error), and returns a client of the operator API as o, filled by
 // the parse, says.
-func (c cli) connectNoArgs(fs *flag.FlagSet, o *clientOptions, args []string) (*apiClient, error) {
+func (c proc) connectNoArgs(fs *flag.FlagSet, o *clientOptions, args []string) (*cli.Client, error) {
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
 		return nil, err

@@ -10,73 +10,51 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
-// The client commands: each parses its arguments, makes one call to the
-// operator API and prints the answer, raw with --json or through its
-// renderer.
+// The client commands: each parses its arguments (a usage error exits
+// 2), connects to the operator API as the client flags say and runs its
+// call through internal/cli, which prints the answer.
 
-// read runs a read-only command that takes only the client flags: GET
-// path, then print the answer raw for --json, else through show.
-func (c cli) read(ctx context.Context, cmd, path string, args []string, show func(body []byte) error) error {
-	fs, o := clientFlags(cmd)
+// followEvery is how often `mcrib events --follow` asks for new events
+// (a variable for the tests).
+var followEvery = time.Second
+
+// eventsUsage is the usage of `mcrib events`.
+const eventsUsage = "usage: mcrib events [--follow] [--json] " + clientUsage
+
+// read runs a command that takes only the client flags (and those fs adds)
+// with the client they configure.
+func (c proc) read(ctx context.Context, fs *flag.FlagSet, o *clientOptions, args []string, call func(*cli.Client, context.Context) error) error {
 	cl, err := c.connectNoArgs(fs, o, args)
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	b, err := cl.get(ctx, path)
-	if err != nil {
-		return err
-	}
-	if o.json {
-		c.printRaw(b)
-		return nil
-	}
-	return show(b)
-}
-
-// printRaw writes a JSON answer as it came, ending in a newline.
-func (c cli) printRaw(b []byte) {
-	c.stdout.Write(b)
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		fmt.Fprintln(c.stdout)
-	}
+	defer cl.Close()
+	return call(cl, ctx)
 }
 
 // status prints GET /v1/status.
-func (c cli) status(ctx context.Context, args []string) error {
-	return c.read(ctx, "status", "/v1/status", args, func(b []byte) error {
-		var doc mcribapi.Status
-		sent, err := decodeDocument(b, &doc)
-		if err != nil {
-			return fmt.Errorf("reading the status document: %w", err)
-		}
-		printStatus(c.stdout, doc, sent, c.now())
-		return nil
-	})
+func (c proc) status(ctx context.Context, args []string) error {
+	fs, o := clientFlags("status")
+	return c.read(ctx, fs, o, args, (*cli.Client).Status)
 }
 
 // slots prints GET /v1/slotmap.
-func (c cli) slots(ctx context.Context, args []string) error {
-	return c.read(ctx, "slots", "/v1/slotmap", args, func(b []byte) error {
-		m, err := cachenodes.ParseSlotMap(b)
-		if err != nil {
-			return fmt.Errorf("reading the slot map document: %w", err)
-		}
-		printSlots(c.stdout, m, c.now())
-		return nil
-	})
+func (c proc) slots(ctx context.Context, args []string) error {
+	fs, o := clientFlags("slots")
+	return c.read(ctx, fs, o, args, (*cli.Client).Slots)
 }
 
 // freeze sends PUT /v1/freeze, after checking that the pool is not frozen
 // by another operator already (whose reason the freeze would replace)
 // unless --force is given.
-func (c cli) freeze(ctx context.Context, args []string) error {
+func (c proc) freeze(ctx context.Context, args []string) error {
 	fs, o := clientFlags("freeze")
 	reason := fs.String("reason", "", "why membership is frozen, up to 512 characters (required)")
 	force := fs.Bool("force", false, "replace a freeze that another operator set")
@@ -94,71 +72,18 @@ func (c cli) freeze(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	if !*force {
-		if err := c.notFrozenByOther(ctx, cl); err != nil {
-			return err
-		}
-	}
-	b, err := cl.put(ctx, "/v1/freeze", mcribapi.FreezeRequest{Reason: *reason})
-	if err != nil {
-		return err
-	}
-	if o.json {
-		c.printRaw(b)
-		return nil
-	}
-	var doc mcribapi.FreezeDoc
-	if json.Unmarshal(b, &doc) != nil || doc.Reason == "" {
-		doc.Reason = *reason
-	}
-	printFrozen(c.stdout, doc)
-	return nil
-}
-
-// notFrozenByOther returns an error (exit 1) naming who froze the pool,
-// when, and why, when another operator than cl's froze it.
-func (c cli) notFrozenByOther(ctx context.Context, cl *apiClient) error {
-	b, err := cl.get(ctx, "/v1/status")
-	if err != nil {
-		return err
-	}
-	var st struct {
-		Frozen bool                `json:"frozen"`
-		Freeze *mcribapi.FreezeDoc `json:"freeze"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("reading the status document: %w", err)
-	}
-	if !st.Frozen || st.Freeze == nil || st.Freeze.By == cl.who {
-		return nil
-	}
-	return fmt.Errorf("the pool is frozen already, by %s %s: %q. Not changed: mcrib freeze --force replaces that freeze and its reason, mcrib unfreeze lifts it",
-		orUnknown(st.Freeze.By), whenText(st.Freeze.At, c.now()), st.Freeze.Reason)
+	defer cl.Close()
+	return cl.Freeze(ctx, *reason, *force)
 }
 
 // unfreeze sends DELETE /v1/freeze.
-func (c cli) unfreeze(ctx context.Context, args []string) error {
+func (c proc) unfreeze(ctx context.Context, args []string) error {
 	fs, o := clientFlags("unfreeze")
-	cl, err := c.connectNoArgs(fs, o, args)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	b, err := cl.delete(ctx, "/v1/freeze")
-	if err != nil {
-		return err
-	}
-	if o.json {
-		c.printRaw(b)
-		return nil
-	}
-	fmt.Fprintln(c.stdout, "unfrozen")
-	return nil
+	return c.read(ctx, fs, o, args, (*cli.Client).Unfreeze)
 }
 
 // ratelimit prints GET /v1/ratelimit, or changes it with `set N` or `auto`.
-func (c cli) ratelimit(ctx context.Context, args []string) error {
+func (c proc) ratelimit(ctx context.Context, args []string) error {
 	fs, o := clientFlags("ratelimit")
 	burst := fs.Int("burst", 0, "bucket size, whole boots >= 1 (with set or auto)")
 	explainFlag(fs, "burst", errNotInteger)
@@ -178,32 +103,21 @@ func (c cli) ratelimit(ctx context.Context, args []string) error {
 	case burstGiven:
 		req.Burst = burst
 	}
-
 	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	var b []byte
-	if req == nil {
-		b, err = cl.get(ctx, "/v1/ratelimit")
-	} else {
-		b, err = cl.put(ctx, "/v1/ratelimit", req)
-	}
-	if err != nil {
-		return err
-	}
-	if o.json {
-		c.printRaw(b)
-		return nil
-	}
-	var doc ratelimit.Document
-	sent, err := decodeDocument(b, &doc)
-	if err != nil {
-		return fmt.Errorf("reading the boot-limit document: %w", err)
-	}
-	printRateLimit(c.stdout, doc, sent)
-	return nil
+	defer cl.Close()
+	return cl.RateLimit(ctx, req)
+}
+
+// events prints GET /v1/events; with --follow it then asks for the events
+// after the last one printed every second until interrupted.
+func (c proc) events(ctx context.Context, args []string) error {
+	fs, o := clientFlags("events")
+	fs.Lookup("json").Usage = "print each event as one line of JSON"
+	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	return c.read(ctx, fs, o, args, func(cl *cli.Client, ctx context.Context) error { return cl.Events(ctx, *follow) })
 }
 
 // rateLimitChange reads the positional arguments of `mcrib ratelimit`: none
@@ -237,7 +151,7 @@ func rateLimitChange(pos []string) (*mcribapi.BootLimitRequest, error) {
 }
 
 // version prints the version.
-func (c cli) version(_ context.Context, args []string) error {
+func (c proc) version(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcrib version", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -257,7 +171,7 @@ func (c cli) version(_ context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		c.printRaw(b)
+		fmt.Fprintf(c.stdout, "%s\n", b)
 		return nil
 	}
 	fmt.Fprintf(c.stdout, "mcrib %s\n", version)

@@ -184,10 +184,10 @@ func deadAddr(t *testing.T) string {
 // last_reconcile_at of statusJSON.
 var testNow = time.Date(2026, 11, 29, 13, 0, 2, 0, time.UTC)
 
-// testCLI returns a cli writing to out and errOut, with env as its
+// testCLI returns a proc writing to out and errOut, with env as its
 // environment, testNow as its clock and "testhost" as its host name.
-func testCLI(out, errOut io.Writer, env map[string]string) cli {
-	return cli{stdout: out, stderr: errOut, getenv: envOf(env),
+func testCLI(out, errOut io.Writer, env map[string]string) proc {
+	return proc{stdout: out, stderr: errOut, getenv: envOf(env),
 		now: func() time.Time { return testNow }, hostname: func() (string, error) { return "testhost", nil }}
 }
 
@@ -533,6 +533,48 @@ func TestEveryClientCommandTakesJSON(t *testing.T) {
 			code, stdout, stderr := runCLI(t, nil, append(tc.args, "--json", "--addr", srv.URL)...)
 			if code != 0 || stdout != tc.want+"\n" {
 				t.Errorf("mcrib %s --json: exit %d, stdout %q, stderr %q; want the answer %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		}
+	}
+}
+
+// TestUnknownIsSaidOneWay runs the commands that show a hit rate, against
+// documents in which it is null, and checks that each says "unknown" and
+// never a number or another word for it.
+func TestUnknownIsSaidOneWay(t *testing.T) {
+	status := `{"pool":"default","leader":true,"hit_rate":null,"boot_limit":{"mode":"auto","limit":10,"burst":1,"hit_rate":null},` +
+		`"zones":[{"zone":"a","nodes":2,"slots":2,"unreachable":0,"absent":0,"hit_rate":null,"drain":null}],` +
+		`"nodes":[{"id":"mc-1","addr":"127.0.0.1:11211","az":"a","slot":0,"state":"serving"}]}`
+	ratelimitDoc := `{"mode":"auto","limit":10,"burst":1,"hit_rate":null,"reason":"new pool"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/ratelimit" {
+			fakeWriteJSON(w, http.StatusOK, ratelimitDoc)
+			return
+		}
+		fakeWriteJSON(w, http.StatusOK, status)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"status", []string{"hit rate:          unknown\n", "mc-1  127.0.0.1:11211  a   0     unknown  unknown    serving  unknown\n",
+			"a     2      2      0            0       unknown   -\n"}},
+		{"zones", []string{"a     2      2      0            0       unknown   -\n"}},
+		{"ratelimit", []string{"hit rate unknown\n"}},
+	} {
+		code, stdout, stderr := runCLI(t, nil, tc.cmd, "--addr", srv.URL)
+		if code != 0 {
+			t.Fatalf("mcrib %s: exit %d: %s", tc.cmd, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("mcrib %s lacks %q:\n%s", tc.cmd, w, stdout)
+			}
+		}
+		for _, bad := range []string{"0.00", "n/a", "N/A", "—", "null", "(unknown)"} {
+			if strings.Contains(stdout, bad) {
+				t.Errorf("mcrib %s says %q for an unknown value:\n%s", tc.cmd, bad, stdout)
 			}
 		}
 	}

@@ -38,7 +38,7 @@ type command struct {
 	// an exit code other than 1, or any other error for 1. After -h or
 	// --help it returns before it does anything else, so that the help
 	// can ask it for its flags.
-	run func(c cli, ctx context.Context, args []string) error
+	run func(c proc, ctx context.Context, args []string) error
 }
 
 // synopsisLine is one line of the top-level usage.
@@ -53,10 +53,10 @@ const clientUsage = "[client flags]"
 // are made from it.
 func commands() []command {
 	return []command{
-		{name: "serve", run: cli.serve, help: printServeHelp,
+		{name: "serve", run: proc.serve, help: printServeHelp,
 			usage:    "usage: mcrib serve [flags]",
 			synopsis: []synopsisLine{{"serve", "run the control plane (mcrib serve -h lists its flags)"}}},
-		{name: "status", run: cli.status, client: true,
+		{name: "status", run: proc.status, client: true,
 			usage:    "usage: mcrib status [--json] " + clientUsage,
 			synopsis: []synopsisLine{{"status [--json]", "print the status of a running server"}},
 			about: "Print the pool as the server sees it: the leader, the freeze, how long ago the\n" +
@@ -67,12 +67,12 @@ func commands() []command {
 				"mcrib status --addr https://10.0.0.12:7070    # ask a follower",
 				"mcrib status --json | jq .nodes               # the raw status document",
 			}},
-		{name: "slots", run: cli.slots, client: true,
+		{name: "slots", run: proc.slots, client: true,
 			usage:    "usage: mcrib slots [--json] " + clientUsage,
 			synopsis: []synopsisLine{{"slots [--json]", "print the slot map"}},
 			about:    "Print the slot map: which node holds each slot, the warm sources, and the spares.",
 			examples: []string{"mcrib slots"}},
-		{name: "freeze", run: cli.freeze, client: true,
+		{name: "freeze", run: proc.freeze, client: true,
 			usage:    "usage: mcrib freeze --reason TEXT [--force] " + clientUsage,
 			synopsis: []synopsisLine{{"freeze --reason TEXT", "freeze membership changes"}},
 			about: "Freeze membership changes: no slot changes hands (drains, returns and\n" +
@@ -83,12 +83,12 @@ func commands() []command {
 				`mcrib freeze --reason "deploy of web 1.42, until 15:00"`,
 				`mcrib freeze --force --reason "incident 4711: zone b flapping"   # over another operator's freeze`,
 			}},
-		{name: "unfreeze", run: cli.unfreeze, client: true,
+		{name: "unfreeze", run: proc.unfreeze, client: true,
 			usage:    "usage: mcrib unfreeze " + clientUsage,
 			synopsis: []synopsisLine{{"unfreeze", "lift the freeze"}},
 			about:    "Lift the freeze, whoever set it.",
 			examples: []string{"mcrib unfreeze"}},
-		{name: "ratelimit", run: cli.ratelimit, client: true,
+		{name: "ratelimit", run: proc.ratelimit, client: true,
 			usage: "usage: mcrib ratelimit [--json] " + clientUsage + "\n" +
 				"       mcrib ratelimit set N [--burst B] [--json] " + clientUsage + "\n" +
 				"       mcrib ratelimit auto [--burst B] [--json] " + clientUsage,
@@ -105,12 +105,12 @@ func commands() []command {
 				"mcrib ratelimit set 50 --burst 10",
 				"mcrib ratelimit auto",
 			}},
-		{name: "zones", run: cli.zones, client: true,
+		{name: "zones", run: proc.zones, client: true,
 			usage:    "usage: mcrib zones [--json] " + clientUsage,
 			synopsis: []synopsisLine{{"zones [--json]", "print one line per zone: nodes, slots, unreachable, hit rate, drain"}},
 			about:    "Print one line per zone: nodes, slots held, unreachable and absent nodes, hit\nrate and drain, then the zone alert when there is one.",
 			examples: []string{"mcrib zones", "mcrib zones --json"}},
-		{name: "drain", run: cli.drain, client: true,
+		{name: "drain", run: proc.drain, client: true,
 			usage: "usage: mcrib drain ZONE --reason TEXT [--percent P] [--step S] [--every D] " + clientUsage,
 			about: "Move P% (1-100, default 100) of ZONE's slots to the other zones, S% (1-100,\n" +
 				"default 10) per step, one step every D (1s-1h, default 30s); a flag left out\n" +
@@ -121,29 +121,29 @@ func commands() []command {
 				`mcrib drain b --reason "link to b flapping"`,
 				`mcrib drain b --reason "half of b, slowly" --percent 50 --step 5 --every 1m`,
 			}},
-		{name: "undrain", run: cli.undrain, client: true,
+		{name: "undrain", run: proc.undrain, client: true,
 			usage:    "usage: mcrib undrain ZONE " + clientUsage,
 			synopsis: []synopsisLine{{"undrain ZONE", "give a drained zone its slots back, at the same pace"}},
 			about:    "Give a drained zone back the slots its drain moved off it, at the drain's pace;\nits drain entry goes when it holds its baseline again.",
 			examples: []string{"mcrib undrain b"}},
-		{name: "replace", run: cli.replace, client: true,
+		{name: "replace", run: proc.replace, client: true,
 			usage:    "usage: mcrib replace NODE --reason TEXT " + clientUsage,
 			synopsis: []synopsisLine{{"replace NODE --reason TEXT", "move a node's slot to a spare, warm"}},
 			about: "Move NODE's slot to a spare now, warming the spare from NODE while it answers.\n" +
 				"It counts against --max-replacements-per-minute and is refused while frozen.",
 			examples: []string{`mcrib replace mc-3 --reason "host retired"`}},
-		{name: "events", run: cli.events, client: true, usage: eventsUsage,
+		{name: "events", run: proc.events, client: true, usage: eventsUsage,
 			synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}},
 			about:    "Print mcrib's latest decisions and the operators' changes, with who made them\nand why; --follow keeps printing new ones until interrupted.",
 			examples: []string{"mcrib events", "mcrib events --follow"}},
-		{name: "sim", run: cli.sim, help: printSimHelp, usage: simUsage,
+		{name: "sim", run: proc.sim, help: printSimHelp, usage: simUsage,
 			synopsis: []synopsisLine{{"sim [flags]", "simulate scenarios on mcrib's own code (mcrib sim -h lists its flags)"}}},
-		{name: "version", run: cli.version,
+		{name: "version", run: proc.version,
 			usage:    "usage: mcrib version [--json]",
 			about:    "Print the version of this mcrib binary (--json: with the Go release it was built\nwith, as JSON).",
 			examples: []string{"mcrib version", "mcrib version --json"},
 			synopsis: []synopsisLine{{"version [--json]", "print the version"}}},
-		{name: "help", aliases: []string{"-h", "-help", "--help"}, run: cli.help,
+		{name: "help", aliases: []string{"-h", "-help", "--help"}, run: proc.help,
 			usage:    "usage: mcrib help [command]",
 			about:    "Print the list of commands, or the help of one command: its flags and examples.",
 			examples: []string{"mcrib help drain"},
@@ -262,7 +262,7 @@ flags and examples.
 }
 
 // help prints the top-level usage, or the help of one command.
-func (c cli) help(ctx context.Context, args []string) error {
+func (c proc) help(ctx context.Context, args []string) error {
 	switch {
 	case len(args) == 0:
 		fmt.Fprint(c.stdout, usageText())
@@ -287,7 +287,7 @@ func (c cli) help(ctx context.Context, args []string) error {
 // printCommandHelp writes the help of cmd to w, with the flags cmd itself
 // defines: it runs cmd with --help, which every command answers before it
 // does anything else, and lists the flags its answer carries.
-func (c cli) printCommandHelp(ctx context.Context, cmd command, w io.Writer) {
+func (c proc) printCommandHelp(ctx context.Context, cmd command, w io.Writer) {
 	var fs *flag.FlagSet
 	if cmd.name != "help" {
 		var hr *helpRequest

@@ -24,7 +24,7 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// The operator's dashboard at 3 a.m. (issue 21), on real stacks: a lone
+// The operator's dashboard at 3 a.m., on real stacks: a lone
 // dead holder raises no zone banner and says when its slot goes to a
 // spare; a drained zone's warm sources are listed; a warm drain under a
 // cache-aside load keeps the boot limit steady. With MCRIB_SCREENSHOT set

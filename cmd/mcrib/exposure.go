@@ -12,7 +12,7 @@ import (
 )
 
 // checkExposure refuses a configuration that would serve the mutating API
-// to the network without a token (CONTRACT.md section 1): a --listen that
+// to the network without a token (docs/cli.md "Bad values"): a --listen that
 // is not a loopback address needs a token or --insecure-no-token. It also
 // checks that --tls-cert and --tls-key come together and load.
 func checkExposure(cfg serveConfig, values map[string]*flagValue) error {

@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// cli is what a command may touch of the process: its output streams, its
+// proc is what a command may touch of the process: its output streams, its
 // environment, its clock (for "2 s ago") and the host's name (for the
 // default --who). Its zero value is not usable: every field must be set.
 // It holds no state between commands.
-type cli struct {
+type proc struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
@@ -34,14 +34,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := cli{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, hostname: os.Hostname, account: accountName}
+	c := proc{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, hostname: os.Hostname, account: accountName}
 	return c.main(ctx, args)
 }
 
 // main runs the command line args and returns the exit code. The client
 // flags may come before the command ("mcrib --addr URL status"): they are
 // handed to the command with its own arguments.
-func (c cli) main(ctx context.Context, args []string) int {
+func (c proc) main(ctx context.Context, args []string) int {
 	lead, args, err := leadingFlags(args)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcrib: %v\n", err)
@@ -75,7 +75,7 @@ func (c cli) main(ctx context.Context, args []string) int {
 // exitCode reports the outcome err of cmd and returns the exit code: 0 for
 // no error and for a help request (the help goes to stdout), the code of an
 // *exitError, and 1 for any other error.
-func (c cli) exitCode(cmd command, err error) int {
+func (c proc) exitCode(cmd command, err error) int {
 	if err == nil {
 		return 0
 	}

@@ -46,7 +46,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	}
 	defer ln.Close() // also closed by the server's Shutdown; a second Close is harmless
 	// The leader ID is what the other replicas forward boots to: an
-	// address they can reach, never a wildcard (CONTRACT.md section 1).
+	// address they can reach, never a wildcard (the --advertise-addr rule).
 	id, err := advertiseAddr(cfg.AdvertiseAddr, listenName(cfg.Listen, ln.Addr()), net.InterfaceAddrs)
 	if err != nil {
 		return badFlag(err)

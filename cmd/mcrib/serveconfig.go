@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// maxSlots is the largest --slots value mcrib accepts (CONTRACT.md section
-// 1). A slot map far larger than any cache fleet only wastes memory and
+// maxSlots is the largest --slots value mcrib accepts (docs/cli.md,
+// "mcrib serve flags"). A slot map far larger than any cache fleet only wastes memory and
 // makes the router configs huge.
 const maxSlots = 4096
 
@@ -59,7 +59,7 @@ type serveConfig struct {
 }
 
 // serve parses the `mcrib serve` flags and runs the control plane.
-func (c cli) serve(ctx context.Context, args []string) error {
+func (c proc) serve(ctx context.Context, args []string) error {
 	cfg, err := parseServeConfig(args, c.getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return err

@@ -17,7 +17,7 @@ func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// contractDefaults is the defaults table of CONTRACT.md section 1.
+// contractDefaults is the defaults of docs/cli.md, "mcrib serve flags".
 func contractDefaults() serveConfig {
 	return serveConfig{
 		Consul:                   "127.0.0.1:8500",

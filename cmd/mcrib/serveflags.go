@@ -68,8 +68,8 @@ func floatFlag(field func(*serveConfig) *float64) flagDefiner {
 	}
 }
 
-// serveFlags returns the `mcrib serve` flags in the order of CONTRACT.md
-// section 1.
+// serveFlags returns the `mcrib serve` flags in the order of docs/cli.md,
+// "mcrib serve flags".
 func serveFlags() []serveFlag {
 	return []serveFlag{
 		{name: "consul", arg: "ADDR", usage: "Consul HTTP address",

@@ -65,7 +65,7 @@ func printSimHelp(w io.Writer) {
 }
 
 // sim runs `mcrib sim`.
-func (c cli) sim(ctx context.Context, args []string) error {
+func (c proc) sim(ctx context.Context, args []string) error {
 	var cfg sim.Config
 	fs, scenarioList, policyList, like, out := simFlags(&cfg)
 	pos, err := parseClientArgs(fs, args)
@@ -149,17 +149,17 @@ func (c cli) sim(ctx context.Context, args []string) error {
 }
 
 // poolShape reads the shape of the running pool at addr.
-func (c cli) poolShape(ctx context.Context, addr string) (sim.Shape, error) {
+func (c proc) poolShape(ctx context.Context, addr string) (sim.Shape, error) {
 	cl, err := c.connect(&clientOptions{addr: addr})
 	if err != nil {
 		return sim.Shape{}, err
 	}
-	defer cl.close()
-	st, err := cl.get(ctx, "/v1/status")
+	defer cl.Close()
+	st, err := cl.Get(ctx, "/v1/status")
 	if err != nil {
 		return sim.Shape{}, err
 	}
-	m, err := cl.get(ctx, "/v1/slotmap")
+	m, err := cl.Get(ctx, "/v1/slotmap")
 	if err != nil {
 		return sim.Shape{}, err
 	}

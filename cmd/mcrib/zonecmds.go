@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -15,45 +13,14 @@ import (
 
 // zones prints the zones of GET /v1/status, one line each; --json prints
 // the status document's "zones" array as it came.
-func (c cli) zones(ctx context.Context, args []string) error {
+func (c proc) zones(ctx context.Context, args []string) error {
 	fs, o := clientFlags("zones")
 	fs.Lookup("json").Usage = "print the status document's array of zones as it came"
-	cl, err := c.connectNoArgs(fs, o, args)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	b, err := cl.get(ctx, "/v1/status")
-	if err != nil {
-		return err
-	}
-	var doc struct {
-		Zones     json.RawMessage `json:"zones"`
-		ZoneAlert string          `json:"zone_alert"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("reading the status document: %w", err)
-	}
-	if o.json {
-		raw := []byte(strings.TrimSpace(string(doc.Zones)))
-		if len(raw) == 0 || string(raw) == "null" {
-			raw = []byte("[]")
-		}
-		c.printRaw(raw)
-		return nil
-	}
-	var zones []mcribapi.ZoneStatus
-	if len(doc.Zones) > 0 {
-		if err := json.Unmarshal(doc.Zones, &zones); err != nil {
-			return fmt.Errorf("reading the zones of the status document: %w", err)
-		}
-	}
-	printZones(c.stdout, zones, doc.ZoneAlert, c.now())
-	return nil
+	return c.read(ctx, fs, o, args, (*cli.Client).Zones)
 }
 
 // drain sends PUT /v1/drain/ZONE and prints the zone's entry.
-func (c cli) drain(ctx context.Context, args []string) error {
+func (c proc) drain(ctx context.Context, args []string) error {
 	fs, o := clientFlags("drain")
 	reason := fs.String("reason", "", "why the zone is drained, up to 512 characters (required)")
 	percent := fs.Int("percent", 0, "share of the zone's slots to move off it, `P` from 1 to 100 (server default 100)")
@@ -89,16 +56,12 @@ func (c cli) drain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	b, err := cl.put(ctx, "/v1/drain/"+url.PathEscape(zone), req)
-	if err != nil {
-		return err
-	}
-	return c.printDrainAnswer(b, zone, o.json)
+	defer cl.Close()
+	return cl.Drain(ctx, zone, req)
 }
 
 // undrain sends DELETE /v1/drain/ZONE and prints the zone's entry.
-func (c cli) undrain(ctx context.Context, args []string) error {
+func (c proc) undrain(ctx context.Context, args []string) error {
 	fs, o := clientFlags("undrain")
 	pos, err := parseClientArgs(fs, args)
 	if err != nil {
@@ -112,31 +75,12 @@ func (c cli) undrain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	b, err := cl.delete(ctx, "/v1/drain/"+url.PathEscape(zone))
-	if err != nil {
-		return err
-	}
-	return c.printDrainAnswer(b, zone, o.json)
-}
-
-// printDrainAnswer prints zone's entry of a drain document, or the whole
-// answer as it came for --json.
-func (c cli) printDrainAnswer(b []byte, zone string, asJSON bool) error {
-	if asJSON {
-		c.printRaw(b)
-		return nil
-	}
-	var doc mcribapi.DrainDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("reading the drain document: %w", err)
-	}
-	printDrainEntry(c.stdout, zone, doc.Zones[zone], c.now())
-	return nil
+	defer cl.Close()
+	return cl.Undrain(ctx, zone)
 }
 
 // replace sends POST /v1/nodes/NODE/replace and prints the move.
-func (c cli) replace(ctx context.Context, args []string) error {
+func (c proc) replace(ctx context.Context, args []string) error {
 	fs, o := clientFlags("replace")
 	reason := fs.String("reason", "", "why the node is replaced, up to 512 characters (required)")
 	pos, err := parseClientArgs(fs, args)
@@ -154,21 +98,8 @@ func (c cli) replace(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.close()
-	b, err := cl.post(ctx, "/v1/nodes/"+url.PathEscape(node)+"/replace", mcribapi.ReplaceRequest{Reason: *reason})
-	if err != nil {
-		return err
-	}
-	if o.json {
-		c.printRaw(b)
-		return nil
-	}
-	var res mcribapi.ReplaceAnswer
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("reading the answer of the replace: %w", err)
-	}
-	printReplace(c.stdout, res)
-	return nil
+	defer cl.Close()
+	return cl.Replace(ctx, node, *reason)
 }
 
 // onePositional returns the one positional argument a command takes,

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/mcrib/mcrib/cachenodes"
 )
 
 const (
@@ -172,33 +169,5 @@ func TestStatusShowsZones(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status output lacks %q:\n%s", want, stdout)
 		}
-	}
-}
-
-func TestPrintSlotsShowsWarming(t *testing.T) {
-	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
-	m, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{
-		Pool: "default", Generation: 3, UpdatedAt: at,
-		Slots: []cachenodes.Node{
-			{ID: "mc-1", Addr: "10.0.0.1:11211", AZ: "a"},
-			{ID: "mc-7", Addr: "10.0.0.7:11211", AZ: "a"},
-		},
-		Warming: []*cachenodes.Warming{nil, {NodeID: "mc-2", Addr: "10.0.1.2:11211", Until: at.Add(2 * time.Minute)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	printSlots(&b, m, at.Add(90*time.Second))
-	want := `pool default  generation 3  slots 2  updated 90 s ago, at 2026-11-29T13:00:00Z
-
-SLOT  NODE  ADDR            AZ  WARMING
-0     mc-1  10.0.0.1:11211  a   -
-1     mc-7  10.0.0.7:11211  a   from mc-2 until 2026-11-29T13:02:00Z (in 30 s)
-
-SPARES: none
-`
-	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

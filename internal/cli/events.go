@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,27 +12,14 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// followEvery is how often `mcrib events --follow` asks for new events
-// (a variable for the tests).
-var followEvery = time.Second
-
-// eventsUsage is the usage of `mcrib events`.
-const eventsUsage = "usage: mcrib events [--follow] [--json] " + clientUsage
-
-// events prints GET /v1/events; with --follow it then asks for the events
-// after the last one printed every second until interrupted.
-func (c cli) events(ctx context.Context, args []string) error {
-	fs, o := clientFlags("events")
-	fs.Lookup("json").Usage = "print each event as one line of JSON"
-	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	cl, err := c.connectNoArgs(fs, o, args)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
+// Events prints GET /v1/events, one event a line (one line of JSON each
+// with Options.JSON); with follow it then asks, every
+// Options.FollowEvery until ctx ends, for the events after the last one
+// printed.
+func (c *Client) Events(ctx context.Context, follow bool) error {
 	var since uint64
 	for first := true; ; first = false {
-		b, err := cl.get(ctx, "/v1/events?since="+strconv.FormatUint(since, 10))
+		b, err := c.Get(ctx, "/v1/events?since="+strconv.FormatUint(since, 10))
 		if err != nil {
 			if !first && ctx.Err() != nil {
 				return nil
@@ -43,7 +30,7 @@ func (c cli) events(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &evs); err != nil {
 			return fmt.Errorf("reading the events: %w", err)
 		}
-		if first && len(evs) == 0 && !o.json && !*follow {
+		if first && len(evs) == 0 && !c.opts.JSON && !follow {
 			fmt.Fprintln(c.stdout, "no events")
 		}
 		restarted := false
@@ -54,17 +41,17 @@ func (c cli) events(ctx context.Context, args []string) error {
 			since = 0
 			fmt.Fprintln(c.stderr, "mcrib events: the server restarted; its events start again")
 		}
-		printEvents(c.stdout, evs, o.json)
+		printEvents(c.stdout, evs, c.opts.JSON)
 		for _, e := range evs {
 			since = max(since, e.Seq)
 		}
-		if !*follow {
+		if !follow {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(followEvery):
+		case <-time.After(c.opts.FollowEvery):
 		}
 	}
 }

@@ -1,9 +1,7 @@
-package main
+package cli
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,10 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
+
+// testNow is the clock of the renderers in the tests: 2 s after the
+// documents' last reconcile and update.
+var testNow = time.Date(2026, 11, 29, 13, 0, 2, 0, time.UTC)
 
 func TestPrintStatus(t *testing.T) {
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
@@ -218,44 +220,30 @@ func TestPrintRateLimit(t *testing.T) {
 	}
 }
 
-// TestUnknownIsSaidOneWay runs the commands that show a hit rate, against
-// documents in which it is null, and checks that each says "unknown" and
-// never a number or another word for it.
-func TestUnknownIsSaidOneWay(t *testing.T) {
-	status := `{"pool":"default","leader":true,"hit_rate":null,"boot_limit":{"mode":"auto","limit":10,"burst":1,"hit_rate":null},` +
-		`"zones":[{"zone":"a","nodes":2,"slots":2,"unreachable":0,"absent":0,"hit_rate":null,"drain":null}],` +
-		`"nodes":[{"id":"mc-1","addr":"127.0.0.1:11211","az":"a","slot":0,"state":"serving"}]}`
-	ratelimitDoc := `{"mode":"auto","limit":10,"burst":1,"hit_rate":null,"reason":"new pool"}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/ratelimit" {
-			fakeWriteJSON(w, http.StatusOK, ratelimitDoc)
-			return
-		}
-		fakeWriteJSON(w, http.StatusOK, status)
-	}))
-	defer srv.Close()
-	for _, tc := range []struct {
-		cmd  string
-		want []string
-	}{
-		{"status", []string{"hit rate:          unknown\n", "mc-1  127.0.0.1:11211  a   0     unknown  unknown    serving  unknown\n",
-			"a     2      2      0            0       unknown   -\n"}},
-		{"zones", []string{"a     2      2      0            0       unknown   -\n"}},
-		{"ratelimit", []string{"hit rate unknown\n"}},
-	} {
-		code, stdout, stderr := runCLI(t, nil, tc.cmd, "--addr", srv.URL)
-		if code != 0 {
-			t.Fatalf("mcrib %s: exit %d: %s", tc.cmd, code, stderr)
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(stdout, w) {
-				t.Errorf("mcrib %s lacks %q:\n%s", tc.cmd, w, stdout)
-			}
-		}
-		for _, bad := range []string{"0.00", "n/a", "N/A", "—", "null", "(unknown)"} {
-			if strings.Contains(stdout, bad) {
-				t.Errorf("mcrib %s says %q for an unknown value:\n%s", tc.cmd, bad, stdout)
-			}
-		}
+func TestPrintSlotsShowsWarming(t *testing.T) {
+	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	m, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{
+		Pool: "default", Generation: 3, UpdatedAt: at,
+		Slots: []cachenodes.Node{
+			{ID: "mc-1", Addr: "10.0.0.1:11211", AZ: "a"},
+			{ID: "mc-7", Addr: "10.0.0.7:11211", AZ: "a"},
+		},
+		Warming: []*cachenodes.Warming{nil, {NodeID: "mc-2", Addr: "10.0.1.2:11211", Until: at.Add(2 * time.Minute)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	printSlots(&b, m, at.Add(90*time.Second))
+	want := `pool default  generation 3  slots 2  updated 90 s ago, at 2026-11-29T13:00:00Z
+
+SLOT  NODE  ADDR            AZ  WARMING
+0     mc-1  10.0.0.1:11211  a   -
+1     mc-7  10.0.0.7:11211  a   from mc-2 until 2026-11-29T13:02:00Z (in 30 s)
+
+SPARES: none
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
