@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // writeBenchRealReport writes report.md and hit-rate.svg for one run into
@@ -46,7 +48,7 @@ func benchRealMarkdown(r *benchRealResult, missed []string) string {
 		flushes += n
 	}
 	fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d → %d | %d | %d | %d | %d |\n\n",
-		pct(r.baseline), pct(r.during), pct(r.lowest), flushes, r.events["replacement"], r.gen0, r.gen1, r.reads, r.sets, r.writes, r.errs)
+		pct(r.baseline), pct(r.during), pct(r.lowest), flushes, r.events[mcribapi.EventReplacement], r.gen0, r.gen1, r.reads, r.sets, r.writes, r.errs)
 
 	fmt.Fprintf(&b, "| agent of | stopped at | started at | hit rate while away |\n|---|---:|---:|---:|\n")
 	for _, a := range r.absences {
@@ -61,7 +63,7 @@ func benchRealMarkdown(r *benchRealResult, missed []string) string {
 	for _, id := range ids {
 		fmt.Fprintf(&b, " %s %d;", id, r.flushes[id])
 	}
-	kinds := make([]string, 0, len(r.events))
+	kinds := make([]mcribapi.EventKind, 0, len(r.events))
 	for k := range r.events {
 		kinds = append(kinds, k)
 	}
@@ -77,7 +79,7 @@ func benchRealMarkdown(r *benchRealResult, missed []string) string {
 
 	fmt.Fprintf(&b, "## Targets (issue 10, real-stack agent rollout)\n\n")
 	fmt.Fprintf(&b, "- 0 flushes: %s\n- 0 replacements: %s\n- hit rate within 1 point of the baseline (during the rollout and while each agent was away): %s\n\n",
-		met(flushes == 0), met(r.gen0 == r.gen1 && r.events["replacement"] == 0 && r.events["flush"] == 0),
+		met(flushes == 0), met(r.gen0 == r.gen1 && r.events[mcribapi.EventReplacement] == 0 && r.events[mcribapi.EventFlush] == 0),
 		met(!slices.ContainsFunc(missed, func(s string) bool { return strings.Contains(s, "hit rate") })))
 	for _, m := range missed {
 		fmt.Fprintf(&b, "- missed: %s\n", m)

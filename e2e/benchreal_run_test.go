@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // benchRealConfig shapes one real-stack agent rollout.
@@ -54,7 +55,7 @@ type benchRealResult struct {
 	flushes                  map[string]uint64
 	gen0, gen1               uint64
 	generationsSeen          int
-	events                   map[string]int
+	events                   map[mcribapi.EventKind]int
 	log                      []string // the events other than placements, "kind node at"
 	reads, sets, writes      int64
 	errs                     int64
@@ -100,7 +101,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	// serve's damping defaults (--hold 60s and the rest), fast probes.
 	m := startMcrib(t, server.HTTPAddr, "--slots", fmt.Sprint(cfg.slots), "--probe-interval", "250ms")
 	before := filled(t, p, m, cfg.slots)
-	res := &benchRealResult{cfg: cfg, gen0: before.Generation(), events: map[string]int{}}
+	res := &benchRealResult{cfg: cfg, gen0: before.Generation(), events: map[mcribapi.EventKind]int{}}
 
 	g, err := newLoadGen(m.Addr, cfg.keys, cfg.opsPerSec)
 	if err != nil {
@@ -139,7 +140,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 		agents[id].Stop(t) // leaves: the node and its service vanish
 		testenv.Eventually(t, 10*time.Second, id+" absent in mcrib's status", func() bool {
 			n, ok := nodeStatus(m.status(), id)
-			return ok && n.Consul == "absent"
+			return ok && n.Consul == mcribapi.ConsulAbsent
 		})
 		time.Sleep(absent - (time.Since(res.started) - a.stopped))
 		a.started = time.Since(res.started)
@@ -147,7 +148,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 		p.register(t, agents[id].Client, id)
 		testenv.Eventually(t, 10*time.Second, id+" present again", func() bool {
 			n, ok := nodeStatus(m.status(), id)
-			return ok && n.Consul == "present" && n.State == "serving"
+			return ok && n.Consul == mcribapi.ConsulPresent && n.State == mcribapi.NodeServing
 		})
 		setAway(false)
 		a.hitRate = p.totals(t).rateSince(cs)
@@ -169,17 +170,13 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	res.flushes = p.flushes(t)
 	res.gen1 = m.slotMap().Generation()
 	res.generationsSeen = g.generations()
-	var evs []struct {
-		Kind string    `json:"kind"`
-		Node string    `json:"node"`
-		At   time.Time `json:"at"`
-	}
+	var evs []mcribapi.Event
 	if code := m.getJSON("/v1/events", &evs); code != http.StatusOK {
 		t.Fatalf("GET /v1/events: %d", code)
 	}
 	for _, e := range evs {
 		res.events[e.Kind]++
-		if e.Kind != "placement" {
+		if e.Kind != mcribapi.EventPlacement {
 			res.log = append(res.log, fmt.Sprintf("%s %s %s", e.Kind, e.Node, e.At.Sub(res.started).Round(100*time.Millisecond)))
 		}
 	}
@@ -232,7 +229,7 @@ func benchRealTargets(r *benchRealResult) []string {
 			missed = append(missed, fmt.Sprintf("node %s shows cmd_flush %d, want 0", id, n))
 		}
 	}
-	if r.gen1 != r.gen0 || r.events["replacement"] != 0 || r.events["flush"] != 0 {
+	if r.gen1 != r.gen0 || r.events[mcribapi.EventReplacement] != 0 || r.events[mcribapi.EventFlush] != 0 {
 		missed = append(missed, fmt.Sprintf("slot map generation %d → %d, %d replacement and %d flush events; want no change",
 			r.gen0, r.gen1, r.events["replacement"], r.events["flush"]))
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // TestBenchRealTargets checks that the targets of the real-stack rollout
@@ -12,7 +14,7 @@ func TestBenchRealTargets(t *testing.T) {
 		return &benchRealResult{
 			baseline: 0.97, during: 0.965, gen0: 1, gen1: 1,
 			flushes:  map[string]uint64{"mc-01": 0, "mc-02": 0},
-			events:   map[string]int{"placement": 8, "hold started": 3},
+			events:   map[mcribapi.EventKind]int{mcribapi.EventPlacement: 8, mcribapi.EventHoldStarted: 3},
 			absences: []absenceResult{{node: "mc-01", hitRate: 0.962}},
 		}
 	}
@@ -24,7 +26,7 @@ func TestBenchRealTargets(t *testing.T) {
 		{"all met", func(*benchRealResult) {}, nil},
 		{"a flush", func(r *benchRealResult) { r.flushes["mc-02"] = 1 }, []string{"mc-02 shows cmd_flush 1"}},
 		{"a new generation", func(r *benchRealResult) { r.gen1 = 2 }, []string{"generation 1 → 2"}},
-		{"a replacement event", func(r *benchRealResult) { r.events["replacement"] = 1 }, []string{"1 replacement"}},
+		{"a replacement event", func(r *benchRealResult) { r.events[mcribapi.EventReplacement] = 1 }, []string{"1 replacement"}},
 		{"a dip during the rollout", func(r *benchRealResult) { r.during = 0.959 }, []string{"95.90% during the rollout"}},
 		{"a dip while away", func(r *benchRealResult) { r.absences[0].hitRate = 0.95 }, []string{"while mc-01's agent was away"}},
 	} {

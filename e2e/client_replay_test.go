@@ -14,6 +14,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // clientTimeout is the socket timeout of the clients of these tests.
@@ -93,7 +94,7 @@ func pauseLosingWrites(t *testing.T, m *mcrib, node *testenv.Memcached, id strin
 	node.Resume(t)
 	testenv.Eventually(t, 15*time.Second, id+" serving again", func() bool {
 		n, ok := nodeStatus(m.status(), id)
-		return ok && n.Reachable && n.State == "serving"
+		return ok && n.Reachable && n.State == mcribapi.NodeServing
 	})
 }
 

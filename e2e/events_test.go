@@ -32,7 +32,7 @@ func TestEventsAfterAgentRestart(t *testing.T) {
 	agents[id].Stop(t)
 	testenv.Eventually(t, 10*time.Second, id+" held", func() bool {
 		n, ok := nodeStatus(m.status(), id)
-		return ok && n.State == "held"
+		return ok && n.State == mcribapi.NodeHeld
 	})
 	time.Sleep(3 * time.Second) // longer than --hold
 	agents[id].Start(t)

@@ -308,7 +308,7 @@ func (p *hostsPool) settle(r *replica, timeout time.Duration) {
 		}
 		for _, n := range p.nodes {
 			ns, listed := nodeStatus(st, n.id)
-			if !listed || !ns.Reachable || ns.FlushPending || (ns.Slot != nil && ns.State != "serving") {
+			if !listed || !ns.Reachable || ns.FlushPending || (ns.Slot != nil && ns.State != mcribapi.NodeServing) {
 				why, seen = fmt.Sprintf("node %+v", ns), time.Time{}
 				if !listed {
 					why = n.id + " not in the status"

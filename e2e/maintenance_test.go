@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // mcrouterServers reads the servers of pool "default" from an mcrouter
@@ -85,7 +86,7 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 	if st.AutoFrozen || st.ReplacementsBlocked != 1 {
 		t.Fatalf("auto_frozen %v, replacements_blocked %d; want no automatic freeze (maintenance is deliberate) and 1 blocked by the ceiling", st.AutoFrozen, st.ReplacementsBlocked)
 	}
-	if n, _ := nodeStatus(st, first.ID); n.Consul != "maintenance" {
+	if n, _ := nodeStatus(st, first.ID); n.Consul != mcribapi.ConsulMaintenance {
 		t.Fatalf("%s shows consul %q, want maintenance", first.ID, n.Consul)
 	}
 	testenv.Eventually(t, 10*time.Second, "the mcrouter config follows", func() bool {

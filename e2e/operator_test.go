@@ -47,7 +47,7 @@ func TestFreezeBlocksReplacement(t *testing.T) {
 	p.nodes[victim.ID].Kill(t)
 	testenv.Eventually(t, 10*time.Second, "the dead node seen unreachable and absent", func() bool {
 		n, ok := nodeStatus(m.status(), victim.ID)
-		return ok && !n.Reachable && n.Consul == "absent"
+		return ok && !n.Reachable && n.Consul == mcribapi.ConsulAbsent
 	})
 	time.Sleep(3 * time.Second) // three holds
 	st := m.status()

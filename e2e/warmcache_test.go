@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // fast are flags that keep the tests short: probes every 200 ms.
@@ -60,7 +61,7 @@ func TestAgentRestartKeepsSlots(t *testing.T) {
 		agents[id].Stop(t)
 		testenv.Eventually(t, 10*time.Second, id+" absent in mcrib's status", func() bool {
 			n, ok := nodeStatus(m.status(), id)
-			return ok && n.Consul == "absent" && n.State == "held" && n.Reachable && n.HoldRemainingSeconds == nil
+			return ok && n.Consul == mcribapi.ConsulAbsent && n.State == mcribapi.NodeHeld && n.Reachable && n.HoldRemainingSeconds == nil
 		})
 		time.Sleep(3 * time.Second) // the absence must outlast --hold (2s)
 		sameSlots(t, "while "+id+"'s agent is down", before, m.slotMap())
@@ -68,7 +69,7 @@ func TestAgentRestartKeepsSlots(t *testing.T) {
 		p.register(t, agents[id].Client, id)
 		testenv.Eventually(t, 10*time.Second, id+" present again", func() bool {
 			n, ok := nodeStatus(m.status(), id)
-			return ok && n.Consul == "present" && n.State == "serving"
+			return ok && n.Consul == mcribapi.ConsulPresent && n.State == mcribapi.NodeServing
 		})
 	}
 	sameSlots(t, "after the agent restarts", before, m.slotMap())
@@ -138,7 +139,7 @@ func TestPausedNodeIsFlushedOnReturn(t *testing.T) {
 		p.nodes[victim.ID].Resume(t)
 		testenv.Eventually(t, 10*time.Second, victim.ID+" serving again", func() bool {
 			n, ok := nodeStatus(m.status(), victim.ID)
-			return ok && n.Reachable && n.State == "serving"
+			return ok && n.Reachable && n.State == mcribapi.NodeServing
 		})
 	}
 	pause()

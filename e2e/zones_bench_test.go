@@ -192,7 +192,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 		if n := len(res.steps); n == 0 || res.steps[n-1].slots != last.Slots {
 			res.steps = append(res.steps, drainLook{at: time.Since(put), slots: last.Slots})
 		}
-		return last.State == "drained"
+		return last.State == mcribapi.DrainDrained
 	}) {
 		t.Fatalf("zone %s not drained within %v: %+v", res.zone, limit, last)
 	}

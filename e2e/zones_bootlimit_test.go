@@ -136,7 +136,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "zone "+zone+" drained", func() bool {
 		d, _, err := api.drain()
-		return err == nil && d.Zones[zone].State == "drained"
+		return err == nil && d.Zones[zone].State == mcribapi.DrainDrained
 	})
 	testenv.Eventually(t, warmFor+30*time.Second, "the warmings over", func() bool {
 		sm, _, err := api.slotMap("")

@@ -255,7 +255,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		}
 		for _, id := range p.ids {
 			n, ok := nodeStatus(st, id)
-			if !ok || n.Drained != (p.zoneOf[id] == "b") || (p.zoneOf[id] == "b" && n.State != "spare") {
+			if !ok || n.Drained != (p.zoneOf[id] == "b") || (p.zoneOf[id] == "b" && n.State != mcribapi.NodeSpare) {
 				return false
 			}
 		}
@@ -282,7 +282,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 		if m := w.latest(); m.Generation() != held.Generation() {
 			return "slots moved: " + describeMap(m)
 		}
-		if d, _, err := api.drain(); err == nil && d.Zones["b"].State != "paused" {
+		if d, _, err := api.drain(); err == nil && d.Zones["b"].State != mcribapi.DrainPaused {
 			return fmt.Sprintf("zone b's drain state %q, want paused", d.Zones["b"].State)
 		}
 		return ""

@@ -147,7 +147,7 @@ func TestWarmReplace(t *testing.T) {
 	}
 	if st, err := api.status(); err != nil {
 		t.Fatal(err)
-	} else if n, _ := nodeStatus(st, victim.ID); n.State != "warming" || n.Warming == nil || *n.Warming != slot || n.Slot != nil {
+	} else if n, _ := nodeStatus(st, victim.ID); n.State != mcribapi.NodeWarming || n.Warming == nil || *n.Warming != slot || n.Slot != nil {
 		t.Errorf("the old holder in the status: %+v (warming %v, slot %v); want state warming, warming %d, no slot", n, n.Warming, n.Slot, slot)
 	}
 	newAddr := s.Addr
@@ -199,7 +199,7 @@ func TestWarmReplace(t *testing.T) {
 		}
 		st, err := api.status()
 		n, _ := nodeStatus(st, victim.ID)
-		return err == nil && n.State == "spare" && n.Warming == nil
+		return err == nil && n.State == mcribapi.NodeSpare && n.Warming == nil
 	})
 	if ended := time.Since(asked); ended < warmFor-time.Second {
 		t.Errorf("the warming ended %v after the replace, before --warm-for %v", ended, warmFor)
