@@ -123,6 +123,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
+	l.tr.judgedEnded()
 	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
 	l.lastReconcile, l.passErr = now, nil
 	return l.current
