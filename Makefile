@@ -156,8 +156,9 @@ bench-sim: build
 	$(MCRIB) sim --nodes 100 --scenario deploy --policy immediate,adaptive,static:40 --out bench/sim-deploy
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
-# faults with every invariant checked after each, without the race detector
-# (make test runs 60 s of it). SOAK_SEED replays a run.
+# faults with every invariant checked after each and every client operation
+# checked for stale reads, without the race detector (make test runs 60 s of
+# it). SOAK_SEED replays a run.
 soak: deps
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count=1 -timeout 60m -run TestSoak -v ./e2e/
 

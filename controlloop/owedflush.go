@@ -35,10 +35,39 @@ import (
 // holders than the mass fraction are failing (massPending): the episode may
 // be about to be taken as the observer's fault, so nothing is decided yet.
 func (t *tracker) flushDue(s *nodeState, pending bool, now time.Time) bool {
-	if s.reachable || !s.holdsSlot || s.observerFault || pending || s.staleEpisode() {
+	if !s.holdsSlot || pending {
+		return false
+	}
+	if s.reachable {
+		// An episode that ended since this process's last pass: due if it
+		// lasted long enough, as a pass while it lasted would have seen.
+		e := s.ended
+		return e != nil && !e.observerFault && !e.stale &&
+			(t.cfg.FlushAfter <= 0 || e.until.Sub(e.since) > t.cfg.FlushAfter)
+	}
+	if s.observerFault || s.staleEpisode() {
 		return false
 	}
 	return t.cfg.FlushAfter <= 0 || now.Sub(s.unreachableSince) > t.cfg.FlushAfter
+}
+
+// judgedEnded forgets the episodes that ended since the last pass: this
+// pass looked at them. A follower's pass forgets them too: the leader of
+// the moment decides, and one that leads later does not revisit them.
+func (t *tracker) judgedEnded() {
+	for _, s := range t.nodes {
+		s.ended = nil
+	}
+}
+
+// episode returns when s's episode of unreachability, the current one or
+// the one that ended since the last pass, began and ended (until is now
+// while it lasts).
+func (s *nodeState) episode(now time.Time) (since, until time.Time) {
+	if s.reachable && s.ended != nil {
+		return s.ended.since, s.ended.until
+	}
+	return s.unreachableSince, now
 }
 
 // staleEpisode reports whether s's episode of unreachability, as the
@@ -93,7 +122,8 @@ func (t *tracker) peerListed(id string) bool {
 
 // owedEntry returns the entry of the flush s owes, decided at now.
 func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
-	e := OwedFlush{NodeID: s.node.ID, Addr: s.node.Addr, Since: s.unreachableSince.UTC()}
+	since, until := s.episode(now)
+	e := OwedFlush{NodeID: s.node.ID, Addr: s.node.Addr, Since: since.UTC()}
 	if s.haveDownStats {
 		e.CmdFlush, e.PID = s.downStats.CmdFlush, s.downStats.PID
 		e.StartedAt = s.downStatsAt.Add(-s.downStats.Uptime).UTC()
@@ -103,7 +133,10 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 		e.Reason = "unreachable by the pool's verdict (--flush-after-unreachable 0s): it may have missed deletes"
 	} else {
 		e.Reason = fmt.Sprintf("unreachable by the pool's verdict for %s, longer than --flush-after-unreachable (%s): it may have missed deletes",
-			now.Sub(s.unreachableSince).Round(time.Millisecond), t.cfg.FlushAfter)
+			until.Sub(since).Round(time.Millisecond), t.cfg.FlushAfter)
+	}
+	if s.reachable {
+		e.Reason += " (it answered again before a pass looked)"
 	}
 	return e
 }
@@ -205,6 +238,7 @@ func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 // none: each replica marks returning nodes itself (tracker.returned).
 // l.mu must be held.
 func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time) []OwedFlush {
+	defer l.tr.judgedEnded()
 	if prev == nil || l.tr.cfg.LegacyFlush {
 		return base
 	}
@@ -216,6 +250,7 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 		}
 		added = append(added, l.tr.owedEntry(s, now))
 	}
+
 	slices.SortFunc(added, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	for _, e := range added {
 		l.opts.Logger.Warn("flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
@@ -233,16 +268,22 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 // which it would count as its own) first gets one, from this process's
 // reading since the node answers again, and is flushed in a later pass: a
 // flush whose write is lost then shows in cmd_flush to the next leader,
-// which does not flush the node again. l.mu must be held.
-func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, frozen bool) []cachenodes.Node {
+// which does not flush the node again. An entry this pass decided (not in
+// base) for a node that answers already (its episode ended between two
+// passes) is stored first and carried out by the next pass, like any
+// other: stored is set then. l.mu must be held.
+func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed, base []OwedFlush, frozen bool) (out []cachenodes.Node, stored bool) {
 	if frozen || prev == nil {
-		return nil
+		return nil, false
 	}
-	var out []cachenodes.Node
 	for i := range owed {
 		e := &owed[i]
 		s := l.tr.nodes[e.NodeID]
 		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
+			continue
+		}
+		if owedIndex(base, e.NodeID) < 0 {
+			stored = true
 			continue
 		}
 		if done, _ := l.tr.flushDone(*e, s); done {
@@ -258,7 +299,7 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, fro
 		s.flushing = true
 		out = append(out, s.node)
 	}
-	return out
+	return out, stored
 }
 
 // flushOwed flushes nodes, the slot holders that owe a flush, and returns

@@ -107,6 +107,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
+	l.tr.judgedEnded()
 	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
 	l.lastReconcile, l.passErr = now, nil
 	return l.current
@@ -122,6 +123,10 @@ type decision struct {
 	// pass; flush are the slot holders among them flushed in this pass.
 	owed  []OwedFlush
 	flush []cachenodes.Node
+	// flushNext is set when the pass decided a flush of a node that
+	// answers already: stored by this pass, carried out by the next,
+	// which it asks for.
+	flushNext bool
 }
 
 // decideLocked decides the leader's pass from st, whose slot map's
@@ -179,8 +184,8 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
-	flush := l.owedToFlushLocked(prev, owed, in.Frozen)
-	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush}, true
+	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
+	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later}, true
 }
 
 // act carries out d: it flushes the slot holders that owe a flush and the
@@ -332,6 +337,9 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.writeRouterConfig(next)
 	l.publish(next)
+	if d.flushNext && w.Flushes != nil {
+		l.Kick() // the flush this pass stored, carried out by the next
+	}
 	return Result{Outcome: mcribapi.OutcomeOK}, nil
 }
 
