@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // returningLocked lists the slot holders of m that answer again after an
@@ -60,11 +61,11 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
 // place carries out the placements of plan: each spare is flushed first
 // (but in the first fill of a new pool); a spare whose flush fails is not
 // placed. It returns the placements carried out.
-func (l *Loop) place(ctx context.Context, plan Plan) []Placement {
+func (l *Loop) place(ctx context.Context, plan slotplan.Plan) []slotplan.Placement {
 	if plan.FirstFill {
 		return plan.Placements
 	}
-	done := make([]Placement, 0, len(plan.Placements))
+	done := make([]slotplan.Placement, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
 		l.setFlushing(p.Node.ID, true)
 		err := l.opts.Prober.Flush(ctx, p.Node.Addr)
@@ -90,7 +91,7 @@ func (l *Loop) setFlushing(id string, on bool) {
 }
 
 // logChange logs the replacements and placements of a written map.
-func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan Plan, done []Placement) {
+func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan slotplan.Plan, done []slotplan.Placement) {
 	for _, ev := range plan.Evictions {
 		if !ev.Move {
 			l.opts.Logger.Warn("slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)

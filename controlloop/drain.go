@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // Drains of CONTRACT.md section 7. The drain document lives in KV; any
@@ -71,7 +74,7 @@ func (l *Loop) drainedLocked() map[string]bool {
 // or the zone is at its target), so every replica answers it, and a
 // returning zone that holds its baseline again loses its entry. l.mu must
 // be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *DrainDoc {
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotplan.StepOutcome, done []slotplan.Placement, now time.Time) *DrainDoc {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
@@ -79,10 +82,10 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 	movedOff := map[string][]int{}
 	for _, p := range done {
 		switch p.Reason {
-		case ReasonDrain:
+		case slotplan.ReasonDrain:
 			stepped[p.From.AZ] = true
 			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
-		case ReasonReturn:
+		case slotplan.ReasonReturn:
 			stepped[p.Node.AZ] = true
 		}
 	}
@@ -135,6 +138,18 @@ func movedSlots(was, off []int, next *cachenodes.SlotMap, zone string) []int {
 	return slices.Compact(out)
 }
 
+// slotList writes slots as "slot 3" or "slots 3, 5 and 9".
+func slotList(slots []int) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = strconv.Itoa(s)
+	}
+	if len(parts) == 1 {
+		return "slot " + parts[0]
+	}
+	return "slots " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // spareWarning says, for a drain entry that still moves toMove slots off
 // its zone (draining) with spares ready spares outside the drained zones,
 // that it takes the last of them or that none is left; "" when neither.
@@ -146,10 +161,10 @@ func spareWarning(draining bool, toMove, spares int) string {
 		return ""
 	case toMove == spares:
 		return fmt.Sprintf("the drain takes the pool's last ready spare: %d slot(s) to move onto the %d ready spare(s) outside the drained zones; afterwards a node that fails leaves its slot vacant (%s)",
-			toMove, spares, spareHelp(true))
+			toMove, spares, slotplan.SpareHelp(true))
 	}
 	return fmt.Sprintf("the drain takes the pool's last ready spare: %d slots to move and only %d ready spare(s) outside the drained zones; the rest wait for a spare, and a node that fails leaves its slot vacant (%s)",
-		toMove, spares, spareHelp(true))
+		toMove, spares, slotplan.SpareHelp(true))
 }
 
 // zoneSlots counts the slots each zone holds in m.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcrib/mcrib/internal/eventlog"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // EventSink receives the loop's decisions and the node transitions it
@@ -65,8 +66,8 @@ const (
 )
 
 // emitChange hands the replacements, moves, placements and warmings of a
-// written map to Options.Events and the pass's span.
-func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
+// written map, decided from in, to Options.Events and the pass's span.
+func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan.Plan, done []slotplan.Placement) {
 	for _, ev := range plan.Evictions {
 		if ev.Move {
 			continue // told with its placement, if carried out
@@ -84,11 +85,11 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 		switch {
 		case plan.FirstFill:
 			reason = "the first fill of a new pool"
-		case p.Reason == ReasonDrain:
+		case p.Reason == slotplan.ReasonDrain:
 			kind, reason = KindDrainStep, why[p.Slot]
-		case p.Reason == ReasonReturn:
+		case p.Reason == slotplan.ReasonReturn:
 			kind, reason = KindReturnStep, why[p.Slot]
-		case p.Reason == ReasonReplace:
+		case p.Reason == slotplan.ReasonReplace:
 			kind, reason = KindReplace, why[p.Slot]
 			if r := l.replaceReq; r != nil {
 				reason += ": " + r.reason
@@ -113,11 +114,11 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	for _, i := range plan.EndWarming {
 		slot := i
 		e := eventlog.Event{Kind: KindWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
-		if plan.in != nil && plan.index != nil && plan.index.prev != nil {
-			if w := plan.index.prev.Warming(i); w != nil {
+		if in.Prev != nil {
+			if w := in.Prev.Warming(i); w != nil {
 				e.Node = w.NodeID
 				why := "its warm source stopped answering"
-				if !now.Before(plan.in.warmEnd(i)) {
+				if !now.Before(in.WarmEnd(i)) {
 					why = "--warm-for passed"
 				}
 				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)

@@ -1,6 +1,10 @@
 package controlloop
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcrib/mcrib/slotplan"
+)
 
 // Metrics receives the loop's events. Gauges (generation, freeze, last
 // reconcile) are read from Status by the metrics exporter instead. The
@@ -29,7 +33,7 @@ type Metrics interface {
 // Label values the loop uses, so an exporter can create each at 0.
 var (
 	PassResults        = []string{OutcomeOK, OutcomeError, OutcomeConflict, OutcomeFollower, OutcomeWaiting}
-	ReplacementReasons = []string{"hold_expired", "maintenance", ReasonReplace}
+	ReplacementReasons = []string{"hold_expired", "maintenance", slotplan.ReasonReplace}
 	FlushReasons       = []string{"placement", "returned"}
 )
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // Outcomes of a reconcile pass, the label values of Metrics.Pass.
@@ -131,8 +132,8 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 // decision is what the leader's pass decided, for act to carry out.
 type decision struct {
 	prev      *cachenodes.SlotMap
-	in        Input
-	plan      Plan
+	in        slotplan.Input
+	plan      slotplan.Plan
 	returning []cachenodes.Node
 	// owed are the flushes the pool owes, with those decided in this
 	// pass; flush are the slot holders among them flushed in this pass.
@@ -163,7 +164,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
 	}
-	in := Input{
+	in := slotplan.Input{
 		Pool:           l.opts.Pool,
 		NumSlots:       l.opts.NumSlots,
 		Prev:           prev,
@@ -182,7 +183,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	if l.replaceReq != nil {
 		in.Replace = l.replaceReq.id
 	}
-	plan := Decide(in)
+	plan := slotplan.Decide(in)
 	l.blocked = plan.Blocked
 	if l.replaceReq != nil && plan.Refused != "" {
 		l.replaceOut.refused = plan.Refused
@@ -224,7 +225,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	l.flushReturning(ctx, d.returning)
 	flushed := l.flushOwed(ctx, d.flush)
 	done := l.place(ctx, d.plan)
-	next, err := Build(d.in, d.plan, done, now)
+	next, err := slotplan.Build(d.in, d.plan, done, now)
 	if err != nil {
 		l.setPassError(err, false)
 		return Result{Outcome: OutcomeError}, err
@@ -273,7 +274,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	if w.SlotMap != nil {
 		l.logChange(d.prev, next, d.plan, done)
-		l.emitChange(ctx, d.plan, done)
+		l.emitChange(ctx, &d.in, d.plan, done)
 	}
 	l.mu.Lock()
 	if next == d.prev {

@@ -3,6 +3,8 @@ package controlloop
 import (
 	"context"
 	"fmt"
+
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // An operator's replace (POST /v1/nodes/{id}/replace, CONTRACT.md section
@@ -66,12 +68,12 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 // noteReplaceLocked records the outcome of the replace the pass carried
 // out, if any: left ready spares after it, tookLast set when it took the
 // last of them. l.mu must be held.
-func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast bool) {
+func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, left int, tookLast bool) {
 	if l.replaceReq == nil {
 		return
 	}
 	for _, p := range done {
-		if p.Reason == ReasonReplace {
+		if p.Reason == slotplan.ReasonReplace {
 			res := ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if tookLast {
 				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains != nil && len(l.drains.Zones) > 0)
@@ -85,11 +87,11 @@ func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast
 // carriedOutReplacements returns the evictions of plan that count against
 // the replacement ceiling and were carried out: every slot vacated, and
 // the moves whose successor was placed.
-func carriedOutReplacements(plan Plan, done []Placement) []Eviction {
+func carriedOutReplacements(plan slotplan.Plan, done []slotplan.Placement) []slotplan.Eviction {
 	var placed map[int]bool
-	var out []Eviction
+	var out []slotplan.Eviction
 	for _, ev := range plan.Evictions {
-		if !ev.countsAgainstCeiling() {
+		if !ev.CountsAgainstCeiling() {
 			continue
 		}
 		if ev.Move {

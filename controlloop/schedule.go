@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // When the leader's next pass is due by the passing of time alone: a drain
@@ -35,21 +36,21 @@ func (l *Loop) placeStepsLocked(now time.Time) {
 // remoteclock.go); a zone at its target has none, and a zone whose due
 // step last moved nothing (blocked) waits a probe interval before it is
 // tried again. l.mu must be held.
-func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]ZoneStep {
+func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]slotplan.ZoneStep {
 	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
 		return nil
 	}
 	held := zoneSlots(prev)
-	var out map[string]ZoneStep
+	var out map[string]slotplan.ZoneStep
 	for zone, e := range l.drains.Zones {
 		if held[zone] == e.Target() {
 			continue
 		}
 		if d := l.untilStepLocked(zone, e, now); d == 0 {
 			if out == nil {
-				out = make(map[string]ZoneStep, len(l.drains.Zones))
+				out = make(map[string]slotplan.ZoneStep, len(l.drains.Zones))
 			}
-			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
+			out[zone] = slotplan.ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
 		}
 	}
 	return out
@@ -72,7 +73,7 @@ func (l *Loop) untilStepLocked(zone string, e *DrainEntry, now time.Time) time.D
 // noteBlockedStepsLocked records, for each zone whose step was due in
 // this pass (due), tried, and moved nothing (outcome), that it is blocked
 // since now; a zone whose step moved is not. l.mu must be held.
-func (l *Loop) noteBlockedStepsLocked(due map[string]ZoneStep, outcome map[string]StepOutcome, now time.Time) {
+func (l *Loop) noteBlockedStepsLocked(due map[string]slotplan.ZoneStep, outcome map[string]slotplan.StepOutcome, now time.Time) {
 	for zone := range l.stepBlockedAt {
 		if _, ok := due[zone]; !ok {
 			if l.drains == nil || l.drains.Zones[zone] == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // Node states of the status document (CONTRACT.md section 3).
@@ -328,10 +329,10 @@ func (t *tracker) prune(m *cachenodes.SlotMap, now time.Time) {
 }
 
 // views returns the decision view of every tracked node at now.
-func (t *tracker) views(now time.Time) []NodeView {
-	out := make([]NodeView, 0, len(t.nodes))
+func (t *tracker) views(now time.Time) []slotplan.NodeView {
+	out := make([]slotplan.NodeView, 0, len(t.nodes))
 	for _, s := range t.nodes {
-		out = append(out, NodeView{
+		out = append(out, slotplan.NodeView{
 			Node:        s.node,
 			Listed:      s.listed,
 			Present:     s.present,

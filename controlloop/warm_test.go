@@ -11,6 +11,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/internal/leakcheck"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 func TestWarmDrainStep(t *testing.T) {
@@ -92,7 +93,7 @@ func TestWarmingEndsWhenTheOldHolderStopsAnswering(t *testing.T) {
 	if len(ends) != 1 || ends[0] != "b2: node b2 no longer warms slot 4 (its warm source stopped answering)" {
 		t.Errorf("warm end events %q, want one naming b2 and why", ends)
 	}
-	if got := w.metrics.replacements; !slices.Equal(got, []string{ReasonReplace}) {
+	if got := w.metrics.replacements; !slices.Equal(got, []string{slotplan.ReasonReplace}) {
 		t.Errorf("replacements %v", got)
 	}
 	// The ceiling counts the replace.

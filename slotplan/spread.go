@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"fmt"
@@ -105,7 +105,7 @@ func endWarmings(in Input) warmState {
 		if ws == nil {
 			continue
 		}
-		if answers[i] && in.Now.Before(in.warmEnd(i)) {
+		if answers[i] && in.Now.Before(in.WarmEnd(i)) {
 			w.keep[i] = true
 			continue
 		}
@@ -152,7 +152,7 @@ func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState
 	// no other slot, so neither is among them.
 	cands := make([]int, 0, len(in.Nodes)-idx.holders)
 	for j := range in.Nodes {
-		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
+		if idx.slotOf[j] < 0 && in.Nodes[j].EligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
 			cands = append(cands, j)
 		}
 	}

@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"cmp"
@@ -36,8 +36,10 @@ type NodeView struct {
 // answers by the pool's verdict and owes no flush.
 func (n NodeView) warmSource() bool { return n.Reachable && !n.OwesFlush }
 
-// eligibleSpare reports whether a node without a slot may be placed.
-func (n NodeView) eligibleSpare() bool {
+// EligibleSpare reports whether a node without a slot may be placed: it
+// is listed and present, not in maintenance, answers, is not held back by
+// flap damping and owes no flush.
+func (n NodeView) EligibleSpare() bool {
 	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed && !n.OwesFlush
 }
 
@@ -56,11 +58,12 @@ type Input struct {
 	// without flushing).
 	Prev *cachenodes.SlotMap
 	// PrevShift places the instants of Prev, written by the clock of the
-	// process that wrote it, on the clock of Now (remoteclock.go). Zero
-	// for a map this process wrote.
+	// process that wrote it, on the clock of Now (the caller measures it,
+	// as controlloop/remoteclock.go does). Zero for a map this process
+	// wrote.
 	PrevShift time.Duration
 	// WarmEnds, when not nil, has one entry per slot of Prev: when the
-	// slot's warming ends on the clock of Now (remoteclock.go places each
+	// slot's warming ends on the clock of Now (the caller places each
 	// warming once, when first read). A nil WarmEnds places every warming
 	// at its until + PrevShift.
 	WarmEnds []time.Time
@@ -138,9 +141,9 @@ type Eviction struct {
 	Warm bool
 }
 
-// countsAgainstCeiling reports whether the eviction is a replacement that
+// CountsAgainstCeiling reports whether the eviction is a replacement that
 // --max-replacements-per-minute bounds (drain and return steps are not).
-func (ev Eviction) countsAgainstCeiling() bool {
+func (ev Eviction) CountsAgainstCeiling() bool {
 	return ev.Reason != ReasonDrain && ev.Reason != ReasonReturn
 }
 
@@ -178,13 +181,11 @@ type Plan struct {
 	Refused string
 
 	index *assignIndex
-	// in is the Input, for the events that tell why a warming ended.
-	in *Input
 }
 
-// warmEnd returns when slot i's warming in Prev ends on the clock of Now:
+// WarmEnd returns when slot i's warming in Prev ends on the clock of Now:
 // WarmEnds[i], or its until + PrevShift.
-func (in *Input) warmEnd(i int) time.Time {
+func (in *Input) WarmEnd(i int) time.Time {
 	if i < len(in.WarmEnds) && !in.WarmEnds[i].IsZero() {
 		return in.WarmEnds[i]
 	}
@@ -204,7 +205,7 @@ func (in *Input) warmEnd(i int) time.Time {
 // time linear in the nodes when in.Nodes is sorted by ID (as the loop
 // passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
-	plan := Plan{FirstFill: in.Prev == nil, in: &in}
+	plan := Plan{FirstFill: in.Prev == nil}
 	idx := newAssignIndex(in)
 	plan.index = idx
 	warm := endWarmings(in)
@@ -349,7 +350,7 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		// Its new holder is being filled from the old one: moving it now
 		// would cost the slot what it has gathered.
 		ws := in.Prev.Warming(slot)
-		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.warmEnd(slot).UTC().Format(time.RFC3339))
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.WarmEnd(slot).UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
