@@ -183,18 +183,6 @@ type Plan struct {
 	index *assignIndex
 }
 
-// WarmEnd returns when slot i's warming in Prev ends on the clock of Now:
-// WarmEnds[i], or its until + PrevShift.
-func (in *Input) WarmEnd(i int) time.Time {
-	if i < len(in.WarmEnds) && !in.WarmEnds[i].IsZero() {
-		return in.WarmEnds[i]
-	}
-	if ws := in.Prev.Warming(i); ws != nil {
-		return ws.Until.Add(in.PrevShift)
-	}
-	return time.Time{}
-}
-
 // Decide computes the plan for one pass. It frees before it places: due
 // and maintenance nodes leave their slots first (within Budget and only
 // when not frozen), then vacant slots take eligible spares by the spread
@@ -595,36 +583,4 @@ func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
 		}
 	}
 	return true
-}
-
-// nextWarming returns the warmings of the next map (nil when no slot
-// warms) and their warm sources: the previous map's, less those that end
-// now and those of slots whose node changes, plus the warm moves carried
-// out (warmed).
-func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed map[int]*cachenodes.Warming) ([]*cachenodes.Warming, map[string]bool) {
-	if warmed == nil && (in.Prev == nil || !in.Prev.AnyWarming()) {
-		return nil, nil
-	}
-	out := make([]*cachenodes.Warming, in.NumSlots)
-	sources := make(map[string]bool)
-	any := false
-	if in.Prev != nil && in.Prev.AnyWarming() {
-		for i := 0; i < in.NumSlots && i < in.Prev.NumSlots(); i++ {
-			w := in.Prev.Warming(i)
-			if w == nil || slices.Contains(plan.EndWarming, i) {
-				continue
-			}
-			if _, ch := changed[i]; ch {
-				continue
-			}
-			out[i], sources[w.NodeID], any = w, true, true
-		}
-	}
-	for i, w := range warmed {
-		out[i], sources[w.NodeID], any = w, true, true
-	}
-	if !any {
-		return nil, sources
-	}
-	return out, sources
 }

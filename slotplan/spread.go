@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // The spread rule of CONTRACT.md section 7. Wherever Decide chooses a node
@@ -67,51 +65,6 @@ func (z *zoneIndex) zone(name string) int {
 	z.spares = append(z.spares, nil)
 	z.next = append(z.next, 0)
 	return k
-}
-
-// warmState is what Decide found of the previous map's warmings.
-type warmState struct {
-	ended   []int           // slots whose warming ends now
-	sources map[string]bool // every warm source of the previous map
-	keep    map[int]bool    // slots that keep warming
-}
-
-// endWarmings finds the warmings of in.Prev that end at in.Now: until has
-// passed, or the warm source does not answer (by the pool's verdict) or is
-// no longer known.
-func endWarmings(in Input) warmState {
-	var w warmState
-	if in.Prev == nil || !in.Prev.AnyWarming() {
-		return w
-	}
-	w.sources, w.keep = map[string]bool{}, map[int]bool{}
-	bySource := map[string]int{}
-	until := map[int]*cachenodes.Warming{}
-	for i := range in.Prev.NumSlots() {
-		if ws := in.Prev.Warming(i); ws != nil {
-			w.sources[ws.NodeID] = true
-			bySource[ws.NodeID] = i
-			until[i] = ws
-		}
-	}
-	answers := map[int]bool{}
-	for _, v := range in.Nodes {
-		if i, ok := bySource[v.ID]; ok {
-			answers[i] = v.Reachable
-		}
-	}
-	for i := range in.Prev.NumSlots() {
-		ws := until[i]
-		if ws == nil {
-			continue
-		}
-		if answers[i] && in.Now.Before(in.WarmEnd(i)) {
-			w.keep[i] = true
-			continue
-		}
-		w.ended = append(w.ended, i)
-	}
-	return w
 }
 
 // newZoneIndex indexes the zones of in for the placements of one pass:
