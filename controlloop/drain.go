@@ -32,18 +32,33 @@ var errNoDrainStore = errors.New("controlloop: this store keeps no drain documen
 // drainAttempts bounds the check-and-set retries of Drain and Undrain.
 const drainAttempts = 5
 
+// drainState is the drains as this process knows them.
+type drainState struct {
+	// doc is the last drain document read that parsed, or the last this
+	// process wrote (nil: none); corrupt is set while the stored one does
+	// not parse (the steps then make no progress), err says why; good is
+	// set once a read found a drain document that parsed (or none).
+	doc     *DrainDoc
+	corrupt bool
+	good    bool
+	err     string
+	// blockedAt is when a due drain or return step of each zone last moved
+	// nothing: it is not tried again for a probe interval (schedule.go).
+	blockedAt map[string]time.Time
+}
+
 // takeDrainLocked adopts the drain document of st; a corrupt one keeps the
 // last that parsed (its zones stay drained), records why it does not parse
 // and stops the steps (and nothing else). l.mu must be held.
 func (l *Loop) takeDrainLocked(st Snapshot) {
-	l.drainCorrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
-	if !l.drainCorrupt {
-		l.drains, l.drainGood, l.drainErr = st.Drain, true, ""
+	l.drains.corrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
+	if !l.drains.corrupt {
+		l.drains.doc, l.drains.good, l.drains.err = st.Drain, true, ""
 		return
 	}
-	l.drainErr = "it is not a drain document"
+	l.drains.err = "it is not a drain document"
 	if st.DrainErr != nil {
-		l.drainErr = st.DrainErr.Error()
+		l.drains.err = st.DrainErr.Error()
 	}
 }
 
@@ -56,11 +71,11 @@ func (l *Loop) drainCorruptMessage(reason string) string {
 
 // drainedLocked returns the drained zones. l.mu must be held.
 func (l *Loop) drainedLocked() map[string]bool {
-	if l.drains == nil || len(l.drains.Zones) == 0 {
+	if l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
-	out := make(map[string]bool, len(l.drains.Zones))
-	for zone := range l.drains.Zones {
+	out := make(map[string]bool, len(l.drains.doc.Zones))
+	for zone := range l.drains.doc.Zones {
 		out[zone] = true
 	}
 	return out
@@ -75,7 +90,7 @@ func (l *Loop) drainedLocked() map[string]bool {
 // returning zone that holds its baseline again loses its entry. l.mu must
 // be held.
 func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotplan.StepOutcome, done []slotplan.Placement, now time.Time) *DrainDoc {
-	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
+	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
 	stepped := map[string]bool{}
@@ -91,8 +106,8 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotpl
 	}
 	held := zoneSlots(next)
 	changed := false
-	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(l.drains.Zones))}
-	for zone, e := range l.drains.Zones {
+	out := DrainDoc{Zones: make(map[string]*DrainEntry, len(l.drains.doc.Zones))}
+	for zone, e := range l.drains.doc.Zones {
 		c := *e
 		if stepped[zone] {
 			t := now.UTC()
@@ -275,7 +290,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 			// answers), so no zone drained there is dropped unseen. A
 			// process that read none cannot know which zones the corrupt
 			// one drains: it refuses.
-			if !l.drainGood {
+			if !l.drains.good {
 				reason := "it is not a drain document"
 				if st.DrainErr != nil {
 					reason = st.DrainErr.Error()
@@ -284,8 +299,8 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 				return DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
 					ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
 			}
-			if l.drains != nil {
-				doc.Zones = maps.Clone(l.drains.Zones)
+			if l.drains.doc != nil {
+				doc.Zones = maps.Clone(l.drains.doc.Zones)
 			}
 		}
 		err = change(&doc)
@@ -299,8 +314,8 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *DrainDoc) error
 		}
 		if ok {
 			l.mu.Lock()
-			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
-			l.stepBlockedAt = nil // an operator's change is tried at once
+			l.drains.doc, l.drains.corrupt, l.drains.good, l.drains.err = &doc, false, true, ""
+			l.drains.blockedAt = nil // an operator's change is tried at once
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil
@@ -322,18 +337,18 @@ func (l *Loop) Drains() DrainDoc {
 
 func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 	out := DrainDoc{Zones: map[string]*DrainEntry{}}
-	if l.drainCorrupt {
-		out.Corrupt = l.drainCorruptMessage(l.drainErr)
+	if l.drains.corrupt {
+		out.Corrupt = l.drainCorruptMessage(l.drains.err)
 	}
-	if l.drains == nil {
+	if l.drains.doc == nil {
 		return out
 	}
 	held := zoneSlots(l.current)
 	spares := 0
-	if len(l.drains.Zones) > 0 {
+	if len(l.drains.doc.Zones) > 0 {
 		spares = l.readySparesLocked(now)
 	}
-	for zone, e := range l.drains.Zones {
+	for zone, e := range l.drains.doc.Zones {
 		c := *e
 		c.Slots, c.TargetSlots = held[zone], e.Target()
 		c.SlotsToMove = max(c.Slots-c.TargetSlots, c.TargetSlots-c.Slots)
@@ -343,7 +358,7 @@ func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 			c.MovedSlots = []int{}
 		}
 		switch {
-		case l.freeze != nil:
+		case l.freeze.doc != nil:
 			c.State = DrainPaused
 		case c.Slots > c.TargetSlots:
 			c.State = DrainDraining
@@ -355,7 +370,7 @@ func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 		switch {
 		case c.State == DrainPaused:
 			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
-		case l.drainCorrupt:
+		case l.drains.corrupt:
 			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
 		case c.State == DrainDrained:
 			c.Blocked = ""

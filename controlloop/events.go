@@ -91,7 +91,7 @@ func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan
 			kind, reason = KindReturnStep, why[p.Slot]
 		case p.Reason == slotplan.ReasonReplace:
 			kind, reason = KindReplace, why[p.Slot]
-			if r := l.replaceReq; r != nil {
+			if r := l.replace.req; r != nil {
 				reason += ": " + r.reason
 			}
 		case !p.From.IsZero():
@@ -101,8 +101,8 @@ func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan
 			reason += fmt.Sprintf("; %s takes it, %s", p.Node.ID, moveKind(p.Warm && l.opts.WarmFor > 0))
 		}
 		e := eventlog.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
-		if kind == KindReplace && l.replaceReq != nil {
-			e.Who = l.replaceReq.by
+		if kind == KindReplace && l.replace.req != nil {
+			e.Who = l.replace.req.by
 		}
 		l.emitIn(ctx, e)
 		if p.Warm && l.opts.WarmFor > 0 {

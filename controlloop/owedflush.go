@@ -29,6 +29,14 @@ import (
 // above the stored count, another pid, or a restart this process saw
 // itself) or when the node holds no slot and warms none.
 
+// owedState is the flushes the pool owes as this process knows them.
+type owedState struct {
+	// known is the last flushes document read, or this leader's last
+	// write; good is the last document read that parsed; mem is the owed
+	// flushes of the old in-memory path (revert.ForgottenFlush).
+	known, good, mem []OwedFlush
+}
+
 // flushDue reports whether the leader decides now that s owes a flush:
 // a slot holder unreachable by the pool's verdict for longer than the
 // flush-after threshold, outside a mass episode. pending is set while more
@@ -178,13 +186,13 @@ func (t *tracker) restartClean(s *nodeState) bool {
 // must be held.
 func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
-		l.owed = l.memOwed
-		return slices.Clone(l.memOwed)
+		l.owed.known = l.owed.mem
+		return slices.Clone(l.owed.mem)
 	}
-	defer l.tr.sawOwed(l.owed, now)
+	defer l.tr.sawOwed(l.owed.known, now)
 	base := slices.Clone(st.Flushes)
 	if slices.Contains(st.Corrupt, kvlayout.Flushes) {
-		for _, e := range l.owedGood {
+		for _, e := range l.owed.good {
 			if i := owedIndex(base, e.NodeID); i >= 0 {
 				base[i] = e
 			} else {
@@ -192,10 +200,10 @@ func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 			}
 		}
 	} else {
-		l.owedGood = slices.Clone(st.Flushes)
+		l.owed.good = slices.Clone(st.Flushes)
 	}
 	slices.SortFunc(base, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
-	l.owed = base
+	l.owed.known = base
 	return slices.Clone(base)
 }
 
@@ -314,14 +322,14 @@ func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next 
 
 // owes reports whether the flushes this process knows name node id. l.mu
 // must be held.
-func (l *Loop) owesLocked(id string) bool { return owedIndex(l.owed, id) >= 0 }
+func (l *Loop) owesLocked(id string) bool { return owedIndex(l.owed.known, id) >= 0 }
 
 // FlushesOwed returns the flushes the pool owes as this process knows them
 // (the stored document, or this leader's last write), by node ID.
 func (l *Loop) FlushesOwed() []OwedFlush {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.owed)
+	return slices.Clone(l.owed.known)
 }
 
 // untilFlushDecisionLocked returns how long until the next flush decision

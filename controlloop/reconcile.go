@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"time"
@@ -84,8 +83,8 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	lease, leading := l.lead.Lease()
 
 	l.mu.Lock()
-	l.consulErr = nil
-	l.freeze, l.leaderID = st.Freeze, st.LeaderID
+	l.health.consulErr = nil
+	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
 	l.takeDrainLocked(st)
 	l.placeStepsLocked(now)
 	shift := l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
@@ -125,7 +124,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
 	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
-	l.lastReconcile, l.passErr = now, nil
+	l.health.lastPass, l.health.passErr = now, nil
 	return l.current
 }
 
@@ -180,13 +179,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 	}
-	if l.replaceReq != nil {
-		in.Replace = l.replaceReq.id
+	if l.replace.req != nil {
+		in.Replace = l.replace.req.id
 	}
 	plan := slotplan.Decide(in)
-	l.blocked = plan.Blocked
-	if l.replaceReq != nil && plan.Refused != "" {
-		l.replaceOut.refused = plan.Refused
+	l.health.blocked = plan.Blocked
+	if l.replace.req != nil && plan.Refused != "" {
+		l.replace.out.refused = plan.Refused
 	}
 	var returning []cachenodes.Node
 	if !in.Frozen && l.tr.cfg.LegacyFlush {
@@ -258,7 +257,7 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 				// of the store says otherwise. (Consul's refusal is an
 				// answer: it wrote nothing.)
 				l.mu.Lock()
-				l.owed = owed
+				l.owed.known = owed
 				l.mu.Unlock()
 			}
 			l.setPassError(err, true)
@@ -287,18 +286,18 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 	}
 	l.noteMovesLocked(d.prev, next, now)
 	l.current = next
-	l.owed = owed
+	l.owed.known = owed
 	switch {
 	case forgotten:
-		l.memOwed = owed
+		l.owed.mem = owed
 	case w.Flushes != nil:
-		l.owedGood = owed
+		l.owed.good = owed
 	}
 	var over []string // zones whose return ended with this write
 	kept := map[string][]int{}
 	if w.Drain != nil {
-		if l.drains != nil {
-			for zone, e := range l.drains.Zones {
+		if l.drains.doc != nil {
+			for zone, e := range l.drains.doc.Zones {
 				if w.Drain.Zones[zone] == nil {
 					over = append(over, zone)
 					kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
@@ -310,13 +309,13 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 				l.remote.steppedAt(zone, now)
 			}
 		}
-		l.drains = w.Drain
+		l.drains.doc = w.Drain
 	}
 	for range replaced {
 		l.ceiling.Record(now)
 	}
 	l.tr.prune(next, now)
-	l.lastReconcile, l.passErr = now, nil
+	l.health.lastPass, l.health.passErr = now, nil
 	drained := l.drainedLocked()
 	left := -1 // the ready spares after the pass, counted when it placed
 	if len(done) > 0 {
@@ -357,70 +356,6 @@ func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decis
 func (l *Loop) confirmLeadership(ctx context.Context) {
 	if _, err := l.lead.Confirm(ctx); errors.Is(err, leader.ErrNotLeader) {
 		l.opts.Logger.Warn("this process lost the leader lock; stepping down")
-	}
-}
-
-// autoFreezeLocked decides the automatic freeze over the slot holders of
-// m: the mass-absence guard, or a fault of discovery. It records the reason
-// for the status, logs when it changes, and reports whether it is on.
-// l.mu must be held.
-func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
-	serving, absent := l.tr.absentHolders(m)
-	tripped, reason := l.guard.Check(serving, absent)
-	if !tripped && l.tr.mass != "" {
-		// Many holders unreachable at once while Consul still lists them:
-		// the observer's fault (invariant 7). When Consul agrees they are
-		// gone, the absence guard's reason says more.
-		tripped, reason = true, l.tr.mass
-	}
-	if l.tr.fault != "" {
-		tripped, reason = true, l.tr.fault
-	}
-	alerts := l.zoneAlertLocked(m)
-	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
-		// One event for each zone that newly alerts, naming it and its
-		// lever; a zone already alerting is not named again.
-		if _, was := l.alertZones[zone]; !was {
-			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
-			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
-		}
-	}
-	for _, zone := range slices.Sorted(maps.Keys(l.alertZones)) {
-		// Every alert has its end, naming the zone (section 7).
-		if _, still := alerts[zone]; !still {
-			over := l.alertOver(m, zone)
-			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
-			l.emit(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
-		}
-	}
-	l.alertZones = alerts
-	alert := joinAlerts(alerts)
-	l.zoneAlert = alert
-	if !tripped {
-		reason = ""
-	}
-	if reason != l.autoFrozenBase {
-		if tripped {
-			l.opts.Logger.Warn("automatic freeze", "reason", reason)
-		} else {
-			l.opts.Logger.Info("automatic freeze lifted")
-		}
-		l.emitAutoFreeze(reason)
-	}
-	l.autoFrozenBase, l.autoFrozen = reason, reason
-	if tripped && alert != "" {
-		// The zone that fails names itself, with the lever (section 7).
-		l.autoFrozen += "; " + alert
-	}
-	return tripped
-}
-
-func (l *Loop) setPassError(err error, consul bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.passErr = err
-	if consul {
-		l.consulErr = err
 	}
 }
 

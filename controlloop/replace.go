@@ -12,6 +12,13 @@ import (
 // takes the pass lock, so it never races with Reconcile, and the pass
 // decides, flushes and writes the move as any other.
 
+// replaceState is the operator's replace the pass under way carries out
+// (req nil: none), and what the pass did of it (out).
+type replaceState struct {
+	req *replaceRequest
+	out replaceOutcome
+}
+
 // replaceRequest is the replace the pass under way carries out.
 type replaceRequest struct {
 	id, reason, by string
@@ -45,12 +52,12 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 		l.mu.Unlock()
 		return ReplaceResult{}, fmt.Errorf("%w: no node %q is known", ErrUnknownNode, id)
 	}
-	l.replaceReq, l.replaceOut = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
+	l.replace.req, l.replace.out = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
 	l.mu.Unlock()
 	res, err := l.reconcile(ctx)
 	l.mu.Lock()
-	out := l.replaceOut
-	l.replaceReq, l.replaceOut = nil, replaceOutcome{}
+	out := l.replace.out
+	l.replace.req, l.replace.out = nil, replaceOutcome{}
 	l.mu.Unlock()
 	switch {
 	case out.done:
@@ -69,16 +76,16 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (ReplaceResul
 // out, if any: left ready spares after it, tookLast set when it took the
 // last of them. l.mu must be held.
 func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, left int, tookLast bool) {
-	if l.replaceReq == nil {
+	if l.replace.req == nil {
 		return
 	}
 	for _, p := range done {
 		if p.Reason == slotplan.ReasonReplace {
 			res := ReplaceResult{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if tookLast {
-				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains != nil && len(l.drains.Zones) > 0)
+				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
 			}
-			l.replaceOut = replaceOutcome{done: true, result: res}
+			l.replace.out = replaceOutcome{done: true, result: res}
 			return
 		}
 	}

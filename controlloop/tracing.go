@@ -146,9 +146,9 @@ func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
 	l.mu.Lock()
 	attrs := []attribute.KeyValue{
 		attribute.String("mcrib.outcome", res.Outcome),
-		attribute.Bool("mcrib.frozen", l.freeze != nil),
-		attribute.String("mcrib.auto_freeze_reason", l.autoFrozen),
-		attribute.Int("mcrib.replacements_blocked", l.blocked),
+		attribute.Bool("mcrib.frozen", l.freeze.doc != nil),
+		attribute.String("mcrib.auto_freeze_reason", l.freeze.auto),
+		attribute.Int("mcrib.replacements_blocked", l.health.blocked),
 	}
 	if l.current != nil {
 		attrs = append(attrs, attribute.Int64("mcrib.generation", int64(l.current.Generation())))

@@ -7,6 +7,18 @@ import (
 	"time"
 )
 
+// voteState is what this replica knows of the votes on unreachable nodes.
+type voteState struct {
+	// voted is the vote this replica last published, by the session that
+	// holds it.
+	voted map[string]time.Time
+	by    string
+	// replicas counts the live replicas seen in the last read (this one
+	// included); sessions are their sessions, by replica ID.
+	replicas int
+	sessions map[string]string
+}
+
 // takeVotesLocked hands the other live replicas' votes to the tracker,
 // their instants placed on this clock (remoteclock.go), counts the live
 // replicas and returns the node transitions the votes caused, for the log.
@@ -17,8 +29,8 @@ func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent
 		sessions[id] = v.Session
 	}
 	peers := l.remote.placeVotes(votes, l.opts.ReplicaID, now)
-	l.peerLeads = sessions
-	l.replicas = len(peers) + 1
+	l.votes.sessions = sessions
+	l.votes.replicas = len(peers) + 1
 	l.tr.setPeers(peers, now)
 	return l.tr.drain()
 }
@@ -39,8 +51,8 @@ func (l *Loop) publishVote(ctx context.Context, now time.Time) {
 	l.mu.Lock()
 	changed := l.tr.takeLocalChange()
 	mine := l.tr.localVotes()
-	_, seen := l.peerLeads[l.opts.ReplicaID]
-	stale := changed || l.votedBy != member.Session() || !seen || !maps.Equal(mine, l.voted)
+	_, seen := l.votes.sessions[l.opts.ReplicaID]
+	stale := changed || l.votes.by != member.Session() || !seen || !maps.Equal(mine, l.votes.voted)
 	l.mu.Unlock()
 	if !stale {
 		return
@@ -50,11 +62,11 @@ func (l *Loop) publishVote(ctx context.Context, now time.Time) {
 		return
 	}
 	l.mu.Lock()
-	l.voted, l.votedBy = mine, member.Session()
-	if l.peerLeads == nil {
-		l.peerLeads = make(map[string]string)
+	l.votes.voted, l.votes.by = mine, member.Session()
+	if l.votes.sessions == nil {
+		l.votes.sessions = make(map[string]string)
 	}
-	l.peerLeads[l.opts.ReplicaID] = member.Session()
+	l.votes.sessions[l.opts.ReplicaID] = member.Session()
 	l.mu.Unlock()
 }
 
@@ -65,7 +77,7 @@ func (l *Loop) publishVote(ctx context.Context, now time.Time) {
 func (l *Loop) Replicas() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(l.replicas, 1)
+	return max(l.votes.replicas, 1)
 }
 
 // ReplicaSession reports whether session is the session of a live replica
@@ -77,7 +89,7 @@ func (l *Loop) ReplicaSession(session string) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.peerLeads {
+	for _, s := range l.votes.sessions {
 		if s == session {
 			return true
 		}
