@@ -1,57 +1,24 @@
 package controlloop
 
 import (
-	"context"
 	"fmt"
+	"log/slog"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/slotplan"
 )
 
 // EventSink receives the loop's decisions and the node transitions it
-// observes, as they happen (GET /v1/events, GET /v1/history);
-// eventlog.Recorder implements it. Record is called with the loop's mutex
-// sometimes held: it must not call back into the Loop, and must not block.
+// observes (GET /v1/events, GET /v1/history); eventlog.Recorder implements
+// it. Record is called when a pass or an observation is told (publish.go),
+// never with the loop's mutex held; it must not call back into the Loop,
+// and must not block.
 type EventSink interface {
 	Record(e eventlog.Event)
 }
 
 var _ EventSink = eventlog.Recorder{}
-
-// emit hands e to Options.Events, when one is set.
-func (l *Loop) emit(e eventlog.Event) {
-	if l.opts.Events != nil {
-		l.opts.Events.Record(e)
-	}
-}
-
-// emitNodeEvents hands the node transitions evs to Options.Events. A slot
-// holder going absent starts its hold and coming back clears it; the
-// other transitions keep the tracker's names ("node unreachable", ...).
-func (l *Loop) emitNodeEvents(evs []nodeEvent) {
-	if l.opts.Events == nil || len(evs) == 0 {
-		return
-	}
-	for _, e := range evs {
-		kind := "node " + e.Event
-		switch {
-		case e.Node == "":
-			kind = e.Event // the observer fault and its end
-		case e.Event == "absent" && l.holdsSlot(e.Node):
-			kind = eventlog.KindHoldStarted
-		case e.Event == "present" && l.holdsSlot(e.Node):
-			kind = eventlog.KindHoldCleared
-		}
-		l.emit(eventlog.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
-	}
-}
-
-// holdsSlot tells whether the current map gives node a slot.
-func (l *Loop) holdsSlot(node string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.current != nil && l.current.SlotOf(node) >= 0
-}
 
 // Event kinds of the moves of section 7 (CONTRACT.md).
 const (
@@ -65,15 +32,39 @@ const (
 	KindDrainOver = "drain over"
 )
 
-// emitChange hands the replacements, moves, placements and warmings of a
-// written map, decided from in, to Options.Events and the pass's span.
-func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan.Plan, done []slotplan.Placement) {
+// changeLog adds the log lines of a written map: its replacements and
+// placements, the warmings that ended, and the generation when it rose.
+func (l *Loop) changeLog(r *report, prev, next *cachenodes.SlotMap, plan slotplan.Plan, done []slotplan.Placement) {
+	for _, ev := range plan.Evictions {
+		if !ev.Move {
+			r.log(slog.LevelWarn, "slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)
+		}
+	}
+	for _, p := range done {
+		if p.From.IsZero() || p.Reason == "hold_expired" || (p.Reason == "maintenance" && !p.Warm) {
+			r.log(slog.LevelInfo, "slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
+			continue
+		}
+		r.log(slog.LevelInfo, "slot move", "slot", p.Slot, "from", p.From.ID, "to", p.Node.ID, "reason", p.Reason, "kind", moveKind(p.Warm && l.opts.WarmFor > 0))
+	}
+	for _, i := range plan.EndWarming {
+		r.log(slog.LevelInfo, "warming over", "slot", i)
+	}
+	if prev == nil || prev.Generation() != next.Generation() {
+		r.log(slog.LevelInfo, "slot map written", "generation", next.Generation())
+	}
+}
+
+// changeEvents adds the events of a written map: its replacements, moves,
+// placements and warmings, decided from in (replace: the operator's
+// replace the pass carried out, nil when none).
+func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, done []slotplan.Placement, replace *replaceRequest) {
 	for _, ev := range plan.Evictions {
 		if ev.Move {
 			continue // told with its placement, if carried out
 		}
 		slot := ev.Slot
-		l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
+		r.tracedEvent(eventlog.Event{Kind: eventlog.KindReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
 	}
 	why := make(map[int]string, len(plan.Evictions))
 	for _, ev := range plan.Evictions {
@@ -91,8 +82,8 @@ func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan
 			kind, reason = KindReturnStep, why[p.Slot]
 		case p.Reason == slotplan.ReasonReplace:
 			kind, reason = KindReplace, why[p.Slot]
-			if r := l.replace.req; r != nil {
-				reason += ": " + r.reason
+			if replace != nil {
+				reason += ": " + replace.reason
 			}
 		case !p.From.IsZero():
 			reason = fmt.Sprintf("a spare takes slot %d of node %s, flushed first", p.Slot, p.From.ID)
@@ -101,12 +92,12 @@ func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan
 			reason += fmt.Sprintf("; %s takes it, %s", p.Node.ID, moveKind(p.Warm && l.opts.WarmFor > 0))
 		}
 		e := eventlog.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
-		if kind == KindReplace && l.replace.req != nil {
-			e.Who = l.replace.req.by
+		if kind == KindReplace && replace != nil {
+			e.Who = replace.by
 		}
-		l.emitIn(ctx, e)
+		r.tracedEvent(e)
 		if p.Warm && l.opts.WarmFor > 0 {
-			l.emitIn(ctx, eventlog.Event{Kind: KindWarmStart, Node: p.From.ID, Slot: &slot,
+			r.tracedEvent(eventlog.Event{Kind: KindWarmStart, Node: p.From.ID, Slot: &slot,
 				Reason: fmt.Sprintf("node %s warms slot %d's new holder %s for %s", p.From.ID, p.Slot, p.Node.ID, l.opts.WarmFor)})
 		}
 	}
@@ -124,22 +115,21 @@ func (l *Loop) emitChange(ctx context.Context, in *slotplan.Input, plan slotplan
 				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)
 			}
 		}
-		l.emitIn(ctx, e)
+		r.tracedEvent(e)
 	}
 }
 
-// emitFlush hands a flush that was carried out to Options.Events and the
-// pass's span.
-func (l *Loop) emitFlush(ctx context.Context, node, why string) {
-	l.emitIn(ctx, eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
+// flushEvent adds a flush that was carried out, and why.
+func flushEvent(r *report, node, why string) {
+	r.tracedEvent(eventlog.Event{Kind: eventlog.KindFlush, Node: node, Reason: why})
 }
 
-// emitAutoFreeze hands a change of the automatic freeze to
-// Options.Events: reason is the new reason, empty when it lifted.
-func (l *Loop) emitAutoFreeze(reason string) {
+// autoFreezeEvent adds a change of the automatic freeze: reason is the new
+// reason, empty when it lifted.
+func autoFreezeEvent(r *report, reason string) {
 	if reason == "" {
-		l.emit(eventlog.Event{Kind: eventlog.KindAutoFreezeLifted, Reason: "the automatic freeze lifted"})
+		r.event(eventlog.Event{Kind: eventlog.KindAutoFreezeLifted, Reason: "the automatic freeze lifted"})
 		return
 	}
-	l.emit(eventlog.Event{Kind: eventlog.KindAutoFreeze, Reason: reason})
+	r.event(eventlog.Event{Kind: eventlog.KindAutoFreeze, Reason: reason})
 }

@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -54,8 +55,8 @@ func (l *Loop) Unfreeze(ctx context.Context) error {
 // m: the mass-absence guard, an observer's fault, or a fault of discovery.
 // It watches the zones (their alert is part of the reason it shows),
 // records the reason for the status, tells when it changes, and reports
-// whether it is on. l.mu must be held.
-func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
+// whether it is on; r tells what changed. l.mu must be held.
+func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap, r *report) bool {
 	serving, absent := l.tr.absentHolders(m)
 	tripped, reason := l.freeze.guard.Check(serving, absent)
 	if !tripped && l.tr.mass != "" {
@@ -67,17 +68,17 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
 	if l.tr.fault != "" {
 		tripped, reason = true, l.tr.fault
 	}
-	alert := l.watchZonesLocked(m)
+	alert := l.watchZonesLocked(m, r)
 	if !tripped {
 		reason = ""
 	}
 	if reason != l.freeze.base {
 		if tripped {
-			l.opts.Logger.Warn("automatic freeze", "reason", reason)
+			r.log(slog.LevelWarn, "automatic freeze", "reason", reason)
 		} else {
-			l.opts.Logger.Info("automatic freeze lifted")
+			r.log(slog.LevelInfo, "automatic freeze lifted")
 		}
-		l.emitAutoFreeze(reason)
+		autoFreezeEvent(r, reason)
 	}
 	l.freeze.base, l.freeze.auto = reason, reason
 	if tripped && alert != "" {

@@ -26,6 +26,11 @@ type health struct {
 func (l *Loop) setPassError(err error, consul bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setPassErrorLocked(err, consul)
+}
+
+// setPassErrorLocked is setPassError with l.mu held.
+func (l *Loop) setPassErrorLocked(err error, consul bool) {
 	l.health.passErr = err
 	if consul {
 		l.health.consulErr = err

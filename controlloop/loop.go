@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -56,7 +57,8 @@ type Loop struct {
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex
 
-	// mu guards every field below.
+	// mu guards every field below. No I/O is done and nothing is told
+	// (publish.go) while it is held.
 	mu sync.Mutex
 	tr *tracker
 	// current is the slot map this process serves; currentShift places
@@ -219,27 +221,23 @@ func (l *Loop) waitPass(ctx context.Context) bool {
 	return clock.Sleep(ctx, l.clock, r.DelayFrom(now))
 }
 
+// onAnswer takes one answer of discovery and tells the node transitions
+// it caused, or that it was taken as a fault of discovery; then it asks
+// for a pass.
 func (l *Loop) onAnswer(m cachenodes.Membership) {
+	var r report
 	l.mu.Lock()
 	accepted := l.tr.observeMembership(m, l.clock.Now())
 	fault := l.tr.fault
-	evs := l.tr.drain()
+	l.nodeEventsLocked(&r, l.tr.drain())
 	l.mu.Unlock()
-	l.logEvents(evs)
 	if !accepted {
-		l.opts.Logger.Warn("discovery fault", "reason", fault)
-		l.emit(eventlog.Event{Kind: eventlog.KindDiscoveryFault, Reason: fault})
+		r.log(slog.LevelWarn, "discovery fault", "reason", fault)
+		r.event(eventlog.Event{Kind: eventlog.KindDiscoveryFault, Reason: fault})
 	}
+	l.publish(context.Background(), &r)
 	l.Kick()
 	l.wakeProbes()
-}
-
-// logEvents writes node transitions to the log, one line each.
-func (l *Loop) logEvents(evs []nodeEvent) {
-	for _, e := range evs {
-		l.opts.Logger.Info("node "+e.Event, "node", e.Node, "detail", e.Detail)
-	}
-	l.emitNodeEvents(evs)
 }
 
 func (l *Loop) onWatchError(err error) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -209,10 +210,10 @@ func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 
 // decideFlushesLocked returns base with the flushes the leader decides
 // now: one entry for each slot holder of prev whose flush is due and that
-// owes none yet, in ID order. The old path (revert.FollowerFlush) decides
-// none: each replica marks returning nodes itself (tracker.returned).
-// l.mu must be held.
-func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time) []OwedFlush {
+// owes none yet, in ID order; r tells each. The old path
+// (revert.FollowerFlush) decides none: each replica marks returning nodes
+// itself (tracker.returned). l.mu must be held.
+func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time, r *report) []OwedFlush {
 	if prev == nil || l.tr.cfg.LegacyFlush {
 		return base
 	}
@@ -226,8 +227,8 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 	}
 	slices.SortFunc(added, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	for _, e := range added {
-		l.opts.Logger.Warn("flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
-		l.emit(eventlog.Event{Kind: KindFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
+		r.log(slog.LevelWarn, "flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
+		r.event(eventlog.Event{Kind: KindFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
 	}
 	return append(base, added...)
 }
@@ -274,21 +275,21 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, fro
 }
 
 // flushOwed flushes nodes, the slot holders that owe a flush, and returns
-// those flushed.
-func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node) map[string]bool {
+// those flushed; r tells each flush.
+func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node, r *report) map[string]bool {
 	flushed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		err := l.opts.Prober.Flush(ctx, n.Addr)
 		l.setFlushing(n.ID, false)
 		if err != nil {
-			l.opts.Logger.Warn("flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
+			r.log(slog.LevelWarn, "flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
 			continue
 		}
 		l.noteFlushed(n.ID)
 		flushed[n.ID] = true
-		l.opts.Metrics.Flush("returned")
-		l.emitFlush(ctx, n.ID, "it owes a flush (unreachable long enough to have missed deletes) and answers again")
-		l.opts.Logger.Info("flushed a node that owed a flush, before it serves again", "node", n.ID, "addr", n.Addr)
+		r.count(flushCount("returned"))
+		flushEvent(r, n.ID, "it owes a flush (unreachable long enough to have missed deletes) and answers again")
+		r.log(slog.LevelInfo, "flushed a node that owed a flush, before it serves again", "node", n.ID, "addr", n.Addr)
 	}
 	return flushed
 }
@@ -302,17 +303,17 @@ func (l *Loop) noteFlushed(id string) {
 
 // settleOwedLocked returns what owed becomes with next written: an entry
 // goes when this pass flushed its node, when its flush is done already,
-// or when its node holds no slot in next and warms none. l.mu must be
-// held.
-func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap) []OwedFlush {
+// or when its node holds no slot in next and warms none; r tells why each
+// went. l.mu must be held.
+func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap, r *report) []OwedFlush {
 	out := make([]OwedFlush, 0, len(owed))
 	for _, e := range owed {
 		switch done, why := l.tr.flushDone(e, l.tr.nodes[e.NodeID]); {
 		case flushed[e.NodeID]:
 		case done:
-			l.opts.Logger.Info("owed flush done", "node", e.NodeID, "why", why)
+			r.log(slog.LevelInfo, "owed flush done", "node", e.NodeID, "why", why)
 		case next.SlotOf(e.NodeID) < 0 && (!next.AnyWarming() || next.WarmingOf(e.NodeID) < 0):
-			l.opts.Logger.Info("owed flush dropped: the node holds no slot and warms none (its next placement flushes it)", "node", e.NodeID)
+			r.log(slog.LevelInfo, "owed flush dropped: the node holds no slot and warms none (its next placement flushes it)", "node", e.NodeID)
 		default:
 			out = append(out, e)
 		}

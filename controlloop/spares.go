@@ -1,7 +1,6 @@
 package controlloop
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -62,9 +61,9 @@ func tookLastSpare(done []slotplan.Placement, drained map[string]bool, left int)
 	return slices.ContainsFunc(done, func(p slotplan.Placement) bool { return !drained[p.Node.AZ] })
 }
 
-// emitLastSpare tells that the placements done took the pool's last ready
+// lastSpareEvent adds that the placements done took the pool's last ready
 // spare; drained are the drained zones.
-func (l *Loop) emitLastSpare(ctx context.Context, done []slotplan.Placement, drained map[string]bool) {
+func lastSpareEvent(r *report, done []slotplan.Placement, drained map[string]bool) {
 	var last slotplan.Placement
 	for _, p := range done {
 		if !drained[p.Node.AZ] {
@@ -72,6 +71,6 @@ func (l *Loop) emitLastSpare(ctx context.Context, done []slotplan.Placement, dra
 		}
 	}
 	slot := last.Slot
-	l.emitIn(ctx, eventlog.Event{Kind: KindLastSpare, Node: last.Node.ID, Slot: &slot,
+	r.tracedEvent(eventlog.Event{Kind: KindLastSpare, Node: last.Node.ID, Slot: &slot,
 		Reason: fmt.Sprintf("%s took slot %d: %s", last.Node.ID, last.Slot, lastSpareSentence(len(drained) > 0))})
 }

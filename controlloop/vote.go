@@ -2,9 +2,12 @@ package controlloop
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/mcrib/mcrib/leader"
 )
 
 // voteState is what this replica knows of the votes on unreachable nodes.
@@ -35,39 +38,49 @@ func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent
 	return l.tr.drain()
 }
 
-// publishVote publishes this replica's vote when it changed, or when the
-// session holding it changed (a new campaign), or when it is not yet seen
-// among the live votes, stamped with now (its at). It needs a ReplicaID
-// and a session; a failure is logged and retried next pass (the vote is
-// advice, the pass goes on).
-func (l *Loop) publishVote(ctx context.Context, now time.Time) {
-	if l.opts.ReplicaID == "" {
-		return
+// pendingVote is this replica's vote, due to be published under the
+// session of member.
+type pendingVote struct {
+	member leader.Lease
+	nodes  map[string]time.Time
+}
+
+// voteDueLocked returns this replica's vote when it is due: it changed,
+// the session holding it changed (a new campaign; member is this replica's
+// session, ok false when it has none), or it is not yet seen among the
+// live votes. Nil when none is due, or when this replica publishes none
+// (no ReplicaID, no session). l.mu must be held.
+func (l *Loop) voteDueLocked(member leader.Lease, ok bool) *pendingVote {
+	if l.opts.ReplicaID == "" || !ok {
+		return nil
 	}
-	member, ok := l.lead.Member()
-	if !ok {
-		return
-	}
-	l.mu.Lock()
 	changed := l.tr.takeLocalChange()
 	mine := l.tr.localVotes()
 	_, seen := l.votes.sessions[l.opts.ReplicaID]
-	stale := changed || l.votes.by != member.Session() || !seen || !maps.Equal(mine, l.votes.voted)
-	l.mu.Unlock()
-	if !stale {
+	if !changed && l.votes.by == member.Session() && seen && maps.Equal(mine, l.votes.voted) {
+		return nil
+	}
+	return &pendingVote{member: member, nodes: mine}
+}
+
+// publishVote publishes v (nil: nothing is due), stamped with now (its
+// at). A failure is told in r and retried next pass: the vote is advice,
+// the pass goes on.
+func (l *Loop) publishVote(ctx context.Context, v *pendingVote, now time.Time, r *report) {
+	if v == nil {
 		return
 	}
-	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: mine, At: now.UTC()}, member); err != nil {
-		l.opts.Logger.Warn("publishing this replica's vote on unreachable nodes failed; retrying next pass", "err", err)
+	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: v.nodes, At: now.UTC()}, v.member); err != nil {
+		r.log(slog.LevelWarn, "publishing this replica's vote on unreachable nodes failed; retrying next pass", "err", err)
 		return
 	}
 	l.mu.Lock()
-	l.votes.voted, l.votes.by = mine, member.Session()
+	defer l.mu.Unlock()
+	l.votes.voted, l.votes.by = v.nodes, v.member.Session()
 	if l.votes.sessions == nil {
 		l.votes.sessions = make(map[string]string)
 	}
-	l.votes.sessions[l.opts.ReplicaID] = member.Session()
-	l.mu.Unlock()
+	l.votes.sessions[l.opts.ReplicaID] = v.member.Session()
 }
 
 // Replicas returns how many replicas of the pool are alive, as the last
@@ -100,8 +113,9 @@ func (l *Loop) ReplicaSession(session string) bool {
 // deleteGoneVotes deletes the vote keys no session holds any more (their
 // replica is gone, section 2), each with check-and-set on the version
 // read, so that a replica that just acquired its key again keeps it. Only
-// the leader does; a failure is logged, and the next pass tries again.
-func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64) {
+// the leader does; r tells each, and after a failure the next pass tries
+// again.
+func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64, r *report) {
 	for _, replica := range slices.Sorted(maps.Keys(gone)) {
 		if replica == l.opts.ReplicaID {
 			continue // this replica's own key: its next publish takes it again
@@ -109,9 +123,9 @@ func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64) {
 		ok, err := l.store.DeleteVote(ctx, replica, gone[replica])
 		switch {
 		case err != nil:
-			l.opts.Logger.Warn("deleting the vote key of a replica that is gone failed; retrying next pass", "replica", replica, "err", err)
+			r.log(slog.LevelWarn, "deleting the vote key of a replica that is gone failed; retrying next pass", "replica", replica, "err", err)
 		case ok:
-			l.opts.Logger.Info("deleted the vote key of a replica that is gone", "replica", replica)
+			r.log(slog.LevelInfo, "deleted the vote key of a replica that is gone", "replica", replica)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -121,25 +122,26 @@ func (l *Loop) zonesLocked(nodes []NodeStatus, now time.Time) []ZoneStatus {
 	return out
 }
 
-// watchZonesLocked finds the zones of m that alert, tells each zone that
-// newly alerts and each alert that ended, records them for the status and
-// returns the zone alert of the status ("" when none). l.mu must be held.
-func (l *Loop) watchZonesLocked(m *cachenodes.SlotMap) string {
+// watchZonesLocked finds the zones of m that alert, tells in r each zone
+// that newly alerts and each alert that ended, records them for the status
+// and returns the zone alert of the status ("" when none). l.mu must be
+// held.
+func (l *Loop) watchZonesLocked(m *cachenodes.SlotMap, r *report) string {
 	alerts := l.zoneAlertLocked(m)
 	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
 		// One event for each zone that newly alerts, naming it and its
 		// lever; a zone already alerting is not named again.
 		if _, was := l.zones.alerting[zone]; !was {
-			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
-			l.emit(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
+			r.log(slog.LevelWarn, "zone alert", "zone", zone, "alert", alerts[zone])
+			r.event(eventlog.Event{Kind: KindZoneAlert, Reason: alerts[zone]})
 		}
 	}
 	for _, zone := range slices.Sorted(maps.Keys(l.zones.alerting)) {
 		// Every alert has its end, naming the zone (section 7).
 		if _, still := alerts[zone]; !still {
 			over := l.alertOver(m, zone)
-			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
-			l.emit(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
+			r.log(slog.LevelInfo, "zone alert over", "zone", zone, "detail", over)
+			r.event(eventlog.Event{Kind: KindZoneAlertOver, Reason: over})
 		}
 	}
 	l.zones.alerting = alerts
