@@ -12,8 +12,9 @@ import (
 // EventSink receives the loop's decisions and the node transitions it
 // observes (GET /v1/events, GET /v1/history); eventlog.Recorder implements
 // it. Record is called when a pass or an observation is told (publish.go),
-// never with the loop's mutex held; it must not call back into the Loop,
-// and must not block.
+// never with the loop's mutex held: it may read the Loop (Status,
+// SlotMap), but must not start a pass (Reconcile, Replace) and must not
+// block.
 type EventSink interface {
 	Record(e eventlog.Event)
 }
