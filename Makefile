@@ -13,7 +13,8 @@
 #   make test    deps, go vet, go test -race (CI runs make check, then this,
 #                via .ci/run)
 #   make run     deps, build, then scripts/run-local.sh (Consul, 6 memcached,
-#                mcrib on http://127.0.0.1:7070/); Ctrl-C stops it all, exit 0
+#                mcrib on http://127.0.0.1:7070/, or MCRIB_RUN_PORT); Ctrl-C
+#                stops it all, exit 0
 #   make bench   run the Go benchmarks and make bench-sim
 #   make bench-sim  write the simulator's reports under bench/ (mcrib sim)
 #   make bench-real  real Consul agents, 12 memcached, mcrib serve and load; 25%
@@ -155,8 +156,9 @@ bench-sim: build
 	$(MCRIB) sim --nodes 100 --scenario deploy --policy immediate,adaptive,static:40 --out bench/sim-deploy
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
-# faults with every invariant checked after each, without the race detector
-# (make test runs 60 s of it). SOAK_SEED replays a run.
+# faults with every invariant checked after each and every client operation
+# checked for stale reads, without the race detector (make test runs 60 s of
+# it). SOAK_SEED replays a run.
 soak: deps
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count=1 -timeout 60m -run TestSoak -v ./e2e/
 

@@ -166,20 +166,33 @@ func slotList(slots []int) string {
 }
 
 // spareWarning says, for a drain entry that still moves toMove slots off
-// its zone (draining) with spares ready spares outside the drained zones,
-// that it takes the last of them or that none is left; "" when neither.
-func spareWarning(draining bool, toMove, spares int) string {
+// its zone (draining) or back to it (returning) with spares ready spares
+// outside the drained zones, that the drain takes the last of them or
+// that none is left; "" when neither. A return takes no spare outside
+// the zone (it frees one with each step), so it is told so, without the
+// advice to undrain a zone.
+func spareWarning(draining, returning bool, toMove, spares int) string {
 	switch {
+	case spares == 0 && returning:
+		return "the pool has no ready spare outside the drained zones until the return frees one: each return step leaves the node that gives its slot back a spare once its warming ends; meanwhile a node that fails leaves its slot vacant (" + slotplan.SpareHelp(false) + ")"
 	case spares == 0:
 		return lastSpareSentence(true)
 	case !draining || toMove < spares:
 		return ""
 	case toMove == spares:
-		return fmt.Sprintf("the drain takes the pool's last ready spare: %d slot(s) to move onto the %d ready spare(s) outside the drained zones; afterwards a node that fails leaves its slot vacant (%s)",
-			toMove, spares, slotplan.SpareHelp(true))
+		return fmt.Sprintf("the drain takes the pool's last ready spare: %s to move onto the %s outside the drained zones; afterwards a node that fails leaves its slot vacant (%s)",
+			countOf(toMove, "slot"), countOf(spares, "ready spare"), slotplan.SpareHelp(true))
 	}
-	return fmt.Sprintf("the drain takes the pool's last ready spare: %d slots to move and only %d ready spare(s) outside the drained zones; the rest wait for a spare, and a node that fails leaves its slot vacant (%s)",
-		toMove, spares, slotplan.SpareHelp(true))
+	return fmt.Sprintf("the drain takes the pool's last ready spare: %s to move and only %s outside the drained zones; the rest wait for a spare, and a node that fails leaves its slot vacant (%s)",
+		countOf(toMove, "slot"), countOf(spares, "ready spare"), slotplan.SpareHelp(true))
+}
+
+// countOf is n things in words: "1 slot", "3 slots".
+func countOf(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // zoneSlots counts the slots each zone holds in m.
@@ -353,7 +366,7 @@ func (l *Loop) drainsLocked(now time.Time) DrainDoc {
 		c.Slots, c.TargetSlots = held[zone], e.Target()
 		c.SlotsToMove = max(c.Slots-c.TargetSlots, c.TargetSlots-c.Slots)
 		c.SparesLeft = spares
-		c.Warning = spareWarning(c.Slots > c.TargetSlots, c.SlotsToMove, spares)
+		c.Warning = spareWarning(c.Slots > c.TargetSlots, c.Slots < c.TargetSlots, c.SlotsToMove, spares)
 		if c.MovedSlots == nil {
 			c.MovedSlots = []int{}
 		}

@@ -44,10 +44,39 @@ type owedState struct {
 // holders than the mass fraction are failing (massPending): the episode may
 // be about to be taken as the observer's fault, so nothing is decided yet.
 func (t *tracker) flushDue(s *nodeState, pending bool, now time.Time) bool {
-	if s.reachable || !s.holdsSlot || s.observerFault || pending || s.staleEpisode() {
+	if !s.holdsSlot || pending {
+		return false
+	}
+	if s.reachable {
+		// An episode that ended since this process's last pass: due if it
+		// lasted long enough, as a pass while it lasted would have seen.
+		e := s.ended
+		return e != nil && !e.observerFault && !e.stale &&
+			(t.cfg.FlushAfter <= 0 || e.until.Sub(e.since) > t.cfg.FlushAfter)
+	}
+	if s.observerFault || s.staleEpisode() {
 		return false
 	}
 	return t.cfg.FlushAfter <= 0 || now.Sub(s.unreachableSince) > t.cfg.FlushAfter
+}
+
+// judgedEnded forgets the episodes that ended since the last pass: this
+// pass looked at them. A follower's pass forgets them too: the leader of
+// the moment decides, and one that leads later does not revisit them.
+func (t *tracker) judgedEnded() {
+	for _, s := range t.nodes {
+		s.ended = nil
+	}
+}
+
+// episode returns when s's episode of unreachability, the current one or
+// the one that ended since the last pass, began and ended (until is now
+// while it lasts).
+func (s *nodeState) episode(now time.Time) (since, until time.Time) {
+	if s.reachable && s.ended != nil {
+		return s.ended.since, s.ended.until
+	}
+	return s.unreachableSince, now
 }
 
 // staleEpisode reports whether s's episode of unreachability, as the
@@ -102,7 +131,8 @@ func (t *tracker) peerListed(id string) bool {
 
 // owedEntry returns the entry of the flush s owes, decided at now.
 func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
-	e := OwedFlush{NodeID: s.node.ID, Addr: s.node.Addr, Since: s.unreachableSince.UTC()}
+	since, until := s.episode(now)
+	e := OwedFlush{NodeID: s.node.ID, Addr: s.node.Addr, Since: since.UTC()}
 	if s.haveDownStats {
 		e.CmdFlush, e.PID = s.downStats.CmdFlush, s.downStats.PID
 		e.StartedAt = s.downStatsAt.Add(-s.downStats.Uptime).UTC()
@@ -112,7 +142,10 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 		e.Reason = "unreachable by the pool's verdict (--flush-after-unreachable 0s): it may have missed deletes"
 	} else {
 		e.Reason = fmt.Sprintf("unreachable by the pool's verdict for %s, longer than --flush-after-unreachable (%s): it may have missed deletes",
-			now.Sub(s.unreachableSince).Round(time.Millisecond), t.cfg.FlushAfter)
+			until.Sub(since).Round(time.Millisecond), t.cfg.FlushAfter)
+	}
+	if s.reachable {
+		e.Reason += " (it answered again before a pass looked)"
 	}
 	return e
 }
@@ -214,6 +247,7 @@ func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 // (revert.FollowerFlush) decides none: each replica marks returning nodes
 // itself (tracker.returned). l.mu must be held.
 func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time, r *report) []OwedFlush {
+	defer l.tr.judgedEnded()
 	if prev == nil || l.tr.cfg.LegacyFlush {
 		return base
 	}

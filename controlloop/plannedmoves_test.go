@@ -161,8 +161,9 @@ func (r *limiterRun) tick(w *world) float64 {
 }
 
 // TestBootLimitHeldThroughADrainUnderLoad drains a zone under a
-// cache-aside load with the boot limiter's real controller in auto mode:
-// the limit stays where it was before the drain, warm and cold, while a
+// cache-aside load with the boot limiter's real controller in auto mode,
+// then undrains it: the limit stays where it was before the drain through
+// the drain and the return, warm and cold, while a
 // fall of the hit rate of slots no planned move touched still cuts it.
 // The pool's hit rate is what the applications see.
 func TestBootLimitHeldThroughADrainUnderLoad(t *testing.T) {
@@ -211,6 +212,22 @@ func TestBootLimitHeldThroughADrainUnderLoad(t *testing.T) {
 			}
 			if warmFor > 0 && lowestZone < lowestApp-0.02 {
 				t.Errorf("the hit rate of a zone taking zone b's slots fell to %.3f during the warm drain, the applications' only to %.3f", lowestZone, lowestApp)
+			}
+			// The undrain's return steps are planned moves too: the limit
+			// holds while zone b gets its slots back.
+			if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+				t.Fatal(err)
+			}
+			lowestBack := before
+			for range 120 {
+				lowestBack = min(lowestBack, step())
+			}
+			if e := w.entry("az-b"); e != nil {
+				t.Fatalf("zone b not back at its baseline 120 s after the undrain: %+v", e)
+			}
+			t.Logf("lowest boot limit %v through the return", lowestBack)
+			if lowestBack != before {
+				t.Errorf("the return cut the boot limit from %v to %v", before, lowestBack)
 			}
 			// A fall of the other slots' hit rate still cuts the limit.
 			load.flushZone("az-a")

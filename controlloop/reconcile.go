@@ -172,6 +172,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
+	l.tr.judgedEnded()
 	l.autoFreezeLocked(l.current, r) // shown in the status; the leader acts on it
 	l.health.lastPass, l.health.passErr = now, nil
 }

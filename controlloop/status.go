@@ -29,6 +29,10 @@ type Status struct {
 	ReplacementsBlocked  int          `json:"replacements_blocked"`
 	LastError            string       `json:"last_error"`
 	VacantSlots          int          `json:"vacant_slots"`
+	// NumSlots is the number of slots of the map this process knows (0
+	// before it knows one): slots_unserved out of it is the share of the
+	// keys that reach no memcached.
+	NumSlots int `json:"num_slots"`
 	// SlotsUnserved counts the slots whose keys reach no memcached: vacant,
 	// or held by a node unreachable by the pool's verdict (section 7). The
 	// hit rate counts only the gets that reached a memcached; this is the
@@ -76,6 +80,10 @@ type NodeStatus struct {
 	// Warming is the slot this node still serves as the warm source of,
 	// else null.
 	Warming *int `json:"warming"`
+	// WarmingUntil is when that warming ends at the latest (the slot map's
+	// until, on the clock of the leader that wrote it), else null; the
+	// node is a spare again after it (a drained one, in a drained zone).
+	WarmingUntil *time.Time `json:"warming_until"`
 }
 
 // Status returns the loop's view now.
@@ -115,6 +123,7 @@ func (l *Loop) Status() Status {
 	}
 	if l.current != nil {
 		st.Generation = l.current.Generation()
+		st.NumSlots = l.current.NumSlots()
 		for _, n := range l.current.Slots() {
 			if n.IsZero() {
 				st.VacantSlots++
@@ -167,6 +176,10 @@ func (l *Loop) Status() Status {
 		if slot < 0 && l.current != nil && l.current.AnyWarming() {
 			if w := l.current.WarmingOf(id); w >= 0 {
 				ns.Warming, ns.State = &w, StateWarming
+				if wm := l.current.Warming(w); wm != nil && !wm.Until.IsZero() {
+					until := wm.Until.UTC()
+					ns.WarmingUntil = &until
+				}
 			}
 		}
 		_, ns.Drained = drained[s.node.AZ]

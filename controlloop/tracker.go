@@ -46,6 +46,15 @@ type trackerConfig struct {
 	LegacyFlush bool
 }
 
+// endedEpisode is an episode of unreachability that ended after this
+// process's last pass.
+type endedEpisode struct {
+	since, until  time.Time
+	observerFault bool
+	// stale is staleEpisode as it stood when the episode ended.
+	stale bool
+}
+
 // nodeState is everything observed of one node.
 type nodeState struct {
 	node        cachenodes.Node
@@ -110,6 +119,12 @@ type nodeState struct {
 	// episode (more than the guard's fraction of holders at once): taken as
 	// the observer's fault, it costs the node neither slot nor contents.
 	observerFault bool
+	// ended is the node's last episode of unreachability, from the
+	// verdict's turn back until this process's next pass: the probes turn
+	// verdicts between passes, so an episode can end before a pass saw it
+	// last long enough. The leader's next pass decides its flush as if it
+	// had looked while the episode lasted (decideFlushesLocked).
+	ended *endedEpisode
 
 	// needsFlush is the old path's mark (trackerConfig.LegacyFlush): set
 	// when a slot holder answers again after being unreachable for longer

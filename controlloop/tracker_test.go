@@ -51,6 +51,9 @@ type step struct {
 	probeID string
 	stats   cachenodes.Stats
 	err     error
+	// noPass, when set, means no pass of the leader runs after the step
+	// (the probes turn verdicts between passes).
+	noPass bool
 	// owed, when set, is the flushes document read at the step: whether
 	// it holds an entry for "a" (a leader's, carried out meanwhile).
 	owed *bool
@@ -84,7 +87,10 @@ func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 		if _, ok := tr.nodes["a"]; !ok {
 			t.Fatalf("step %d: node a not tracked", i)
 		}
-		entry = trackerOwes(tr, "a", entry, now)
+		if !s.noPass {
+			entry = trackerOwes(tr, "a", entry, now)
+			tr.judgedEnded()
+		}
 		var view slotplan.NodeView
 		for _, v := range tr.views(now) {
 			if v.ID == "a" {
@@ -225,6 +231,27 @@ func TestTrackerHoldAndFlush(t *testing.T) {
 			{at: 2 * time.Second, probeID: "a", err: errDown},
 			{at: 7001 * time.Millisecond, probeID: "a", err: errDown, owes: b(true)},
 			{at: 8 * time.Second, probeID: "a", stats: later, owes: b(true)},
+		}},
+		{"an unreachability that ends between two passes still owes its flush", trackerConfig{Hold: cfg.Hold}, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st, reachable: b(true)},
+			{at: 2 * time.Second, probeID: "a", err: errDown, reachable: b(false), noPass: true},
+			{at: 2100 * time.Millisecond, probeID: "a", stats: later, reachable: b(true), owes: b(true)},
+			{at: 3 * time.Second, probeID: "a", stats: cachenodes.Stats{PID: 100, Uptime: time.Hour + time.Minute + time.Second, CmdFlush: 1}, owes: b(false)},
+		}},
+		{"an episode the last pass saw end is not decided again by the next", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown},
+			{at: 3 * time.Second, probeID: "a", stats: later, owes: b(false)},
+			{at: time.Minute, probeID: "a", stats: later, owes: b(false)},
+		}},
+		{"a long unreachability that ends between two passes owes its flush", trackerConfig{Hold: cfg.Hold, FlushAfter: 5 * time.Second}, true, []step{
+			{at: 0, answer: &both},
+			{at: time.Second, probeID: "a", stats: st},
+			{at: 2 * time.Second, probeID: "a", err: errDown, owes: b(false)},
+			{at: 7100 * time.Millisecond, probeID: "a", err: errDown, noPass: true},
+			{at: 7500 * time.Millisecond, probeID: "a", stats: later, owes: b(true)},
 		}},
 		{"an empty answer is a fault and changes nothing", cfg, true, []step{
 			{at: 0, answer: &both, present: b(true)},

@@ -109,7 +109,7 @@ func TestLastSpareIsSaid(t *testing.T) {
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	doc := w.drain("az-b", 100, 100, time.Second)
 	e := doc.Zones["az-b"]
-	if e.SparesLeft != 1 || !strings.HasPrefix(e.Warning, "the drain takes the pool's last ready spare: 1 slot(s) to move onto the 1 ready spare(s)") ||
+	if e.SparesLeft != 1 || !strings.HasPrefix(e.Warning, "the drain takes the pool's last ready spare: 1 slot to move onto the 1 ready spare outside the drained zones") ||
 		!strings.Contains(e.Warning, "add a memcached to the service, or undrain a zone") {
 		t.Fatalf("the drain's answer: spares left %d, warning %q", e.SparesLeft, e.Warning)
 	}
@@ -125,6 +125,15 @@ func TestLastSpareIsSaid(t *testing.T) {
 	}
 	if e := w.entry("az-b"); e.SparesLeft != 0 || !strings.HasPrefix(e.Warning, "the pool has no ready spare left") {
 		t.Errorf("the drained entry: spares left %d, warning %q", e.SparesLeft, e.Warning)
+	}
+	// Undrained, the zone's return frees a spare: its entry says so, and
+	// does not advise undraining a zone.
+	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+		t.Fatal(err)
+	}
+	if e := w.entry("az-b"); e.State != DrainReturning || !strings.HasPrefix(e.Warning, "the pool has no ready spare outside the drained zones until the return frees one") ||
+		strings.Contains(e.Warning, "undrain") {
+		t.Errorf("the returning entry: state %s, warning %q", e.State, e.Warning)
 	}
 	_, err := w.loop.Replace(context.Background(), "c1", "retire it", "ops")
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no spare can take slot 2 of node c1: every node holds a slot or is in a drained zone (1 node)") ||
@@ -150,5 +159,32 @@ func TestReplaceTakingTheLastSpareSaysSo(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no %q event after the replace took the last spare", KindLastSpare)
+	}
+}
+
+// TestUndrainWithoutASpareSaysWhatWouldHelp: zone b's only node stopped
+// answering after its drain; the return waits, and blocked says why and
+// what would let it go on.
+func TestUndrainWithoutASpareSaysWhatWouldHelp(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1", "a3"}, "a2", "c2")
+	w.loop.opts.WarmFor = 0
+	w.drain("az-b", 100, 100, time.Second)
+	w.pass(OutcomeOK)
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Fatalf("zone b holds %d slots after its drain", got)
+	}
+	w.away("b1")
+	w.pass(OutcomeOK)
+	if _, err := w.loop.Undrain(context.Background(), "az-b"); err != nil {
+		t.Fatal(err)
+	}
+	w.pass(OutcomeOK)
+	e := w.entry("az-b")
+	if e == nil || e.State != DrainReturning || !strings.HasPrefix(e.Blocked, `no spare in zone "az-b" to give its slots back to`) ||
+		!strings.Contains(e.Blocked, "when one of them answers again") || !strings.Contains(e.Blocked, "a memcached is added to the zone") {
+		t.Fatalf("the returning entry %+v: want blocked saying why and what would help", e)
+	}
+	if got := w.zoneHeld("az-b"); got != 0 {
+		t.Errorf("zone b holds %d slots without a node that answers", got)
 	}
 }

@@ -108,6 +108,7 @@ func (t *tracker) judge(s *nodeState, now time.Time) {
 		wasHealthy := s.healthy()
 		s.reachable = false
 		s.unreachableSince = since
+		s.ended = nil
 		s.downStats, s.downStatsAt, s.haveDownStats, s.restarted = s.stats, s.statsAt, s.haveStats, false
 		s.downCounted = s.haveStats && s.countsEveryFlush(s.statsAt)
 		// A flush this process made after that reading raised cmd_flush:
@@ -201,6 +202,13 @@ func (t *tracker) returned(s *nodeState, now time.Time) {
 		detail += "; within --flush-after-unreachable, contents kept"
 	}
 	t.event(s.node.ID, "reachable", detail)
+	// The episode lasted at least until the last evidence of it: this
+	// process's last failed probe, or now when the votes alone held it.
+	until := now
+	if s.lastFailed.After(s.unreachableSince) && s.lastFailed.Before(now) {
+		until = s.lastFailed
+	}
+	s.ended = &endedEpisode{since: s.unreachableSince, until: until, observerFault: s.observerFault, stale: s.staleEpisode()}
 	s.reachable = true
 	s.downSince, s.unreachableSince = s.unreachableSince, time.Time{}
 	s.answersSince = now

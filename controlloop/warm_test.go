@@ -36,6 +36,10 @@ func TestWarmDrainStep(t *testing.T) {
 	if n := w.node("b2"); n.State != StateWarming || n.Warming == nil || *n.Warming != 4 || !n.Drained || n.Slot != nil {
 		t.Fatalf("node b2: %+v", n)
 	}
+	// The status says until when b2 is a warm source, as the map does.
+	if n := w.node("b2"); n.WarmingUntil == nil || !n.WarmingUntil.Equal(ws.Until) {
+		t.Fatalf("node b2's warming_until %v, want the map's until %v", n.WarmingUntil, ws.Until)
+	}
 	w.wantFlushes(t, map[string]int{"a3": 1})
 	if got := w.metrics.moves; !slices.Equal(got, []string{MoveWarm}) {
 		t.Fatalf("moves %v", got)
@@ -56,7 +60,7 @@ func TestWarmDrainStep(t *testing.T) {
 	if m2.AnyWarming() || m2.Generation() != m.Generation() || !slices.Contains(nodeIDs(m2.Spares()), "b2") {
 		t.Fatalf("after warm-for: warming %v, gen %d (was %d), spares %v", m2.AnyWarming(), m2.Generation(), m.Generation(), nodeIDs(m2.Spares()))
 	}
-	if n := w.node("b2"); n.State != StateSpare || n.Warming != nil || !n.Drained {
+	if n := w.node("b2"); n.State != StateSpare || n.Warming != nil || n.WarmingUntil != nil || !n.Drained {
 		t.Fatalf("node b2 after warming: %+v", n)
 	}
 	w.wantFlushes(t, map[string]int{"a3": 1})
@@ -137,6 +141,12 @@ func TestMaintenanceOfAnAnsweringNodeMovesWarm(t *testing.T) {
 	}
 	if got := w.metrics.replacements; !slices.Equal(got, []string{"maintenance"}) {
 		t.Errorf("replacements %v", got)
+	}
+	// A planned move: the boot limiter's input leaves the slot out, and
+	// the warm source's hits count with its holder's.
+	got, _ := w.loop.HitCounters(context.Background())
+	if !got["c3"].Planned || got["c1"].WarmSourceOf != "c3" || !got["c1"].Planned || got["a1"].Planned {
+		t.Errorf("hit counters after the maintenance move: %+v; want c3 Planned, c1 its warm source", got)
 	}
 	w.clk.Advance(time.Minute)
 	w.probe()

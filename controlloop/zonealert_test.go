@@ -53,8 +53,8 @@ func TestZoneAlertNotForALoneDeadHolder(t *testing.T) {
 	if want := gone.Add(time.Minute); !n.HeldUntil.Equal(want) {
 		t.Errorf("held until %v, want %v (the hold of 1m after it went)", n.HeldUntil, want)
 	}
-	if st.SlotsUnserved != 1 {
-		t.Errorf("slots_unserved %d with one holder unreachable, want 1", st.SlotsUnserved)
+	if st.SlotsUnserved != 1 || st.NumSlots != 6 {
+		t.Errorf("slots_unserved %d of num_slots %d with one holder unreachable, want 1 of 6", st.SlotsUnserved, st.NumSlots)
 	}
 	if a := w.node("a1"); a.HeldUntil != nil {
 		t.Errorf("a serving node has held_until %v", a.HeldUntil)

@@ -22,14 +22,14 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 0, 0, ruleInv2Undecided},
-	{revert.ForgottenFlush, 0, 0, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 0, 0, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 0, 0, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 0, 0, ruleInv3Ceiling},
-	{revert.CallerErrorNotLeaderDown, 0, 0, ruleShareUnfailed},
-	{revert.GenerationOrder, 0, 0, ruleClientGeneration},
-	{revert.ForwardedNeverShared, 0, 0, ruleShareUnfailed},
+	{revert.FollowerFlush, 24, 38448 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 9, 54339 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 44, 120684 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 7, 60294 * time.Millisecond, ruleStaleRead},
+	{revert.CeilingAfterTakeover, 24, 74356 * time.Millisecond, ruleInv3Ceiling},
+	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
+	{revert.GenerationOrder, 14, 22610 * time.Millisecond, ruleClientGeneration},
+	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that

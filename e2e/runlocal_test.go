@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -407,4 +408,78 @@ func TestRunLocalMovedPort(t *testing.T) {
 	if got := r.status(); got != 0 {
 		t.Errorf("exit status %d after SIGINT, want 0", got)
 	}
+}
+
+// TestRunLocalKeepsItsPortAfterConnections: the calls made to an earlier
+// run's mcrib (the CLI's, a browser's) stay in TIME_WAIT for a minute
+// after that run stopped, on either side; they hold no port, so the next
+// run takes the port asked for (MCRIB_RUN_PORT, 7070 by default) again,
+// instead of moving to a random one that bin/mcrib does not know.
+func TestRunLocalKeepsItsPortAfterConnections(t *testing.T) {
+	port := testenv.FreePort(t)
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One connection closed by the server first (TIME_WAIT on the
+	// listening side), one by the client first (on the calling side).
+	for _, serverFirst := range []bool{true, false} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := c, a
+		if serverFirst {
+			first, second = a, c
+		}
+		first.Close()
+		second.Read(make([]byte, 1)) // the FIN: EOF
+		second.Close()
+	}
+	ln.Close()
+	if n := timeWaits(t, port); n < 2 {
+		t.Fatalf("%d connections of port %d in TIME_WAIT, want 2: the test sets up nothing", n, port)
+	}
+
+	r := startRunLocal(t, runLocalOptions{env: []string{fmt.Sprintf("MCRIB_RUN_PORT=%d", port)}})
+	out := r.output()
+	want := fmt.Sprintf("mcrib dashboard and API: http://127.0.0.1:%d/", port)
+	if !strings.Contains(out, want) || strings.Contains(out, "is taken") {
+		t.Errorf("the run moved off port %d, which only old connections used; want %q:\n%s", port, want, out)
+	}
+	// Not 7070, so it says what the CLI needs, and why.
+	for _, w := range []string{fmt.Sprintf("MCRIB_RUN_PORT=%d asks for it", port), fmt.Sprintf("export MCRIB_ADDR=http://127.0.0.1:%d", port)} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the output lacks %q:\n%s", w, out)
+		}
+	}
+	started := r.processes()
+	syscall.Kill(-r.pgid(), syscall.SIGINT)
+	r.waitExit(started)
+	if got := r.status(); got != 0 {
+		t.Errorf("exit status %d after SIGINT, want 0", got)
+	}
+}
+
+// timeWaits counts the TCP connections in TIME_WAIT whose local or remote
+// port is port, from /proc/net/tcp.
+func timeWaits(t *testing.T, port int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[3] == "06" && (strings.HasSuffix(f[1], suffix) || strings.HasSuffix(f[2], suffix)) {
+			n++
+		}
+	}
+	return n
 }

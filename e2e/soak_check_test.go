@@ -18,10 +18,11 @@ import (
 // the stored map's generation between checks.
 
 // placementLine and returnLine are mcrib's log lines of a flush: a spare
-// flushed as part of its placement, and a slot holder flushed on its return.
+// flushed as part of its placement, and a slot holder flushed on its return
+// (a flush owed by the pool, or one a replica decided alone).
 var (
 	placementLine = regexp.MustCompile(`msg="slot placement" .*node=(\S+) .*flushed=(true|false)`)
-	returnLine    = regexp.MustCompile(`msg="flushed a node that was unreachable, before it serves again" node=(\S+)`)
+	returnLine    = regexp.MustCompile(`msg="flushed a node that (?:owed a flush|was unreachable), before it serves again" node=(\S+)`)
 )
 
 // soakTouch is what the faults of one step did to a node's memcached.

@@ -15,16 +15,15 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
-	"github.com/mcrib/mcrib/mcclient"
 )
 
 // The soak (issue 11): a pool deployed on a bed of hosts (nine memcached,
-// three replicas, the Consul server and client agents), a client writing,
-// deleting and reading through mcclient, and a seeded random series of
-// faults, each undone before the pool settles and every invariant is
-// checked. SOAK_DURATION (default 60s; `make soak` runs 10m) bounds the
+// three replicas, the Consul server and client agents), several clients
+// writing, deleting and reading one key space through mcclient, their
+// every operation checked for stale reads (soak_client_test.go), and a
+// seeded random series of faults, each undone before the pool settles and
+// every invariant is checked. SOAK_DURATION (default 60s; `make soak` runs 10m) bounds the
 // series, SOAK_SEED (default 11) replays it.
 
 const (
@@ -39,7 +38,7 @@ type soak struct {
 	rng     *rand.Rand
 	mon     *genMonitor
 	checker *soakChecker
-	client  *soakClient
+	clients *soakClients
 	faults  map[string]int
 }
 
@@ -80,26 +79,19 @@ func TestSoak(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
+		if s.clients != nil {
+			s.clients.close()
+			for _, v := range s.clients.finish() {
+				s.checker.violate("at the end: %s", v)
+			}
+		}
 		s.report()
 	})
 	cc, err := api.NewClient(&api.Config{Address: p.consul.HTTPAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower, err := cachenodes.NewSlotMapFollower(cachenodes.SlotMapFollowerOptions{
-		Client: cc, Key: "mcrib/default/slotmap", WaitTime: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := mcclient.New(mcclient.Options{Source: follower, Timeout: clientTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	wg.Go(func() { c.Run(ctx) })
-	testenv.Eventually(t, 10*time.Second, "the client following the map", func() bool { return c.SlotMap() != nil })
-	s.client = newSoakClient(c, seed)
-	wg.Go(func() { s.client.run(ctx) })
+	s.clients = newSoakClients(t, ctx, &wg, p, cc, seed)
 	wg.Go(func() { s.mon.run(ctx, cc) })
 
 	start := time.Now()
@@ -119,7 +111,7 @@ func TestSoak(t *testing.T) {
 		}
 		s.settle(e)
 		s.checker.check(e.what, e.touched)
-		for _, v := range append(s.mon.take(), s.client.takeViolations()...) {
+		for _, v := range append(s.mon.take(), s.clients.takeViolations()...) {
 			s.checker.violate("after %s: %s", e.what, v)
 		}
 		t.Logf("step %d at %v: %s; checked (generation %d)", i, at, e.what, s.checker.prev.Generation())
@@ -187,8 +179,8 @@ func (s *soak) report() {
 		fmt.Sprintf("flushes by cause: %s", strings.Join(causes, ", ")),
 		fmt.Sprintf("slots taken from their holders: %d", s.mon.evicted()),
 	}
-	if s.client != nil {
-		lines = append(lines, s.client.summary())
+	if s.clients != nil {
+		lines = append(lines, s.clients.summary()...)
 	}
 	for _, l := range lines {
 		s.t.Log(l)

@@ -18,7 +18,9 @@
 //     counted again (warmpair.go gives the formula).
 //   - A meter that leaves planned moves out (Meter.LeavesOutPlanned) never
 //     counts what the nodes marked Planned counted, even once they are
-//     counted again.
+//     counted again, and counts such a node again only once an interval's
+//     hit rate of it came within 0.02 of the others' (or 10 minutes after
+//     its mark ended).
 //
 // The boot limiter (package ratelimit) reads the pool's hit rate through
 // a Meter, and the control loop each zone's. The smoothing is explained in

@@ -16,12 +16,23 @@ const (
 	// forgetAfter is how many observations in a row a node may be missing
 	// before its last counters are dropped.
 	forgetAfter = 10
+	// settleMargin is how far below the other nodes' interval hit rate a
+	// node a planned move touched may be and still count again (Meter's
+	// LeavesOutPlanned); maxSettle is how long after its mark ended it is
+	// left out at most.
+	settleMargin = 0.02
+	maxSettle    = 10 * time.Minute
 )
 
 // nodeCounters is the last reading of one node and when it was seen.
 type nodeCounters struct {
 	c    Counters
 	seen uint64
+	// settling is set while a meter that leaves planned moves out still
+	// leaves the node out after its Planned mark ended, since the last
+	// observation that marked it (settleFrom).
+	settling   bool
+	settleFrom time.Time
 }
 
 // Meter turns successive readings of the nodes' counters into the pool's
@@ -45,7 +56,12 @@ type nodeCounters struct {
 type Meter struct {
 	// LeavesOutPlanned makes the meter leave out the nodes marked Planned:
 	// the boot limiter's input, so that no planned move cuts the limit by
-	// itself while a fall of the other slots' hit rate still does.
+	// itself while a fall of the other slots' hit rate still does. A node
+	// stays left out after its mark ends (settling) until an interval's
+	// own hit rate of it comes within 0.02 of the other nodes' of the same
+	// interval, or for 10 minutes at most: a warm move fills the new
+	// holder only with what was read while it warmed, so the slot's
+	// colder keys miss for a while after, however long the mark lasted.
 	LeavesOutPlanned bool
 
 	nodes   map[string]nodeCounters
@@ -80,11 +96,16 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 	var hits, misses float64
 	deltas := make(map[string]pairDelta, len(nodes))
 	for id, c := range nodes {
-		if prev, seen := m.nodes[id]; seen {
+		prev, seen := m.nodes[id]
+		if seen {
 			h, ms := delta(prev.c, c)
 			deltas[id] = pairDelta{hits: h, misses: ms}
 		}
-		m.nodes[id] = nodeCounters{c: c, seen: m.round}
+		n := nodeCounters{c: c, seen: m.round, settling: prev.settling, settleFrom: prev.settleFrom}
+		if m.LeavesOutPlanned && c.Planned {
+			n.settling, n.settleFrom = true, now
+		}
+		m.nodes[id] = n
 	}
 	var sources map[string]pairDelta // warm sources' increases, by the holder they warm
 	for id, c := range nodes {
@@ -98,17 +119,28 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 			sources[c.WarmSourceOf] = d
 		}
 	}
+	var settling map[string]pairDelta // the settling nodes' increases, judged below
 	for id, c := range nodes {
 		d, ok := deltas[id]
-		if !ok || c.WarmSourceOf != "" || (m.LeavesOutPlanned && c.Planned) {
-			continue // a baseline, counted with its holder, or left out
+		if !ok || c.WarmSourceOf != "" {
+			continue // a baseline, or counted with its holder
 		}
 		if src, warms := sources[id]; warms {
 			d.hits, d.misses = applicationView(d, src)
 		}
+		if m.nodes[id].settling {
+			if !c.Planned {
+				if settling == nil {
+					settling = make(map[string]pairDelta)
+				}
+				settling[id] = d
+			}
+			continue // left out
+		}
 		hits += float64(d.hits)
 		misses += float64(d.misses)
 	}
+	m.settle(settling, hits, misses, now)
 	for id, n := range m.nodes {
 		if m.round-n.seen >= forgetAfter {
 			delete(m.nodes, id)
@@ -140,6 +172,39 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 	m.rate = min(max(m.rate+w*(sample-m.rate), 0), 1)
 	m.traffic += trafficWeight * (volume - m.traffic)
 	return m.rate, true
+}
+
+// settle counts again, from the next observation, each settling node
+// whose own hit rate of this interval (d) came within settleMargin of the
+// counted nodes' (hits and misses), or whose mark ended maxSettle ago.
+// An interval without gets of the node, or of the others, tells nothing.
+func (m *Meter) settle(settling map[string]pairDelta, hits, misses float64, now time.Time) {
+	for id, d := range settling {
+		n := m.nodes[id]
+		own := float64(d.hits) + float64(d.misses)
+		switch {
+		case now.Sub(n.settleFrom) >= maxSettle:
+		case own == 0 || hits+misses == 0:
+			continue
+		case float64(d.hits)/own < hits/(hits+misses)-settleMargin:
+			continue
+		}
+		n.settling = false
+		m.nodes[id] = n
+	}
+}
+
+// Settling returns how many nodes a meter that leaves planned moves out
+// still leaves out although their Planned mark ended: their hit rate has
+// not yet come back to the others'.
+func (m *Meter) Settling() int {
+	n := 0
+	for _, c := range m.nodes {
+		if c.settling && !c.c.Planned {
+			n++
+		}
+	}
+	return n
 }
 
 // HitRate returns the smoothed hit rate; ok is false until an interval with

@@ -103,10 +103,32 @@ func TestMeterLeavesOutPlanned(t *testing.T) {
 			t.Fatalf("interval %d: the pool's hit rate %v did not count b's misses", n+1, pool)
 		}
 	}
-	// Counted again: only this interval's increase (900 hits, 100 misses).
-	got, ok := m.Observe(at(3), reading(3, c(900, 2100), false), 0)
-	if want := 0.95 + 0.5*(0.925-0.95); !ok || math.Abs(got-want) > 1e-9 {
+	// The mark ended, but b's own interval (900 hits, 100 misses: 0.90)
+	// is still below a's (0.95): left out while it settles.
+	if got, ok := m.Observe(at(3), reading(3, c(900, 2100), false), 0); !ok || math.Abs(got-0.95) > 1e-9 || m.Settling() != 1 {
+		t.Fatalf("b settling at 0.90 against 0.95: input %v (ok %v), %d settling; want 0.95 and 1", got, ok, m.Settling())
+	}
+	// b's interval at 0.94 (within 0.02 of a's): counted from the next.
+	if got, _ := m.Observe(at(4), reading(4, c(1840, 2160), false), 0); math.Abs(got-0.95) > 1e-9 || m.Settling() != 0 {
+		t.Fatalf("b back within 0.02 of a: input %v, %d settling; want 0.95 and 0", got, m.Settling())
+	}
+	// Counted again: only this interval's increase (920 hits, 80 misses).
+	got, ok := m.Observe(at(5), reading(5, c(2760, 2240), false), 0)
+	if want := 0.95 + 0.5*(0.935-0.95); !ok || math.Abs(got-want) > 1e-9 {
 		t.Fatalf("input after the move settled %v (ok %v), want %v: b's misses while left out were counted", got, ok, want)
+	}
+	// A node that never comes back to the others' rate counts again
+	// 10 minutes after its mark ended.
+	m3 := Meter{LeavesOutPlanned: true}
+	m3.Observe(at(0), reading(0, c(0, 0), true), 0)
+	for n := 1; n <= 601; n++ {
+		m3.Observe(at(n), reading(n, c(uint64(500*n), uint64(500*n)), n == 1), 0)
+	}
+	if m3.Settling() != 0 {
+		t.Fatalf("b at 0.5 ten minutes after its mark ended: still left out")
+	}
+	if got, _ := m3.Observe(at(602), reading(602, c(500*602, 500*602), false), 0); got > 0.95-1e-9 {
+		t.Fatalf("b at 0.5 counted again: input %v, want below 0.95", got)
 	}
 	// Only planned nodes had gets: no reading.
 	m2 := Meter{LeavesOutPlanned: true}

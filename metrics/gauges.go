@@ -40,6 +40,10 @@ type Gauges struct {
 	// vacant, or held by an unreachable node (mcrib_slots_unserved). The
 	// hit rate counts only the gets that reached one.
 	SlotsUnserved int
+	// NumSlots is the number of slots of the slot map this process knows,
+	// 0 before it knows one (mcrib_slots): SlotsUnserved out of it is the
+	// share of the keys that reach no memcached.
+	NumSlots int
 	// ReplacementsBlocked is the number of replacements due but held back
 	// by a freeze or the replacement ceiling (mcrib_replacements_blocked).
 	ReplacementsBlocked int

@@ -203,6 +203,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_ready":                  "1 when /readyz answers 200.",
 		"mcrib_vacant_slots":           "Slots without a node.",
 		"mcrib_slots_unserved":         "Slots whose keys reach no memcached: vacant, or held by an unreachable node.",
+		"mcrib_slots":                  "Slots of the slot map this process knows (0 before it knows one); mcrib_slots_unserved / mcrib_slots is the share of the keys that reach no memcached.",
 		"mcrib_zone_alert":             "1 while the zone alert names the zone: more than half of its slot holders, and at least two, unreachable.",
 		"mcrib_replacements_blocked":   "Replacements due but held back by a freeze or the replacement ceiling.",
 		"mcrib_nodes":                  "Cache nodes by state (serving, held, spare, flushing, down, warming).",
@@ -251,6 +252,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_ready"], boolValue(g.Ready))
 		o.ObserveInt64(ig["mcrib_vacant_slots"], int64(g.VacantSlots))
 		o.ObserveInt64(ig["mcrib_slots_unserved"], int64(g.SlotsUnserved))
+		o.ObserveInt64(ig["mcrib_slots"], int64(g.NumSlots))
 		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
 		known := nodeStates()
 		for _, state := range known {

@@ -46,6 +46,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_slotmap_updated_timestamp_seconds":   "gauge",
 	"mcrib_kv_corrupt_documents":                "gauge",
 	"mcrib_slots_unserved":                      "gauge",
+	"mcrib_slots":                               "gauge",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.

@@ -12,7 +12,7 @@ func TestZoneGauges(t *testing.T) {
 			{Zone: "a", Slots: 3, Unreachable: 0, HitRate: &hit},
 			{Zone: "b", Slots: 2, Unreachable: 3, Alert: true},
 			{Zone: "", Slots: 0, Unreachable: 1},
-		}, SlotsUnserved: 2}
+		}, SlotsUnserved: 2, NumSlots: 8}
 	})
 	samples, families := scrape(t, h)
 	wantLines(t, samples,
@@ -28,8 +28,9 @@ func TestZoneGauges(t *testing.T) {
 		`mcrib_zone_alert{zone="b"} 1`,
 		`mcrib_zone_alert{zone=""} 0`,
 		`mcrib_slots_unserved 2`,
+		`mcrib_slots 8`,
 	)
-	for _, name := range []string{"mcrib_zone_slots", "mcrib_zone_unreachable_nodes", "mcrib_zone_hit_ratio", "mcrib_zone_alert", "mcrib_slots_unserved"} {
+	for _, name := range []string{"mcrib_zone_slots", "mcrib_zone_unreachable_nodes", "mcrib_zone_hit_ratio", "mcrib_zone_alert", "mcrib_slots_unserved", "mcrib_slots"} {
 		if families[name] != "gauge" {
 			t.Errorf("family %s is %q, want a gauge", name, families[name])
 		}

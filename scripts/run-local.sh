@@ -6,8 +6,12 @@
 #   - six memcached on 11211..11216 (a free port for each one taken),
 #     registered in Consul as service "memcached", IDs mc-1..mc-6, a TCP
 #     check every 1s, service meta az a, b, c, a, b, c,
-#   - mcrib serve --slots 4 --hold 30s on 127.0.0.1:7070 (or a free port:
-#     then it says so loudly, and prints the MCRIB_ADDR the CLI needs).
+#   - mcrib serve --slots 4 --hold 30s on 127.0.0.1:7070 (MCRIB_RUN_PORT
+#     asks for another port; when that one is taken, a free port: then it
+#     says so loudly, and prints the MCRIB_ADDR the CLI needs).
+# A port counts as taken only while something listens on it (or a UDP
+# socket is bound to it): the connections of an earlier run, which the
+# kernel keeps in TIME_WAIT for a minute, do not move the next run.
 # Extra arguments are passed on to `mcrib serve`.
 #
 # Stopping. Ctrl-C, SIGTERM, or SIGHUP (the terminal closed) stop every
@@ -26,7 +30,7 @@
 # exit unless something failed or MCRIB_KEEP_LOGS=1.
 #
 # Environment: MCRIB_BIN (default bin/mcrib), CONSUL_BIN (default bin/consul),
-# MEMCACHED_BIN (default: memcached in PATH).
+# MEMCACHED_BIN (default: memcached in PATH), MCRIB_RUN_PORT (default 7070).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -152,13 +156,23 @@ guard_terminal() {
 }
 guard_terminal
 
-# in_use PORT: a socket on this host is bound to PORT (TCP or UDP, IPv4 or
-# IPv6, listening or not), or something accepts connections on
-# 127.0.0.1:PORT.
+# in_use PORT: something holds PORT on this host: a TCP socket listening on
+# it or a UDP socket bound to it (IPv4 or IPv6), or anything that accepts
+# connections on 127.0.0.1:PORT. A connection that merely used the port (a
+# CLI's call to an earlier run's mcrib, in TIME_WAIT for a minute after
+# that run stopped) holds nothing: mcrib, Consul and memcached bind with
+# SO_REUSEADDR, so it would only move this run to a random port.
 in_use() {
-	local hex
-	printf -v hex ':%04X ' "$1"
-	grep -qs -- "$hex" /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6 ||
+	local hex f files=()
+	printf -v hex ':%04X' "$1"
+	for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do
+		[ -r "$f" ] && files+=("$f")
+	done
+	# Column 2 is the local address (HEXIP:PORT), column 4 the state (0A:
+	# TCP LISTEN); a bound UDP socket holds its port in any state.
+	{ [ "${#files[@]}" -gt 0 ] && awk -v port="$hex" '
+		FNR > 1 && substr($2, length($2) - 4) == port && (FILENAME ~ /udp/ || $4 == "0A") { found = 1; exit }
+		END { exit !found }' "${files[@]}"; } ||
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
@@ -202,19 +216,27 @@ if [ "$http_port $serf_lan $serf_wan $server_port" != "8500 8301 8302 8300" ]; t
 	say "run-local: default Consul ports taken; using HTTP $http_port, serf LAN $serf_lan, serf WAN $serf_wan, server $server_port"
 fi
 
-# What holds 127.0.0.1:7070, when mcrib cannot have it, and the address the
-# CLI must be given instead; said loudly at once and again at the end.
-pick listen_port 7070
+# What holds the port asked for, when mcrib cannot have it, and the
+# address the CLI must be given when it is not 7070 (the CLI's default);
+# said loudly at once and again at the end.
+want_port=${MCRIB_RUN_PORT:-7070}
+[[ "$want_port" =~ ^[0-9]+$ ]] && [ "$want_port" -ge 1 ] && [ "$want_port" -le 65535 ] ||
+	die "MCRIB_RUN_PORT=$want_port is not a port number"
+pick listen_port "$want_port"
 listen=127.0.0.1:$listen_port
 moved_warning=()
 if [ "$listen_port" != 7070 ]; then
-	holder="something else"
-	if curl -sf --max-time 1 http://127.0.0.1:7070/v1/status 2>/dev/null | grep -q '"leader_id"'; then
-		holder="another mcrib (an earlier 'make run' still running? ss -ltnp 'sport = :7070' names it)"
+	why="MCRIB_RUN_PORT=$want_port asks for it"
+	if [ "$listen_port" != "$want_port" ]; then
+		holder="something else"
+		if curl -sf --max-time 1 "http://127.0.0.1:$want_port/v1/status" 2>/dev/null | grep -q '"leader_id"'; then
+			holder="another mcrib (an earlier 'make run' still running? ss -ltnp 'sport = :$want_port' names it)"
+		fi
+		why="127.0.0.1:$want_port is taken, by $holder"
 	fi
 	moved_warning=(
 		"run-local: ************************************************************************"
-		"run-local: 127.0.0.1:7070 is taken, by $holder,"
+		"run-local: $why,"
 		"run-local: so this mcrib listens on $listen. bin/mcrib talks to 7070 unless told:"
 		"run-local:     export MCRIB_ADDR=http://$listen"
 		"run-local: or  bin/mcrib --addr http://$listen status"

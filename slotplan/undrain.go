@@ -67,9 +67,9 @@ func (z *zoneIndex) warmSourcesIn(zone string) (ids []string, until time.Time) {
 	return ids, until
 }
 
-// noSpareBack says why a return step to zone finds no spare of its own:
-// its nodes still warm other slots (named, with when the first warming
-// ends), or it has no ready node without a slot.
+// noSpareBack says why a return step to zone finds no spare of its own,
+// and what would help: its nodes still warm other slots (named, with when
+// the first warming ends), or it has no ready node without a slot.
 func (z *zoneIndex) noSpareBack(zone string) string {
 	if ids, until := z.warmSourcesIn(zone); len(ids) > 0 {
 		verb := "is a warm source"
@@ -79,7 +79,7 @@ func (z *zoneIndex) noSpareBack(zone string) string {
 		return fmt.Sprintf("%s %s until %s; zone %q takes its slots back when the warming ends", strings.Join(ids, ", "), verb,
 			until.UTC().Format("15:04:05 UTC"), zone)
 	}
-	return fmt.Sprintf("no spare in zone %q to give its slots back to: each of its nodes holds a slot, is down or owes a flush", zone)
+	return fmt.Sprintf("no spare in zone %q to give its slots back to: each of its nodes holds a slot, is down or owes a flush; it goes on when one of them answers again (and is flushed), or when a memcached is added to the zone", zone)
 }
 
 // warmingBack says that moved slot i is still warming on its new holder:

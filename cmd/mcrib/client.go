@@ -107,8 +107,9 @@ func (c cli) clientToken(flagFile string) (token, from string, err error) {
 }
 
 // operator returns the operator's name sent with every change: flagWho,
-// else env MCRIB_WHO, else $USER@host ($LOGNAME when USER is not set; the
-// host alone when neither is), as the server will record it.
+// else env MCRIB_WHO, else $USER@host ($LOGNAME when USER is not set, the
+// account this process runs as when neither is; the host alone when none
+// is known), as the server will record it.
 func (c cli) operator(flagWho string) string {
 	if name := operatorName(flagWho); name != "" {
 		return name
@@ -119,6 +120,9 @@ func (c cli) operator(flagWho string) string {
 	user := c.getenv("USER")
 	if user == "" {
 		user = c.getenv("LOGNAME")
+	}
+	if user == "" && c.account != nil {
+		user = c.account()
 	}
 	host, err := c.hostname()
 	if err != nil {

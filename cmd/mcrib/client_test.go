@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,6 +80,21 @@ func TestClientSendsOperator(t *testing.T) {
 		if (r.method == http.MethodGet) != (r.operator == "") {
 			t.Errorf("%s %s carried %s %q; want the name on changes only", r.method, r.path, operatorHeader, r.operator)
 		}
+	}
+}
+
+// TestOperatorFromTheAccount: with neither USER nor LOGNAME set (sudo -i,
+// cron, a systemd unit), the operator's name is the account the CLI runs
+// as, at the host, rather than the host alone.
+func TestOperatorFromTheAccount(t *testing.T) {
+	c := testCLI(io.Discard, io.Discard, nil)
+	c.account = func() string { return "root" }
+	if got := c.operator(""); got != "root@testhost" {
+		t.Errorf("operator without USER or LOGNAME = %q, want root@testhost", got)
+	}
+	c.getenv = envOf(map[string]string{"USER": "alice"})
+	if got := c.operator(""); got != "alice@testhost" {
+		t.Errorf("operator with USER=alice = %q, want alice@testhost", got)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -239,16 +241,32 @@ func rateLimitChange(pos []string) (*rateLimitRequest, error) {
 		}
 		return &rateLimitRequest{Mode: ratelimit.ModeAuto}, nil
 	}
-	return nil, usageError("unknown subcommand %q (want set or auto)", pos[0])
+	return nil, usageError("unknown subcommand %q%s (want set or auto)", pos[0], didYouMean(pos[0], []string{"set", "auto"}, ""))
 }
 
 // version prints the version.
 func (c cli) version(_ context.Context, args []string) error {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			return flag.ErrHelp
+	fs := flag.NewFlagSet("mcrib version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "print the version as JSON: {\"version\": \"…\", \"go\": \"…\"}")
+	pos, err := parseClientArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("unexpected argument %q", pos[0])
+	}
+	if *asJSON {
+		b, err := json.Marshal(struct {
+			Version string `json:"version"`
+			Go      string `json:"go"`
+		}{version, runtime.Version()})
+		if err != nil {
+			return err
 		}
-		return usageError("unexpected argument %q", args[0])
+		c.printRaw(b)
+		return nil
 	}
 	fmt.Fprintf(c.stdout, "mcrib %s\n", version)
 	return nil

@@ -479,6 +479,19 @@ var jsonAnswers = map[string]string{
 	"GET /v1/events":              `[{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}]`,
 }
 
+// TestVersionJSON: mcrib version takes --json too, as every command that
+// prints something does.
+func TestVersionJSON(t *testing.T) {
+	code, stdout, stderr := runCLI(t, nil, "version", "--json")
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(stdout), &v); code != 0 || err != nil || v.Version != version || v.Go == "" {
+		t.Errorf("mcrib version --json: exit %d, stdout %q, stderr %q (%v); want {\"version\": %q, \"go\": …}", code, stdout, stderr, err, version)
+	}
+	if code, stdout, _ := runCLI(t, nil, "version"); code != 0 || stdout != "mcrib "+version+"\n" {
+		t.Errorf("mcrib version: exit %d, stdout %q", code, stdout)
+	}
+}
+
 // TestEveryClientCommandTakesJSON runs every client command of the command
 // table with --json and checks that it prints the server's answer as it
 // came (zones: the status document's zones; events: one line per event).

@@ -166,7 +166,7 @@
     setClass(leader, "good", st.leader === true);
     setClass(leader, "bad", st.leader !== true && !lid);
 
-    setText(byId("generation"), num(st.generation) === null ? "—" : String(st.generation));
+    setText(byId("generation"), num(st.generation) === null ? "unknown" : String(st.generation));
 
     const rec = byId("reconcile");
     const age = ageOf(st.last_reconcile_at);
@@ -185,19 +185,19 @@
     // whose keys reach none stand beside it.
     const unserved = byId("unserved");
     const nu = num(st.slots_unserved);
-    setText(unserved, nu === null ? "—" : String(nu));
+    setText(unserved, unservedText(nu, num(st.num_slots)));
     setClass(unserved, "bad", nu !== null && nu > 0);
     setClass(unserved, "good", nu === 0);
 
     const vacant = byId("vacant");
     const nv = num(st.vacant_slots);
-    setText(vacant, nv === null ? "—" : String(nv));
+    setText(vacant, nv === null ? "unknown" : String(nv));
     setClass(vacant, "bad", nv !== null && nv > 0);
     setClass(vacant, "good", nv === 0);
 
     const blocked = byId("blocked");
     const nb = num(st.replacements_blocked);
-    setText(blocked, nb === null ? "—" : String(nb));
+    setText(blocked, nb === null ? "unknown" : String(nb));
     setClass(blocked, "warn", nb !== null && nb > 0);
 
     const fz = st.freeze && typeof st.freeze === "object" ? st.freeze : {};
@@ -227,6 +227,15 @@
     if (st.discovery_fault === true) flags.push("DISCOVERY FAULT");
     if (zoneAlert !== "") flags.push("ZONE ALERT");
     document.title = (flags.length ? flags.join(", ") + " · " : "") + "mcrib " + (str(st.pool) || "");
+  }
+
+  // unservedText is the slots unserved as a share of the slots, as the
+  // CLI says it: "1 of 4 (25 %)"; "unknown" when the server did not say.
+  function unservedText(n, slots) {
+    if (n === null) return "unknown";
+    if (slots === null || slots <= 0) return String(n);
+    if (n === 0) return "0 of " + slots;
+    return n + " of " + slots + " (" + (Math.round(1000 * n / slots) / 10) + " %)";
   }
 
   // ---- tables ----
@@ -276,10 +285,23 @@
     const hold = num(n.hold_remaining_seconds);
     if (held !== "") td.append(el("span", "pill state-hold", held));
     else if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
-    if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", "flush pending"));
-    if (num(n.warming) !== null) td.append(el("span", "pill state-warmsource", "warm source of slot " + n.warming));
+    if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", flushText(n)));
+    if (num(n.warming) !== null) {
+      const until = Date.parse(str(n.warming_until));
+      td.append(el("span", "pill state-warmsource", "warm source of slot " + n.warming + (isNaN(until) ? "" : " until " + fmtUTC(until))));
+    }
     if (n.drained === true) td.append(el("span", "pill state-drained", "zone drained"));
     return td;
+  }
+
+  // flushText says what a node's owed flush waits for, as the CLI does:
+  // the node to answer, a freeze, or the leader's next pass.
+  function flushText(n) {
+    const st = last.status ? last.status.body : {};
+    if (n.reachable !== true) return "flush pending: when it answers";
+    if (st.frozen === true) return "flush pending: held back by the freeze";
+    if (st.auto_frozen === true) return "flush pending: held back by the automatic freeze";
+    return "flush pending: at the next pass";
   }
 
   // heldSentence says what a held node waits for: when its slot goes to a
@@ -319,7 +341,7 @@
   function nodeSig(n) {
     if (!n) return "";
     return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since),
-      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming, str(n.held_until)].join("|");
+      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming, str(n.held_until), str(n.warming_until)].join("|");
   }
 
   // nodeCell shows a slot's holder and, while the slot warms, the old
@@ -336,13 +358,40 @@
 
   // ---- zones (from v1/status) ----
 
+  // drainProgress says where a zone's drain or return stands in the words
+  // of what is left, as mcrib zones does: "1 slot to move, 0 left of a
+  // baseline of 1", "1 slot moved, 0 left of a baseline of 1", "2 slots to
+  // give back, 3 held of a baseline of 5".
+  function drainProgress(d) {
+    const held = num(d.slots), base = num(d.baseline_slots);
+    let target = num(d.target_slots);
+    if (held === null || base === null || target === null) return "unknown";
+    if (d.returning === true) target = base;
+    const slots = (k) => k + (k === 1 ? " slot" : " slots");
+    if (held > target) return slots(held - target) + " to move, " + target + " left of a baseline of " + base;
+    if (held < target) return slots(target - held) + " to give back, " + held + " held of a baseline of " + base;
+    if (d.returning === true) return "back at its baseline of " + slots(base);
+    return slots(base - held) + " moved, " + held + " left of a baseline of " + base;
+  }
+
+  // stepSeconds reads a step interval as the API writes it ("30s",
+  // "1m30s", "1h"); null when it cannot.
+  function stepSeconds(text) {
+    const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/.exec(text);
+    if (!m || text === "") return null;
+    return (Number(m[1] || 0) * 3600) + (Number(m[2] || 0) * 60) + Number(m[3] || 0);
+  }
+
   function drainCell(d) {
     if (!d || typeof d !== "object") return el("td", "muted", "—");
     const state = str(d.state) || "unknown";
-    const td = el("td", null, el("span", "pill drain-" + state.replace(/[^a-z]/g, ""), state),
-      " " + fmtNum(d.slots) + " of " + fmtNum(d.baseline_slots) + " slots, target " + fmtNum(d.target_slots));
-    const toMove = num(d.slots_to_move);
-    if (toMove !== null) td.append(" · " + toMove + (toMove === 1 ? " slot" : " slots") + " to move");
+    const td = el("td", null, el("span", "pill drain-" + state.replace(/[^a-z]/g, ""), state), " " + drainProgress(d));
+    // A step waits for the step interval: say when the next one is due.
+    const last = Date.parse(str(d.last_step_at)), every = stepSeconds(str(d.step_interval));
+    if ((state === "draining" || state === "returning") && str(d.blocked) === "" && num(d.slots_to_move) > 0 && !isNaN(last) && every !== null) {
+      const left = Math.ceil((last + every * 1000 - serverNow()) / 1000);
+      if (left > 0) td.append(el("span", "muted small", " · next step in " + fmtAge(left)));
+    }
     const moved = Array.isArray(d.moved_slots) ? d.moved_slots.filter((x) => num(x) !== null) : [];
     if (moved.length > 0) td.append(el("span", "muted small", " · moved off: slot" + (moved.length > 1 ? "s " : " ") + moved.join(", ")));
     if (str(d.blocked) !== "") td.append(el("span", "pill state-blocked", "blocked: " + str(d.blocked)));

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,14 +83,19 @@ func (s *dashStack) status() (statusDocument, bool) {
 	return st, stackGet(s.base+"/v1/status", &st)
 }
 
-// stackCall sends method path with a JSON body to base and returns the
-// status and the body.
+// stackOperator is the operator's name the stack tests' changes carry,
+// as the CLI sends --who: the dashboard shows it as their "by".
+const stackOperator = "alice@ops-laptop"
+
+// stackCall sends method path with a JSON body to base, as the operator
+// stackOperator, and returns the status and the body.
 func stackCall(base, method, path, body string) (int, string, error) {
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(operatorHeader, stackOperator)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -163,7 +169,7 @@ func TestDashboardLoneDeadHolder(t *testing.T) {
 
 	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
 	dashWantShown(t, d, "zonealert-banner", false)
-	dashWantText(t, d, "unserved", "1")
+	dashWantText(t, d, "unserved", "1 of 4 (25 %)")
 	var row *dashNode
 	for _, tr := range d.byID(t, "slots").elementsNamed("tr") {
 		if strings.Contains(tr.text(), victim) {
@@ -226,9 +232,12 @@ func (l *dashLoad) run(ctx context.Context, workers int) {
 // TestDashboardDrainUnderLoad: a cache-aside load runs through mcclient;
 // zone a (two of four slots) is drained warm in one step. While its slots
 // warm, the Warm sources table lists its two nodes, each marked as a warm
-// source of its slot in a drained zone, and the zone's row says it is
-// drained with nothing left to move; the boot limit stays at the ceiling
-// through the drain, as the history the page draws shows.
+// source of its slot in a drained zone until when, and the zone's row
+// says it is drained with nothing left to move. It is undrained at once:
+// the return waits, visibly, for the warmings from zone a's own nodes,
+// then gives back the very slots the drain moved. The boot limit stays at
+// the ceiling through the drain and the return, as the history the page
+// draws shows.
 func TestDashboardDrainUnderLoad(t *testing.T) {
 	bin := testenv.ChromiumBinary(t)
 	s := startDashStack(t, []string{"a", "b", "c"}, 3, "--slots", "4", "--hold", "60s", "--warm-for", "40s",
@@ -310,14 +319,68 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	dashWantContains(t, d, "zones", "drained", "0 of 2 slots", "0 slots to move")
+	dashWantContains(t, d, "zones", "drained", "2 slots moved, 0 left of a baseline of 2")
+	// The operator's drain is told with their name, not a socket address.
+	dashWantContains(t, d, "events", "operator change", stackOperator, "drain zone a")
 	dashShot(t, bin, s.base, "dashboard-drain-warm-source.png", "1440,1300")
 
-	// Through the warmings and after: the boot limit holds.
+	// Undrain at once: the slots the drain moved still warm from zone a's
+	// nodes, so the return waits, and the zone's row says for what.
+	zoneA := func() (controlloop.ZoneStatus, statusDocument) {
+		st, _ := s.status()
+		for _, z := range st.Zones {
+			if z.Zone == "a" {
+				return z, st
+			}
+		}
+		return controlloop.ZoneStatus{}, st
+	}
+	za, _ := zoneA()
+	if za.Drain == nil || len(za.Drain.MovedSlots) != 2 {
+		t.Fatalf("zone a's drain entry %+v, want the two slots it moved", za.Drain)
+	}
+	moved := slices.Sorted(slices.Values(za.Drain.MovedSlots))
+	if code, body, err := stackCall(s.base, "DELETE", "/v1/drain/a", ""); err != nil || code != 200 {
+		t.Fatalf("DELETE /v1/drain/a: %d %s %v", code, body, err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the return blocked by the warmings", func() bool {
+		z, _ := zoneA()
+		return z.Drain != nil && strings.Contains(z.Drain.Blocked, "still warms from")
+	})
+	d = dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
+	dashWantContains(t, d, "zones", "returning", "2 slots to give back, 0 held of a baseline of 2", "still warms from mc-a-", "until", "it comes back when the warming ends")
+	dashWantContains(t, d, "warmsources", "mc-a-")
+
+	// Through the drain's warmings, the return and its warmings, and a
+	// few stats intervals after: the boot limit holds.
 	lowest := before
-	for time.Since(put) < 50*time.Second {
+	var back time.Time
+	for time.Since(put) < 150*time.Second {
 		lowest = min(lowest, limit())
+		z, st := zoneA()
+		warming := slices.ContainsFunc(st.Nodes, func(n controlloop.NodeStatus) bool { return n.Warming != nil })
+		if back.IsZero() && z.Slots == 2 && z.Drain == nil && !warming {
+			back = time.Now()
+		}
+		if !back.IsZero() && time.Since(back) > 5*time.Second {
+			break
+		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if back.IsZero() {
+		t.Fatalf("zone a did not hold its two slots again, without a drain entry or a warming, within 150 s of the drain")
+	}
+	// The return gave back the very slots the drain moved.
+	_, st := zoneA()
+	var held []int
+	for _, n := range st.Nodes {
+		if n.AZ == "a" && n.Slot != nil {
+			held = append(held, *n.Slot)
+		}
+	}
+	slices.Sort(held)
+	if !slices.Equal(held, moved) {
+		t.Errorf("zone a holds slots %v after the return, want the slots its drain moved, %v", held, moved)
 	}
 	var h eventlog.Series
 	if !stackGet(s.base+"/v1/history", &h) {
@@ -328,9 +391,9 @@ func TestDashboardDrainUnderLoad(t *testing.T) {
 			lowest = min(lowest, h.BootLimit[i])
 		}
 	}
-	t.Logf("boot limit %v before the drain, lowest %v through it; %d reads, %d misses, %d errors", before, lowest, l.reads.Load(), l.miss.Load(), l.errs.Load())
+	t.Logf("boot limit %v before the drain, lowest %v through it and its return; %d reads, %d misses, %d errors", before, lowest, l.reads.Load(), l.miss.Load(), l.errs.Load())
 	if lowest != before {
-		t.Errorf("the warm drain moved the boot limit from %v down to %v", before, lowest)
+		t.Errorf("the warm drain and its return moved the boot limit from %v down to %v", before, lowest)
 	}
 	d = dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", s.base+"/"))
 	dashWantContains(t, d, "chart-bootlimit", fmt.Sprintf("limit %v", before))

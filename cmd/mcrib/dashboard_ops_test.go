@@ -12,8 +12,9 @@ import (
 )
 
 // TestDashboardShowsWaitsAndUnknowns runs the page in Chromium against the
-// fake API: before any traffic the hit rate reads "unknown" (not 0 %), a held
-// slot holder shows its hold countdown, a returning one its pending flush,
+// fake API: before any traffic the hit rate reads "unknown" (not 0 %), the
+// slots unserved a share of the slots, a held slot holder shows its hold
+// countdown, a returning one its pending flush and what it waits for,
 // the hit-rate chart says the rate is unknown, and the decisions are
 // listed newest first with their markup shown as text.
 func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
@@ -31,6 +32,8 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 
 	status := dashStatusDoc(time.Second, func(m map[string]any) {
 		m["hit_rate"] = nil
+		m["slots_unserved"], m["num_slots"] = 1, 4
+		delete(m, "replacements_blocked") // an older mcrib: not sent, so not known
 		nodes := m["nodes"].([]any)
 		nodes[1].(map[string]any)["hold_remaining_seconds"] = 42.0
 		nodes[0].(map[string]any)["flush_pending"] = true
@@ -52,6 +55,8 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	d := dashParseDOM(t, dashRunChromium(t, bin, "--dump-dom", srv.URL+"/"))
 	dashWantText(t, d, "hitrate", "unknown")
 	dashWantText(t, d, "bl-hitrate", "unknown")
+	dashWantText(t, d, "unserved", "1 of 4 (25 %)")
+	dashWantText(t, d, "blocked", "unknown")
 	rows := d.byID(t, "slots").elementsNamed("tr")
 	if len(rows) != 4 {
 		t.Fatalf("#slots has %d rows, want 4", len(rows))
@@ -59,7 +64,7 @@ func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	for _, c := range []struct {
 		row  int
 		want string
-	}{{1, "hold 42 s left"}, {0, "flush pending"}} {
+	}{{1, "hold 42 s left"}, {0, "flush pending: held back by the freeze"}} {
 		if !strings.Contains(rows[c.row].text(), c.want) {
 			t.Errorf("slot row %d = %q, want %q", c.row, rows[c.row].text(), c.want)
 		}

@@ -49,7 +49,13 @@ func TestDashboardShowsZones(t *testing.T) {
 			map[string]any{"zone": "c", "nodes": 1, "slots": 1, "unreachable": 0, "absent": 0, "hit_rate": 0.5,
 				"drain": map[string]any{"percent": 100, "step_percent": 10, "step_interval": "30s", "reason": "test",
 					"by": "ops", "at": "2026-11-29T13:00:00Z", "baseline_slots": 2, "slots": 1, "target_slots": 0,
-					"state": "draining", "blocked": "no spare outside the drained zones"}},
+					"state": "draining", "blocked": "no spare outside the drained zones", "slots_to_move": 1,
+					"last_step_at": time.Now().Add(-5 * time.Second).UTC().Format(time.RFC3339)}},
+			map[string]any{"zone": "d", "nodes": 2, "slots": 0, "unreachable": 0, "absent": 0, "hit_rate": nil,
+				"drain": map[string]any{"percent": 100, "step_percent": 50, "step_interval": "1m30s", "reason": "test",
+					"by": "ops", "at": "2026-11-29T13:00:00Z", "baseline_slots": 2, "slots": 0, "target_slots": 2, "returning": true,
+					"state": "returning", "blocked": "", "slots_to_move": 2,
+					"last_step_at": time.Now().Add(-5 * time.Second).UTC().Format(time.RFC3339)}},
 		}
 		m["nodes"] = []any{
 			map[string]any{"id": "mc-1", "addr": "10.0.1.1:11211", "az": "a", "slot": 0, "consul": "present", "reachable": true, "state": "serving", "flaps": 0, "drained": false, "warming": nil},
@@ -70,13 +76,15 @@ func TestDashboardShowsZones(t *testing.T) {
 	dashWantShown(t, d, "zonealert-banner", true)
 	dashWantContains(t, d, "zonealert", "zone b", "mcrib drain b")
 	rows := d.byID(t, "zones").elementsNamed("tr")
-	if len(rows) != 3 {
-		t.Fatalf("#zones has %d rows, want 3:\n%s", len(rows), d.byID(t, "zones").text())
+	if len(rows) != 4 {
+		t.Fatalf("#zones has %d rows, want 4:\n%s", len(rows), d.byID(t, "zones").text())
 	}
 	for i, want := range [][]string{
 		{"a", "2", "93.0 %", "—"},
-		{"b", "3", "2", "drained", "0 of 1 slots", "link to b flapping"},
-		{"c", "50.0 %", "draining", "1 of 2 slots", "no spare outside the drained zones"},
+		{"b", "3", "2", "drained", "1 slot moved, 0 left of a baseline of 1", "link to b flapping"},
+		{"c", "50.0 %", "draining", "1 slot to move, 0 left of a baseline of 2", "no spare outside the drained zones"},
+		// Waiting for its step interval (90 s, 5 s of it gone), it says when.
+		{"d", "returning", "2 slots to give back, 0 held of a baseline of 2", "next step in 8"},
 	} {
 		if got := rows[i].attrs["data-zone"]; got != want[0] {
 			t.Errorf("zone row %d data-zone = %q, want %q", i, got, want[0])
@@ -86,6 +94,9 @@ func TestDashboardShowsZones(t *testing.T) {
 				t.Errorf("zone row %d = %q, want it to show %q", i, rows[i].text(), w)
 			}
 		}
+	}
+	if strings.Contains(rows[2].text(), "next step") {
+		t.Errorf("zone c, blocked, is said to have a next step: %q", rows[2].text())
 	}
 	if !rows[1].hasClass("troubled") || rows[0].hasClass("troubled") {
 		t.Errorf("only zone b (unreachable nodes) should be marked troubled")

@@ -19,7 +19,7 @@
 //	mcrib replace NODE --reason TEXT   move a node's slot to a spare, warm
 //	mcrib events [--follow]            print mcrib's latest decisions and why
 //	mcrib sim [flags]                  simulate scenarios on mcrib's own code
-//	mcrib version                      print the version
+//	mcrib version [--json]             print the version
 //	mcrib help [command]               print the commands, or one command's flags and examples
 //
 // The client commands (status to events) take the client flags after the

@@ -59,7 +59,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 	line("consul reachable", known(sent.has("consul_reachable"), yesNo(s.ConsulReachable)))
 	line("hit rate", knownHitRate(sent.has("hit_rate"), s.HitRate))
 	if sent.has("slots_unserved") {
-		line("slots unserved", unservedText(s.SlotsUnserved))
+		line("slots unserved", unservedText(s.SlotsUnserved, s.NumSlots))
 	}
 	if sent.has("boot_limit") {
 		b, bs := s.BootLimit, sent.under("boot_limit")
@@ -76,7 +76,7 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 	fmt.Fprintln(w)
 	if len(s.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")
-		printStatusZones(w, s)
+		printStatusZones(w, s, now)
 		return
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -92,8 +92,8 @@ func printStatus(w io.Writer, s statusDocument, sent sentFields, now time.Time) 
 			known(ns.has("reachable"), yesNo(n.Reachable)), nodeStateCell(n), known(ns.has("flaps"), strconv.Itoa(n.Flaps)))
 	}
 	tw.Flush()
-	printNodeNotes(w, s)
-	printStatusZones(w, s)
+	printNodeNotes(w, s, now)
+	printStatusZones(w, s, now)
 }
 
 // printSlots writes the readable form of the slot map document.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -40,9 +41,10 @@ func statusFacts(s statusDocument, sent sentFields) [][2]string {
 }
 
 // printNodeNotes writes, below the node table, what each node is waiting
-// for: the hold's countdown, a flush held back, flap suppression. Nothing
-// is written when no node waits for anything.
-func printNodeNotes(w io.Writer, s statusDocument) {
+// for: the hold's countdown, what an owed flush waits for, a holder that
+// does not answer while Consul still lists it, a warm source's end, flap
+// suppression. Nothing is written when no node waits for anything.
+func printNodeNotes(w io.Writer, s statusDocument, now time.Time) {
 	var lines []string
 	for _, n := range s.Nodes {
 		var notes []string
@@ -57,8 +59,14 @@ func printNodeNotes(w io.Writer, s statusDocument) {
 				notes = append(notes, "hold ends in "+d.String())
 			}
 		}
+		if n.Slot != nil && *n.Slot >= 0 && !n.Reachable && n.State != controlloop.StateHeld {
+			notes = append(notes, "does not answer, so its slot's keys reach no memcached; it keeps its slot while Consul lists it, and its hold starts when Consul marks it absent")
+		}
 		if n.FlushPending {
-			notes = append(notes, "flush pending (held back until the freeze lifts or the leader flushes it)")
+			notes = append(notes, flushNote(s, n))
+		}
+		if n.Warming != nil {
+			notes = append(notes, warmSourceNote(n, now))
 		}
 		if n.Suppressed {
 			notes = append(notes, fmt.Sprintf("suppressed after %d flaps: not placed until it is steady", n.Flaps))
@@ -76,6 +84,33 @@ func printNodeNotes(w io.Writer, s statusDocument) {
 	}
 }
 
+// flushNote says what a node's owed flush waits for: the node to answer,
+// a freeze to lift, or the leader's next pass.
+func flushNote(s statusDocument, n controlloop.NodeStatus) string {
+	switch {
+	case !n.Reachable:
+		return "flush owed: it may have missed deletes, so it is flushed when it answers again, before it serves"
+	case s.Frozen:
+		return "flush owed, held back until the freeze lifts (mcrib unfreeze)"
+	case s.AutoFrozen:
+		return "flush owed, held back while the automatic freeze holds"
+	}
+	return "flush owed: the leader flushes it at its next pass"
+}
+
+// warmSourceNote says until when a node is the warm source of its slot,
+// and what it is afterwards.
+func warmSourceNote(n controlloop.NodeStatus, now time.Time) string {
+	note := "warm source of slot " + strconv.Itoa(*n.Warming)
+	if n.WarmingUntil != nil {
+		note += " until " + untilText(*n.WarmingUntil, now)
+	}
+	if n.Drained {
+		return note + ", then a spare of its drained zone"
+	}
+	return note + ", then a spare"
+}
+
 // knownHitRate prints a hit rate: "unknown" when the server did not send
 // one (null: no traffic measured yet), never a 0 that reads as a cold
 // cache.
@@ -87,12 +122,20 @@ func knownHitRate(sent bool, rate *float64) string {
 }
 
 // unservedText is the slots_unserved line: how many slots' keys reach no
-// memcached, which the hit rate leaves out.
-func unservedText(n int) string {
-	if n == 0 {
-		return "0"
+// memcached, out of how many (numSlots 0: not sent, an older mcrib), which
+// the hit rate leaves out.
+func unservedText(n, numSlots int) string {
+	count := strconv.Itoa(n)
+	if numSlots > 0 {
+		count += " of " + strconv.Itoa(numSlots)
 	}
-	return strconv.Itoa(n) + " (vacant, or held by an unreachable node: their keys reach no memcached, and the hit rate counts only the gets that reached one)"
+	if n == 0 {
+		return count
+	}
+	if numSlots > 0 {
+		count += fmt.Sprintf(" (%s%% of the keys)", formatNumber(math.Round(1000*float64(n)/float64(numSlots))/10))
+	}
+	return count + ": vacant, or held by an unreachable node; their keys reach no memcached, and the hit rate counts only the gets that reached one"
 }
 
 // heldNote is the sentence of a held node: when its slot goes to a spare

@@ -14,8 +14,8 @@ import (
 // document, a zone's drain entry and the outcome of a replace.
 
 // printZones writes one line per zone, then the zone alert when there is
-// one.
-func printZones(w io.Writer, zones []controlloop.ZoneStatus, alert string) {
+// one; now tells when a drain's next step is due.
+func printZones(w io.Writer, zones []controlloop.ZoneStatus, alert string, now time.Time) {
 	if len(zones) == 0 {
 		fmt.Fprintln(w, "no zones")
 	} else {
@@ -23,7 +23,7 @@ func printZones(w io.Writer, zones []controlloop.ZoneStatus, alert string) {
 		fmt.Fprintln(tw, "ZONE\tNODES\tSLOTS\tUNREACHABLE\tABSENT\tHIT RATE\tDRAIN")
 		for _, z := range zones {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", zoneName(z.Zone), z.Nodes, z.Slots, z.Unreachable, z.Absent,
-				knownHitRate(true, z.HitRate), drainCell(z.Drain))
+				knownHitRate(true, z.HitRate), drainCell(z.Drain, now))
 		}
 		tw.Flush()
 	}
@@ -41,11 +41,20 @@ func zoneName(z string) string {
 }
 
 // drainCell is a drain entry in one cell: "-" when the zone is not drained.
-func drainCell(e *controlloop.DrainEntry) string {
+// A drain or return with slots left to move and nothing blocking it says
+// when its next step is due at now, when that is still to come (steps
+// are at least the step interval apart).
+func drainCell(e *controlloop.DrainEntry, now time.Time) string {
 	if e == nil {
 		return "-"
 	}
 	s := drainProgress(e)
+	moving := e.State == controlloop.DrainDraining || e.State == controlloop.DrainReturning
+	if moving && e.Blocked == "" && e.SlotsToMove > 0 && e.LastStepAt != nil {
+		if next := e.LastStepAt.Add(e.Interval()); next.After(now) {
+			s += "; next step in " + span(next.Sub(now))
+		}
+	}
 	if e.Blocked != "" {
 		s += "; blocked: " + e.Blocked
 	}
@@ -95,7 +104,7 @@ func printDrainEntry(w io.Writer, zone string, e *controlloop.DrainEntry, now ti
 		fmt.Fprintf(w, "zone %s: back at its baseline of %s; its drain entry goes at the next pass\n", zone, slotCount(e.BaselineSlots))
 		return
 	}
-	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e))
+	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e, now))
 	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orUnknown(e.StepInterval))
 	fmt.Fprintf(w, "  reason: %s (by %s, %s)\n", orUnknown(e.Reason), orUnknown(e.By), whenText(e.At, now))
 	if e.Warning != "" {
@@ -132,10 +141,10 @@ func nodeStateCell(n controlloop.NodeStatus) string {
 
 // printStatusZones writes the zones block of `mcrib status`; nothing when
 // the server sent no zones (an older mcrib).
-func printStatusZones(w io.Writer, s statusDocument) {
+func printStatusZones(w io.Writer, s statusDocument, now time.Time) {
 	if len(s.Zones) == 0 {
 		return
 	}
 	fmt.Fprintln(w, "\nzones:")
-	printZones(w, s.Zones, "")
+	printZones(w, s.Zones, "", now)
 }

@@ -35,10 +35,25 @@ func TestDrainProgress(t *testing.T) {
 		{"blocked", controlloop.DrainEntry{State: "draining", BaselineSlots: 2, Slots: 2, Blocked: "no spare outside the drained zones"},
 			"draining: 2 slots to move, 0 left of a baseline of 2; blocked: no spare outside the drained zones"},
 	} {
-		if got := drainCell(&tc.e); got != tc.want {
+		if got := drainCell(&tc.e, testNow); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// A step waits for the step interval: the cell says when the next one
+	// is due, until it is.
+	last := testNow.Add(-2 * time.Second)
+	e := controlloop.DrainEntry{State: "returning", Returning: true, BaselineSlots: 1, Slots: 0, SlotsToMove: 1, StepInterval: "30s", LastStepAt: &last}
+	if got, want := drainCell(&e, testNow), "returning: 1 slot to give back, 0 held of a baseline of 1; next step in 28 s"; got != want {
+		t.Errorf("a return waiting for its step interval: %q, want %q", got, want)
+	}
+	if got := drainCell(&e, last.Add(30*time.Second)); strings.Contains(got, "next step") {
+		t.Errorf("a step due now still said to come: %q", got)
+	}
+	e.Blocked = "b1 is a warm source until 13:02:00 UTC"
+	if got := drainCell(&e, testNow); strings.Contains(got, "next step") || !strings.HasSuffix(got, "; blocked: "+e.Blocked) {
+		t.Errorf("a blocked return: %q, want what blocks it, not the next step", got)
+	}
+
 	var b strings.Builder
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
 	printDrainEntry(&b, "b", &controlloop.DrainEntry{State: "drained", Percent: 100, StepPercent: 10, StepInterval: "30s",

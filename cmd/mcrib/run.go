@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"time"
 )
 
@@ -19,6 +20,10 @@ type cli struct {
 	getenv         func(string) string
 	now            func() time.Time
 	hostname       func() (string, error)
+	// account returns the login name of the user this process runs as
+	// ("" when unknown): the operator's name when neither USER nor
+	// LOGNAME is set (under sudo -i, cron or systemd). nil is "".
+	account func() string
 }
 
 // run executes the mcrib command line args (without the program name) and
@@ -29,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := cli{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, hostname: os.Hostname}
+	c := cli{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, hostname: os.Hostname, account: accountName}
 	return c.main(ctx, args)
 }
 
@@ -97,4 +102,14 @@ func (c cli) exitCode(cmd command, err error) int {
 		fmt.Fprintf(c.stderr, "(mcrib help %s lists its flags, with an example)\n", cmd.name)
 	}
 	return code
+}
+
+// accountName returns the login name of the user this process runs as,
+// "" when it cannot be told.
+func accountName() string {
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username
 }

@@ -265,6 +265,7 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		Ready:               loop.Ready() == nil,
 		VacantSlots:         st.VacantSlots,
 		SlotsUnserved:       st.SlotsUnserved,
+		NumSlots:            st.NumSlots,
 		ReplacementsBlocked: st.ReplacementsBlocked,
 		NodesByState:        map[string]int{},
 		BootLimit:           doc.Limit,

@@ -50,6 +50,8 @@ func TestTypoSuggestions(t *testing.T) {
 		{[]string{"ratelimit", "set", "5", "--brust", "2"}, "unknown flag --brust; did you mean --burst?"},
 		{[]string{"freeze", "--froce", "--reason", "x"}, "unknown flag --froce; did you mean --force?"},
 		{[]string{"--adr", srv.URL, "status"}, "mcrib: unknown flag --adr before the command; did you mean --addr?"},
+		{[]string{"ratelimit", "aut"}, `mcrib ratelimit: unknown subcommand "aut"; did you mean "auto"? (want set or auto)`},
+		{[]string{"ratelimit", "st", "50"}, `unknown subcommand "st"; did you mean "set"?`},
 	} {
 		code, stdout, stderr := runCLI(t, nil, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {

@@ -48,7 +48,7 @@ func (c cli) zones(ctx context.Context, args []string) error {
 			return fmt.Errorf("reading the zones of the status document: %w", err)
 		}
 	}
-	printZones(c.stdout, zones, doc.ZoneAlert)
+	printZones(c.stdout, zones, doc.ZoneAlert, c.now())
 	return nil
 }
 
