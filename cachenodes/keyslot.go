@@ -7,7 +7,7 @@ import (
 
 // KeySlot returns the slot of key in a table of numSlots slots:
 // crc32.ChecksumIEEE(key) % numSlots, the rule every mcrib client shares
-// (CONTRACT.md section 4). numSlots must be at least 1; mcrib only makes
+// (docs/api.md, "Slot map document"). numSlots must be at least 1; mcrib only makes
 // maps whose slot count is a power of two, because only then is this the
 // slot that mcrouter's Crc32 hash ((crc32 & 0x7fffffff) % n) and
 // twemproxy's crc32a hash with modula distribution (crc32 % n) pick too,

@@ -162,7 +162,7 @@ func TestKeySlotMatchesMcrouterAndTwemproxy(t *testing.T) {
 			}
 		})
 	}
-	// The contract's example (CONTRACT.md section 4).
+	// The contract's example (docs/api.md, "Slot map document").
 	if got := KeySlot("user:2", 16); got != 8 {
 		t.Errorf(`KeySlot("user:2", 16) = %d, want 8`, got)
 	}

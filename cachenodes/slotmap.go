@@ -43,12 +43,12 @@ type SlotMapSpec struct {
 	Spares     []Node
 	// Warming, when not nil, has one entry per slot: the warm source of a
 	// slot whose new holder is being warmed from its previous one
-	// (CONTRACT.md section 7), nil for a slot that does not warm.
+	// (docs/api.md, "Warm moves"), nil for a slot that does not warm.
 	Warming []*Warming
 }
 
 // Warming names the previous holder of a slot that serves as its new
-// holder's warm source until Until (section 7 of CONTRACT.md). Clients read
+// holder's warm source until Until (docs/api.md, "Warm moves"). Clients read
 // the new holder and, on a miss, this node; they stop at Until by their own
 // clock.
 type Warming struct {
@@ -307,7 +307,7 @@ func (w *Warming) Equal(o *Warming) bool {
 	return w.NodeID == o.NodeID && w.Addr == o.Addr && w.Until.Equal(o.Until)
 }
 
-// slotMapDoc is the JSON document of CONTRACT.md section 4.
+// slotMapDoc is the JSON slot map document (docs/api.md, "Slot map document").
 type slotMapDoc struct {
 	Pool       string    `json:"pool"`
 	NumSlots   int       `json:"num_slots"`

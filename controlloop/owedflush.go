@@ -280,16 +280,22 @@ const KindFlushOwed = "flush owed"
 // which it would count as its own) first gets one, from this process's
 // reading since the node answers again, and is flushed in a later pass: a
 // flush whose write is lost then shows in cmd_flush to the next leader,
-// which does not flush the node again. l.mu must be held.
-func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, frozen bool) []cachenodes.Node {
+// which does not flush the node again. An entry this pass decided (not in
+// base) for a node that answers already (its episode ended between two
+// passes) is stored first and carried out by the next pass, like any
+// other: stored is set then. l.mu must be held.
+func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed, base []OwedFlush, frozen bool) (out []cachenodes.Node, stored bool) {
 	if frozen || prev == nil {
-		return nil
+		return nil, false
 	}
-	var out []cachenodes.Node
 	for i := range owed {
 		e := &owed[i]
 		s := l.tr.nodes[e.NodeID]
 		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
+			continue
+		}
+		if owedIndex(base, e.NodeID) < 0 {
+			stored = true
 			continue
 		}
 		if done, _ := l.tr.flushDone(*e, s); done {
@@ -305,7 +311,7 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed []OwedFlush, fro
 		s.flushing = true
 		out = append(out, s.node)
 	}
-	return out
+	return out, stored
 }
 
 // flushOwed flushes nodes, the slot holders that owe a flush, and returns

@@ -330,3 +330,40 @@ func TestOwedFlushShownWhileItsWriteIsInDoubt(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUnreachabilityBetweenTwoPassesOwesItsFlush: the probes turn
+// verdicts between passes, so a slot holder can be unreachable by the
+// pool's verdict and answer again before any pass looked. With
+// --flush-after-unreachable 0s it owes a flush all the same: the next
+// pass stores the decision, and the one after carries it out. (A holder
+// paused for a second, its return seen before the pass, used to keep its
+// contents.)
+func TestAnUnreachabilityBetweenTwoPassesOwesItsFlush(t *testing.T) {
+	leakcheck.Check(t)
+	w := leadingWorld(t, []string{"a", "b", "c", "d"})
+	w.loop.tr.cfg.FlushAfter = 0
+	w.away("c") // unreachable by the verdict; no pass
+	if w.node("c").Reachable {
+		t.Fatal("c still reachable after a probe interval of failures")
+	}
+	w.prober.setDown(cacheNode("c").Addr, false)
+	w.probe() // back before any pass
+	w.pass(OutcomeOK)
+	if got := w.store.storedFlushes(t); len(got) != 1 || got[0].NodeID != "c" {
+		t.Fatalf("flushes owed %+v after c's episode ended between two passes, want one for c", got)
+	}
+	if n := w.flushed("c"); n != 0 {
+		t.Fatalf("c flushed %d times by the pass that decided it, want 0: the decision is stored first", n)
+	}
+	w.pass(OutcomeOK)
+	if n := w.flushed("c"); n != 1 {
+		t.Fatalf("c flushed %d times by the next pass, want once", n)
+	}
+	if got := w.store.storedFlushes(t); len(got) != 0 {
+		t.Fatalf("flushes owed %+v after c's flush", got)
+	}
+	w.pass(OutcomeOK)
+	if n := w.flushed("c"); n != 1 {
+		t.Fatalf("c flushed %d times, want once: the episode was decided twice", n)
+	}
+}

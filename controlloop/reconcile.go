@@ -91,6 +91,10 @@ type decision struct {
 	// pass; flush are the slot holders among them flushed in this pass.
 	owed  []OwedFlush
 	flush []cachenodes.Node
+	// flushNext is set when the pass decided a flush of a node that
+	// answers already: stored by this pass, carried out by the next,
+	// which it asks for.
+	flushNext bool
 	// replace is the operator's replace the pass carries out (nil: none).
 	replace *replaceRequest
 }
@@ -233,8 +237,8 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
-	flush := l.owedToFlushLocked(prev, owed, in.Frozen)
-	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, replace: l.replace.req}, true
+	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
+	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req}, true
 }
 
 // adoptedBudgetLocked returns how many slot holders may be replaced now,

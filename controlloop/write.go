@@ -125,6 +125,9 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		}
 	}
 	r.serve(next)
+	if d.flushNext && w.Flushes != nil {
+		l.Kick() // the flush this pass stored, carried out by the next
+	}
 	return Result{Outcome: OutcomeOK}, nil
 }
 

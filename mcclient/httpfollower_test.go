@@ -281,7 +281,7 @@ func TestHTTPFollowerNeverGoesBack(t *testing.T) {
 	})
 }
 
-// TestHTTPFollowerSeveralReplicas is issue 21's follower of several
+// TestHTTPFollowerSeveralReplicas: the follower of several
 // replica URLs: it skips one that refuses connections, sticks to the
 // first that answers (blocking reads, none to the others), and moves on
 // when that one fails.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Check is one target of issue 10 checked against a set of results.
+// Check is one target of docs/performance.md checked against a set of results.
 type Check struct {
 	Target string
 	OK     bool

@@ -8,7 +8,7 @@ import (
 	"github.com/mcrib/mcrib/controlloop"
 )
 
-// The zone-drain scenario (issue 14's benchmark at scale): at peak, an
+// The zone-drain scenario (the zone-drain benchmark of make bench-zones, at scale): at peak, an
 // operator drains zone b completely, 10% of its slots every 3 s, through
 // mcrib's own Loop.Drain; the moves are warm under mcrib (--warm-for 2m)
 // and cold under mcrib-cold (--warm-for 0s).
@@ -122,7 +122,7 @@ func (s *sim) fillDrain(r *Result, m *drainMeasure) {
 	}
 }
 
-// zoneDrainChecks evaluates issue 14's targets on the zone-drain runs in
+// zoneDrainChecks evaluates the zone drain's targets (docs/performance.md) on the zone-drain runs in
 // rs: each drain done within its steps' time plus one interval; under
 // mcrib (warm moves) the lowest hit rate within 5 points of the baseline
 // and the extra database misses at most a quarter of mcrib-cold's.

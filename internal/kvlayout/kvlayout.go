@@ -1,5 +1,5 @@
 // Package kvlayout is the one place that names mcrib's keys in Consul KV
-// (CONTRACT.md section 2): all the state of a pool lives under
+// (docs/api.md, "Consul key layout"): all the state of a pool lives under
 // <kv-prefix>/<pool>/, one key per document.
 package kvlayout
 
