@@ -62,6 +62,31 @@ func (l *Loop) takeDrainLocked(st Snapshot) {
 	}
 }
 
+// wroteDrainLocked makes doc, the drain document the leader's pass wrote
+// with next at now, the one known, and places on this clock the steps it
+// records at now. It returns the zones whose return ended with the write,
+// in name order, and for each the slots its drain moved that stay where
+// they are in next. l.mu must be held.
+func (l *Loop) wroteDrainLocked(doc *DrainDoc, next *cachenodes.SlotMap, now time.Time) (over []string, kept map[string][]int) {
+	kept = map[string][]int{}
+	if l.drains.doc != nil {
+		for zone, e := range l.drains.doc.Zones {
+			if doc.Zones[zone] == nil {
+				over = append(over, zone)
+				kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
+			}
+		}
+	}
+	for zone, e := range doc.Zones {
+		if e.LastStepAt != nil && e.LastStepAt.Equal(now) {
+			l.remote.steppedAt(zone, now)
+		}
+	}
+	l.drains.doc = doc
+	slices.Sort(over)
+	return over, kept
+}
+
 // drainCorruptMessage says, in one sentence, that the stored drain
 // document does not parse (why: reason) and how to fix it.
 func (l *Loop) drainCorruptMessage(reason string) string {

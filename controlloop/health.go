@@ -21,6 +21,9 @@ type health struct {
 	blocked int
 }
 
+// passed records a pass that completed at now.
+func (h *health) passed(now time.Time) { h.lastPass, h.passErr = now, nil }
+
 // setPassError records err as the last pass's error, and as the last
 // error reaching Consul when consul is set.
 func (l *Loop) setPassError(err error, consul bool) {

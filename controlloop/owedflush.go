@@ -38,6 +38,25 @@ type owedState struct {
 	known, good, mem []OwedFlush
 }
 
+// wrote makes owed, the flushes the pool owes after this leader's write,
+// the ones known: kept in memory only on the old path (forgotten,
+// revert.ForgottenFlush), the last good document when the write stored
+// them (stored).
+func (o *owedState) wrote(owed []OwedFlush, forgotten, stored bool) {
+	o.known = owed
+	switch {
+	case forgotten:
+		o.mem = owed
+	case stored:
+		o.good = owed
+	}
+}
+
+// mayHaveWritten shows owed, the flushes of a write whose answer was lost
+// (it may have been carried out), as known until a read of the store says
+// otherwise: a flush decided stays flush_pending.
+func (o *owedState) mayHaveWritten(owed []OwedFlush) { o.known = owed }
+
 // flushDue reports whether the leader decides now that s owes a flush:
 // a slot holder unreachable by the pool's verdict for longer than the
 // flush-after threshold, outside a mass episode. pending is set while more

@@ -178,7 +178,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	l.tr.prune(l.current, now)
 	l.tr.judgedEnded()
 	l.autoFreezeLocked(l.current, r) // shown in the status; the leader acts on it
-	l.health.lastPass, l.health.passErr = now, nil
+	l.health.passed(now)
 }
 
 // decideLocked decides the leader's pass from st, whose slot map's

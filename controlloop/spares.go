@@ -43,7 +43,7 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 	drained := l.drainedLocked()
 	n := 0
 	for _, v := range l.tr.views(now) {
-		v.OwesFlush = owedIndex(l.owed.known, v.ID) >= 0
+		v.OwesFlush = l.owesLocked(v.ID)
 		if !busy[v.ID] && !taken[v.Addr] && !drained[v.AZ] && v.EligibleSpare() {
 			n++
 		}

@@ -81,7 +81,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 				// of the store says otherwise. (Consul's refusal is an
 				// answer: it wrote nothing.)
 				l.mu.Lock()
-				l.owed.known = owed
+				l.owed.mayHaveWritten(owed)
 				l.mu.Unlock()
 			}
 			l.setPassError(err, true)
@@ -183,36 +183,16 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	}
 	l.noteMovesLocked(d.prev, next, now)
 	l.current = next
-	l.owed.known = owed
-	switch {
-	case l.opts.Reverted.Reverted(revert.ForgottenFlush):
-		l.owed.mem = owed
-	case w.Flushes != nil:
-		l.owed.good = owed
-	}
-	a := adopted{kept: map[string][]int{}}
+	l.owed.wrote(owed, l.opts.Reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
+	var a adopted
 	if w.Drain != nil {
-		if l.drains.doc != nil {
-			for zone, e := range l.drains.doc.Zones {
-				if w.Drain.Zones[zone] == nil {
-					a.over = append(a.over, zone)
-					a.kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
-				}
-			}
-		}
-		for zone, e := range w.Drain.Zones {
-			if e.LastStepAt != nil && e.LastStepAt.Equal(now) {
-				l.remote.steppedAt(zone, now)
-			}
-		}
-		l.drains.doc = w.Drain
+		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
 	}
-	slices.Sort(a.over)
 	for range replaced {
 		l.ceiling.Record(now)
 	}
 	l.tr.prune(next, now)
-	l.health.lastPass, l.health.passErr = now, nil
+	l.health.passed(now)
 	a.drained = l.drainedLocked()
 	left := -1 // the ready spares after the pass, counted when it placed
 	if len(done) > 0 {
