@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // returningLocked lists the slot holders of m that answer again after an
@@ -26,17 +27,24 @@ func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 	return out
 }
 
-// unmarkFlushing undoes returningLocked's marks when the flushes do not
-// happen.
-func (l *Loop) unmarkFlushing(nodes []cachenodes.Node) {
-	for _, n := range nodes {
-		l.setFlushing(n.ID, false)
+// unmarkFlushing undoes the marks of returningLocked and owedToFlushLocked
+// when the flushes do not happen.
+func (l *Loop) unmarkFlushing(lists ...[]cachenodes.Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, nodes := range lists {
+		for _, n := range nodes {
+			if s, ok := l.tr.nodes[n.ID]; ok {
+				s.flushing = false
+			}
+		}
 	}
 }
 
 // flushReturning flushes slot holders that may have missed deletes while
-// they were unreachable, before they count as serving again.
-func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
+// they were unreachable, before they count as serving again; r tells each
+// flush.
+func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node, r *report) {
 	for _, n := range nodes {
 		err := l.opts.Prober.Flush(ctx, n.Addr)
 		l.mu.Lock()
@@ -49,34 +57,34 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node) {
 		}
 		l.mu.Unlock()
 		if err != nil {
-			l.opts.Logger.Warn("flushing a returning node failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
+			r.log(slog.LevelWarn, "flushing a returning node failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
 			continue
 		}
-		l.opts.Metrics.Flush("returned")
-		l.emitFlush(ctx, n.ID, "it answers again after an unreachability long enough to have missed deletes")
-		l.opts.Logger.Info("flushed a node that was unreachable, before it serves again", "node", n.ID, "addr", n.Addr)
+		r.count(flushCount("returned"))
+		flushEvent(r, n.ID, "it answers again after an unreachability long enough to have missed deletes")
+		r.log(slog.LevelInfo, "flushed a node that was unreachable, before it serves again", "node", n.ID, "addr", n.Addr)
 	}
 }
 
 // place carries out the placements of plan: each spare is flushed first
 // (but in the first fill of a new pool); a spare whose flush fails is not
-// placed. It returns the placements carried out.
-func (l *Loop) place(ctx context.Context, plan Plan) []Placement {
+// placed. It returns the placements carried out; r tells each flush.
+func (l *Loop) place(ctx context.Context, plan slotplan.Plan, r *report) []slotplan.Placement {
 	if plan.FirstFill {
 		return plan.Placements
 	}
-	done := make([]Placement, 0, len(plan.Placements))
+	done := make([]slotplan.Placement, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
 		l.setFlushing(p.Node.ID, true)
 		err := l.opts.Prober.Flush(ctx, p.Node.Addr)
 		l.setFlushing(p.Node.ID, false)
 		if err != nil {
-			l.opts.Logger.Warn("flushing a spare before placing it failed; it is not placed", "node", p.Node.ID, "slot", p.Slot, "err", err)
+			r.log(slog.LevelWarn, "flushing a spare before placing it failed; it is not placed", "node", p.Node.ID, "slot", p.Slot, "err", err)
 			continue
 		}
 		l.noteFlushed(p.Node.ID)
-		l.opts.Metrics.Flush("placement")
-		l.emitFlush(ctx, p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
+		r.count(flushCount("placement"))
+		flushEvent(r, p.Node.ID, fmt.Sprintf("a spare flushed before it takes slot %d", p.Slot))
 		done = append(done, p)
 	}
 	return done
@@ -90,24 +98,7 @@ func (l *Loop) setFlushing(id string, on bool) {
 	}
 }
 
-// logChange logs the replacements and placements of a written map.
-func (l *Loop) logChange(prev, next *cachenodes.SlotMap, plan Plan, done []Placement) {
-	for _, ev := range plan.Evictions {
-		if !ev.Move {
-			l.opts.Logger.Warn("slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)
-		}
-	}
-	for _, p := range done {
-		if p.From.IsZero() || p.Reason == mcribapi.EvictionHoldExpired || (p.Reason == mcribapi.EvictionMaintenance && !p.Warm) {
-			l.opts.Logger.Info("slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
-			continue
-		}
-		l.opts.Logger.Info("slot move", "slot", p.Slot, "from", p.From.ID, "to", p.Node.ID, "reason", p.Reason, "kind", moveKind(p.Warm && l.opts.WarmFor > 0))
-	}
-	for _, i := range plan.EndWarming {
-		l.opts.Logger.Info("warming over", "slot", i)
-	}
-	if prev == nil || prev.Generation() != next.Generation() {
-		l.opts.Logger.Info("slot map written", "generation", next.Generation())
-	}
+// flushCount counts one flush_all, by reason (FlushReasons).
+func flushCount(reason string) func(Metrics) {
+	return func(m Metrics) { m.Flush(reason) }
 }

@@ -44,8 +44,7 @@ func TestConfigGenerations(t *testing.T) {
 			s.prepare()
 		}
 		m := slotMapOf(t, s.gen, s.slots, nil)
-		l.writeRouterConfig(m)
-		l.publish(m)
+		l.serveMap(m)
 		if got := l.ConfigGenerations(); !maps.Equal(got, s.want) {
 			t.Errorf("%s: %v, want %v", s.name, got, s.want)
 		}

@@ -2,9 +2,9 @@
 // the cache tier, level-based: every pass reads the whole state (the slot
 // map and freeze in Consul KV, the last accepted Consul answer, mcrib's own
 // probes), computes the desired map as a pure function of (previous map,
-// membership, damping verdicts, freeze) in Decide and Build, and writes the
-// difference with check-and-set. An error means backoff and retry, never
-// exit.
+// membership, damping verdicts, freeze) with package slotplan (Decide and
+// Build), and writes the difference with check-and-set. An error means
+// backoff and retry, never exit.
 //
 // The invariants it keeps are those of CONTRACT.md section 6: a node that
 // still answers keeps its slot however long Consul misses it; freeing comes
@@ -17,10 +17,15 @@
 // written by another host is compared with this process's clock
 // (remoteclock.go).
 //
-// Loop.Reconcile is one pass (reconcile.go), carried out by the actions of
-// actions.go; Loop.Run (loop.go) only schedules passes: on kicks, on the
-// ticks of the probe interval, through a pass limiter, with a backoff after
-// a failed pass, all on the clock of Options.Clock. The probe loop
+// Loop.Reconcile is one pass, and reads as one: decide (reconcile.go: read
+// the pool's keys, then take them in and decide under the loop's mutex,
+// without I/O), write (write.go: the vote, the flushes of actions.go and
+// owedflush.go, the pool's documents with check-and-set) and publish
+// (publish.go: the one step that tells the logs, events, metrics, traces,
+// router configs and watchers of Changed, with no lock held). Loop.Run
+// (loop.go) only schedules passes: on kicks, on the ticks of the probe
+// interval, through a pass limiter, with a backoff after a failed pass,
+// all on the clock of Options.Clock. The probe loop
 // (probe.go) reads every node's stats once a probe interval; the boot
 // limiter takes its hit counters from there (Loop.HitCounters). The loop
 // meets the outside world through small interfaces: Store (the pool's keys,

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // Drains of CONTRACT.md section 7. The drain document lives in KV; any
@@ -30,19 +33,59 @@ var errNoDrainStore = errors.New("controlloop: this store keeps no drain documen
 // drainAttempts bounds the check-and-set retries of Drain and Undrain.
 const drainAttempts = 5
 
+// drainState is the drains as this process knows them.
+type drainState struct {
+	// doc is the last drain document read that parsed, or the last this
+	// process wrote (nil: none); corrupt is set while the stored one does
+	// not parse (the steps then make no progress), err says why; good is
+	// set once a read found a drain document that parsed (or none).
+	doc     *mcribapi.DrainDoc
+	corrupt bool
+	good    bool
+	err     string
+	// blockedAt is when a due drain or return step of each zone last moved
+	// nothing: it is not tried again for a probe interval (schedule.go).
+	blockedAt map[string]time.Time
+}
+
 // takeDrainLocked adopts the drain document of st; a corrupt one keeps the
 // last that parsed (its zones stay drained), records why it does not parse
 // and stops the steps (and nothing else). l.mu must be held.
 func (l *Loop) takeDrainLocked(st Snapshot) {
-	l.drainCorrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
-	if !l.drainCorrupt {
-		l.drains, l.drainGood, l.drainErr = st.Drain, true, ""
+	l.drains.corrupt = slices.Contains(st.Corrupt, kvlayout.Drain)
+	if !l.drains.corrupt {
+		l.drains.doc, l.drains.good, l.drains.err = st.Drain, true, ""
 		return
 	}
-	l.drainErr = "it is not a drain document"
+	l.drains.err = "it is not a drain document"
 	if st.DrainErr != nil {
-		l.drainErr = st.DrainErr.Error()
+		l.drains.err = st.DrainErr.Error()
 	}
+}
+
+// wroteDrainLocked makes doc, the drain document the leader's pass wrote
+// with next at now, the one known, and places on this clock the steps it
+// records at now. It returns the zones whose return ended with the write,
+// in name order, and for each the slots its drain moved that stay where
+// they are in next. l.mu must be held.
+func (l *Loop) wroteDrainLocked(doc *mcribapi.DrainDoc, next *cachenodes.SlotMap, now time.Time) (over []string, kept map[string][]int) {
+	kept = map[string][]int{}
+	if l.drains.doc != nil {
+		for zone, e := range l.drains.doc.Zones {
+			if doc.Zones[zone] == nil {
+				over = append(over, zone)
+				kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
+			}
+		}
+	}
+	for zone, e := range doc.Zones {
+		if e.LastStepAt != nil && e.LastStepAt.Equal(now) {
+			l.remote.steppedAt(zone, now)
+		}
+	}
+	l.drains.doc = doc
+	slices.Sort(over)
+	return over, kept
 }
 
 // drainCorruptMessage says, in one sentence, that the stored drain
@@ -54,11 +97,11 @@ func (l *Loop) drainCorruptMessage(reason string) string {
 
 // drainedLocked returns the drained zones. l.mu must be held.
 func (l *Loop) drainedLocked() map[string]bool {
-	if l.drains == nil || len(l.drains.Zones) == 0 {
+	if l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
-	out := make(map[string]bool, len(l.drains.Zones))
-	for zone := range l.drains.Zones {
+	out := make(map[string]bool, len(l.drains.doc.Zones))
+	for zone := range l.drains.doc.Zones {
 		out[zone] = true
 	}
 	return out
@@ -72,8 +115,8 @@ func (l *Loop) drainedLocked() map[string]bool {
 // or the zone is at its target), so every replica answers it, and a
 // returning zone that holds its baseline again loses its entry. l.mu must
 // be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOutcome, done []Placement, now time.Time) *mcribapi.DrainDoc {
-	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotplan.StepOutcome, done []slotplan.Placement, now time.Time) *mcribapi.DrainDoc {
+	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
 	stepped := map[string]bool{}
@@ -89,8 +132,8 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]StepOu
 	}
 	held := zoneSlots(next)
 	changed := false
-	out := mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(l.drains.Zones))}
-	for zone, e := range l.drains.Zones {
+	out := mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(l.drains.doc.Zones))}
+	for zone, e := range l.drains.doc.Zones {
 		c := *e
 		if stepped[zone] {
 			t := now.UTC()
@@ -136,6 +179,18 @@ func movedSlots(was, off []int, next *cachenodes.SlotMap, zone string) []int {
 	return slices.Compact(out)
 }
 
+// slotList writes slots as "slot 3" or "slots 3, 5 and 9".
+func slotList(slots []int) string {
+	parts := make([]string, len(slots))
+	for i, s := range slots {
+		parts[i] = strconv.Itoa(s)
+	}
+	if len(parts) == 1 {
+		return "slot " + parts[0]
+	}
+	return "slots " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // spareWarning says, for a drain entry that still moves toMove slots off
 // its zone (draining) or back to it (returning) with spares ready spares
 // outside the drained zones, that the drain takes the last of them or
@@ -145,17 +200,17 @@ func movedSlots(was, off []int, next *cachenodes.SlotMap, zone string) []int {
 func spareWarning(draining, returning bool, toMove, spares int) string {
 	switch {
 	case spares == 0 && returning:
-		return "the pool has no ready spare outside the drained zones until the return frees one: each return step leaves the node that gives its slot back a spare once its warming ends; meanwhile a node that fails leaves its slot vacant (" + spareHelp(false) + ")"
+		return "the pool has no ready spare outside the drained zones until the return frees one: each return step leaves the node that gives its slot back a spare once its warming ends; meanwhile a node that fails leaves its slot vacant (" + slotplan.SpareHelp(false) + ")"
 	case spares == 0:
 		return lastSpareSentence(true)
 	case !draining || toMove < spares:
 		return ""
 	case toMove == spares:
 		return fmt.Sprintf("the drain takes the pool's last ready spare: %s to move onto the %s outside the drained zones; afterwards a node that fails leaves its slot vacant (%s)",
-			countOf(toMove, "slot"), countOf(spares, "ready spare"), spareHelp(true))
+			countOf(toMove, "slot"), countOf(spares, "ready spare"), slotplan.SpareHelp(true))
 	}
 	return fmt.Sprintf("the drain takes the pool's last ready spare: %s to move and only %s outside the drained zones; the rest wait for a spare, and a node that fails leaves its slot vacant (%s)",
-		countOf(toMove, "slot"), countOf(spares, "ready spare"), spareHelp(true))
+		countOf(toMove, "slot"), countOf(spares, "ready spare"), slotplan.SpareHelp(true))
 }
 
 // countOf is n things in words: "1 slot", "3 slots".
@@ -274,7 +329,7 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *mcribapi.DrainD
 			// answers), so no zone drained there is dropped unseen. A
 			// process that read none cannot know which zones the corrupt
 			// one drains: it refuses.
-			if !l.drainGood {
+			if !l.drains.good {
 				reason := "it is not a drain document"
 				if st.DrainErr != nil {
 					reason = st.DrainErr.Error()
@@ -283,8 +338,8 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *mcribapi.DrainD
 				return mcribapi.DrainDoc{}, fmt.Errorf("%w: the drain document in Consul KV does not parse (%s) and this process never read one that did, so a change now could drop the zones it drains; fix it by hand or delete it (consul kv delete %s) and drain again",
 					mcribapi.ErrRefused, reason, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Drain())
 			}
-			if l.drains != nil {
-				doc.Zones = maps.Clone(l.drains.Zones)
+			if l.drains.doc != nil {
+				doc.Zones = maps.Clone(l.drains.doc.Zones)
 			}
 		}
 		err = change(&doc)
@@ -298,8 +353,8 @@ func (l *Loop) changeDrain(ctx context.Context, change func(doc *mcribapi.DrainD
 		}
 		if ok {
 			l.mu.Lock()
-			l.drains, l.drainCorrupt, l.drainGood, l.drainErr = &doc, false, true, ""
-			l.stepBlockedAt = nil // an operator's change is tried at once
+			l.drains.doc, l.drains.corrupt, l.drains.good, l.drains.err = &doc, false, true, ""
+			l.drains.blockedAt = nil // an operator's change is tried at once
 			l.mu.Unlock()
 			l.Kick()
 			return l.Drains(), nil
@@ -321,18 +376,18 @@ func (l *Loop) Drains() mcribapi.DrainDoc {
 
 func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
 	out := mcribapi.DrainDoc{Zones: map[string]*mcribapi.DrainEntry{}}
-	if l.drainCorrupt {
-		out.Corrupt = l.drainCorruptMessage(l.drainErr)
+	if l.drains.corrupt {
+		out.Corrupt = l.drainCorruptMessage(l.drains.err)
 	}
-	if l.drains == nil {
+	if l.drains.doc == nil {
 		return out
 	}
 	held := zoneSlots(l.current)
 	spares := 0
-	if len(l.drains.Zones) > 0 {
+	if len(l.drains.doc.Zones) > 0 {
 		spares = l.readySparesLocked(now)
 	}
-	for zone, e := range l.drains.Zones {
+	for zone, e := range l.drains.doc.Zones {
 		c := *e
 		c.Slots, c.TargetSlots = held[zone], e.Target()
 		c.SlotsToMove = max(c.Slots-c.TargetSlots, c.TargetSlots-c.Slots)
@@ -342,7 +397,7 @@ func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
 			c.MovedSlots = []int{}
 		}
 		switch {
-		case l.freeze != nil:
+		case l.freeze.doc != nil:
 			c.State = mcribapi.DrainPaused
 		case c.Slots > c.TargetSlots:
 			c.State = mcribapi.DrainDraining
@@ -354,7 +409,7 @@ func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
 		switch {
 		case c.State == mcribapi.DrainPaused:
 			c.Blocked = "an operator freeze pauses it (mcrib unfreeze lifts it)"
-		case l.drainCorrupt:
+		case l.drains.corrupt:
 			c.Blocked = "the drain document in Consul KV is corrupt: no step is taken until it is fixed or set again"
 		case c.State == mcribapi.DrainDrained:
 			c.Blocked = ""

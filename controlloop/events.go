@@ -1,65 +1,60 @@
 package controlloop
 
 import (
-	"context"
 	"fmt"
+	"log/slog"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // EventSink receives the loop's decisions and the node transitions it
-// observes, as they happen (GET /v1/events, GET /v1/history);
-// eventlog.Recorder implements it. Record is called with the loop's mutex
-// sometimes held: it must not call back into the Loop, and must not block.
+// observes (GET /v1/events, GET /v1/history); eventlog.Recorder implements
+// it. Record is called when a pass or an observation is told (publish.go),
+// never with the loop's mutex held: it may read the Loop (Status,
+// SlotMap), but must not start a pass (Reconcile, Replace) and must not
+// block.
 type EventSink interface {
 	Record(e mcribapi.Event)
 }
 
 var _ EventSink = eventlog.Recorder{}
 
-// emit hands e to Options.Events, when one is set.
-func (l *Loop) emit(e mcribapi.Event) {
-	if l.opts.Events != nil {
-		l.opts.Events.Record(e)
-	}
-}
-
-// emitNodeEvents hands the node transitions evs to Options.Events. A slot
-// holder going absent starts its hold and coming back clears it; the
-// other transitions keep the tracker's kinds ("node unreachable", ...).
-func (l *Loop) emitNodeEvents(evs []nodeEvent) {
-	if l.opts.Events == nil || len(evs) == 0 {
-		return
-	}
-	for _, e := range evs {
-		kind := e.Kind
-		switch {
-		case kind == mcribapi.EventNodeAbsent && l.holdsSlot(e.Node):
-			kind = mcribapi.EventHoldStarted
-		case kind == mcribapi.EventNodePresent && l.holdsSlot(e.Node):
-			kind = mcribapi.EventHoldCleared
+// changeLog adds the log lines of a written map: its replacements and
+// placements, the warmings that ended, and the generation when it rose.
+func (l *Loop) changeLog(r *report, prev, next *cachenodes.SlotMap, plan slotplan.Plan, done []slotplan.Placement) {
+	for _, ev := range plan.Evictions {
+		if !ev.Move {
+			r.log(slog.LevelWarn, "slot replacement", "slot", ev.Slot, "node", ev.Node.ID, "reason", ev.Reason, "why", ev.Why)
 		}
-		l.emit(mcribapi.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
+	}
+	for _, p := range done {
+		if p.From.IsZero() || p.Reason == mcribapi.EvictionHoldExpired || (p.Reason == mcribapi.EvictionMaintenance && !p.Warm) {
+			r.log(slog.LevelInfo, "slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
+			continue
+		}
+		r.log(slog.LevelInfo, "slot move", "slot", p.Slot, "from", p.From.ID, "to", p.Node.ID, "reason", p.Reason, "kind", moveKind(p.Warm && l.opts.WarmFor > 0))
+	}
+	for _, i := range plan.EndWarming {
+		r.log(slog.LevelInfo, "warming over", "slot", i)
+	}
+	if prev == nil || prev.Generation() != next.Generation() {
+		r.log(slog.LevelInfo, "slot map written", "generation", next.Generation())
 	}
 }
 
-// holdsSlot tells whether the current map gives node a slot.
-func (l *Loop) holdsSlot(node string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.current != nil && l.current.SlotOf(node) >= 0
-}
-
-// emitChange hands the replacements, moves, placements and warmings of a
-// written map to Options.Events and the pass's span.
-func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
+// changeEvents adds the events of a written map: its replacements, moves,
+// placements and warmings, decided from in (replace: the operator's
+// replace the pass carried out, nil when none).
+func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, done []slotplan.Placement, replace *replaceRequest) {
 	for _, ev := range plan.Evictions {
 		if ev.Move {
 			continue // told with its placement, if carried out
 		}
 		slot := ev.Slot
-		l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
+		r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventReplacement, Node: ev.Node.ID, Slot: &slot, Reason: ev.Why})
 	}
 	why := make(map[int]string, len(plan.Evictions))
 	for _, ev := range plan.Evictions {
@@ -77,8 +72,8 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 			kind, reason = mcribapi.EventReturnStep, why[p.Slot]
 		case p.Reason == mcribapi.EvictionReplace:
 			kind, reason = mcribapi.EventReplace, why[p.Slot]
-			if r := l.replaceReq; r != nil {
-				reason += ": " + r.reason
+			if replace != nil {
+				reason += ": " + replace.reason
 			}
 		case !p.From.IsZero():
 			reason = fmt.Sprintf("a spare takes slot %d of node %s, flushed first", p.Slot, p.From.ID)
@@ -87,12 +82,12 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 			reason += fmt.Sprintf("; %s takes it, %s", p.Node.ID, moveKind(p.Warm && l.opts.WarmFor > 0))
 		}
 		e := mcribapi.Event{Kind: kind, Node: p.Node.ID, Slot: &slot, Reason: reason}
-		if kind == mcribapi.EventReplace && l.replaceReq != nil {
-			e.Who = l.replaceReq.by
+		if kind == mcribapi.EventReplace && replace != nil {
+			e.Who = replace.by
 		}
-		l.emitIn(ctx, e)
+		r.tracedEvent(e)
 		if p.Warm && l.opts.WarmFor > 0 {
-			l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventWarmStart, Node: p.From.ID, Slot: &slot,
+			r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventWarmStart, Node: p.From.ID, Slot: &slot,
 				Reason: fmt.Sprintf("node %s warms slot %d's new holder %s for %s", p.From.ID, p.Slot, p.Node.ID, l.opts.WarmFor)})
 		}
 	}
@@ -100,32 +95,31 @@ func (l *Loop) emitChange(ctx context.Context, plan Plan, done []Placement) {
 	for _, i := range plan.EndWarming {
 		slot := i
 		e := mcribapi.Event{Kind: mcribapi.EventWarmEnd, Slot: &slot, Reason: fmt.Sprintf("the warming of slot %d ends", i)}
-		if plan.in != nil && plan.index != nil && plan.index.prev != nil {
-			if w := plan.index.prev.Warming(i); w != nil {
+		if in.Prev != nil {
+			if w := in.Prev.Warming(i); w != nil {
 				e.Node = w.NodeID
 				why := "its warm source stopped answering"
-				if !now.Before(plan.in.warmEnd(i)) {
+				if !now.Before(in.WarmEnd(i)) {
 					why = "--warm-for passed"
 				}
 				e.Reason = fmt.Sprintf("node %s no longer warms slot %d (%s)", w.NodeID, i, why)
 			}
 		}
-		l.emitIn(ctx, e)
+		r.tracedEvent(e)
 	}
 }
 
-// emitFlush hands a flush that was carried out to Options.Events and the
-// pass's span.
-func (l *Loop) emitFlush(ctx context.Context, node, why string) {
-	l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventFlush, Node: node, Reason: why})
+// flushEvent adds a flush that was carried out, and why.
+func flushEvent(r *report, node, why string) {
+	r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventFlush, Node: node, Reason: why})
 }
 
-// emitAutoFreeze hands a change of the automatic freeze to
-// Options.Events: reason is the new reason, empty when it lifted.
-func (l *Loop) emitAutoFreeze(reason string) {
+// autoFreezeEvent adds a change of the automatic freeze: reason is the new
+// reason, empty when it lifted.
+func autoFreezeEvent(r *report, reason string) {
 	if reason == "" {
-		l.emit(mcribapi.Event{Kind: mcribapi.EventAutoFreezeLifted, Reason: "the automatic freeze lifted"})
+		r.event(mcribapi.Event{Kind: mcribapi.EventAutoFreezeLifted, Reason: "the automatic freeze lifted"})
 		return
 	}
-	l.emit(mcribapi.Event{Kind: mcribapi.EventAutoFreeze, Reason: reason})
+	r.event(mcribapi.Event{Kind: mcribapi.EventAutoFreeze, Reason: reason})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +138,50 @@ func TestZoneAlertEventPerZone(t *testing.T) {
 	}
 	if st := w.loop.Status(); !strings.Contains(st.ZoneAlert, "mcrib drain az-b") || !strings.Contains(st.ZoneAlert, "mcrib drain az-c") {
 		t.Errorf("status zone alert %q, want both zones", st.ZoneAlert)
+	}
+}
+
+// statusSink is an EventSink that reads the loop's status on every event:
+// were an event told with the loop's mutex held, it would deadlock.
+type statusSink struct {
+	loop  *Loop
+	mu    sync.Mutex
+	kinds []mcribapi.EventKind
+}
+
+func (s *statusSink) Record(e mcribapi.Event) {
+	s.loop.Status()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kinds = append(s.kinds, e.Kind)
+}
+
+// TestEventsAreToldWithoutTheLock: the events of a zone alert, an
+// automatic freeze and a replacement (decided under the loop's mutex), of
+// the node transitions (observed under it) and of the flushes are all told
+// after it is let go, so the sink may read the loop.
+func TestEventsAreToldWithoutTheLock(t *testing.T) {
+	w := threeZones(t)
+	sink := &statusSink{loop: w.loop}
+	w.loop.opts.Events = sink
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.away("b1", "b2") // two of six holders: the zone alerts, nothing freezes
+		w.pass(mcribapi.OutcomeOK)
+		takeOut("b1")(w) // gone from Consul too, past the hold: replaced
+		w.pass(mcribapi.OutcomeOK)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a pass did not end: an event was told with the loop's mutex held")
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, kind := range []mcribapi.EventKind{mcribapi.EventNodeUnreachable, mcribapi.EventZoneAlert, mcribapi.EventReplacement, mcribapi.EventFlush, mcribapi.EventPlacement} {
+		if !slices.Contains(sink.kinds, kind) {
+			t.Errorf("events %q lack %q", sink.kinds, kind)
+		}
 	}
 }

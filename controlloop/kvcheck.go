@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -87,19 +86,6 @@ func (l *Loop) checkStored(m, known *cachenodes.SlotMap) error {
 			ErrOlderSlotMap, m.Generation(), known.Generation(), known.Generation())
 	}
 	return nil
-}
-
-// setCorruptLocked records which documents the last read found corrupt.
-// l.mu must be held.
-func (l *Loop) setCorruptLocked(keys []string) {
-	l.corrupt = slices.Clone(keys)
-}
-
-// Corrupt returns the documents the last read found corrupt.
-func (l *Loop) Corrupt() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.corrupt)
 }
 
 // parseStoredFreeze reads a stored freeze document; any value present

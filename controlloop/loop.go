@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/flapdamp"
-	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/mcribapi"
@@ -32,89 +32,55 @@ var _ Discovery = (*cachenodes.ConsulSource)(nil)
 
 // Loop reconciles the slot map of one pool. Build it with New; its methods
 // are safe for concurrent use.
+//
+// Its state is kept by concept, each in a small struct of its own file:
+// the freeze (frozen.go), the drains and their steps (drain.go,
+// schedule.go), the zone watch (zones.go), the replicas' votes (vote.go),
+// the owed flushes (owedflush.go), the planned moves (plannedmoves.go), the
+// operator's replace (replace.go) and the health of the last reads and
+// passes (health.go). A pass reads as decide, write, publish
+// (reconcile.go).
 type Loop struct {
 	opts   Options
 	store  Store
 	source Discovery
 	lead   Leadership
 	clock  clock.Clock
-	guard  flapdamp.MassGuard
 	kick   chan struct{}
 	// probeWake tells the probe loop that new nodes may be tracked.
 	probeWake chan struct{}
 	passes    *rate.Limiter
-
-	mu      sync.Mutex
-	tr      *tracker
-	current *cachenodes.SlotMap
-	// currentShift places the instants of current on this clock
-	// (remoteclock.go): zero for a map this process built.
-	currentShift time.Duration
-	freeze       *mcribapi.FreezeDoc
-	autoFrozen   string
-	// autoFrozenBase is autoFrozen without the zone alert: its changes are
-	// logged and told as events.
-	autoFrozenBase string
-	blocked        int
-	leaderID       string
-	consulErr      error
-	passErr        error
-	corrupt        []string // documents the last read found corrupt (kvcheck.go)
-	lastReconcile  time.Time
-	ceiling        flapdamp.Ceiling
-	out            outputs
-	// voted is the vote last published, with the session that holds it;
-	// replicas counts the live replicas seen in the last read (this one
-	// included).
-	voted     map[string]time.Time
-	votedBy   string
-	replicas  int
-	peerLeads map[string]string // live replicas' sessions, by replica ID
-
-	// drains is the last drain document read that parsed (nil: none);
-	// drainCorrupt is set while the stored one does not parse (drains then
-	// make no progress), drainErr why; drainGood is set once a read found
-	// a drain document that parsed (or none).
-	drains       *mcribapi.DrainDoc
-	drainCorrupt bool
-	drainGood    bool
-	drainErr     string
-	// zoneAlert names the zones that alert: more than half of their slot
-	// holders, and at least two, unreachable (zones.go).
-	zoneAlert string
-	// alertZones holds each alerting zone's sentence, by zone: a zone
-	// entering it gets an event of its own, and so does its end.
-	alertZones map[string]string
-	// zoneMeters measure each zone's hit rate from the stats readings
-	// (HitCounters), as the pool's is measured.
-	zoneMeters map[string]*hitrate.Meter
-	// zoneUnread names the zones none of whose slot holders could be read
-	// at the last stats reading: their hit rate is unknown, not the last
-	// one measured.
-	zoneUnread map[string]bool
-
-	// owed is the flushes the pool owes as this process knows them: the
-	// last document read, or this leader's last write (owedflush.go);
-	// owedGood is the last document read that parsed; memOwed the owed
-	// flushes of the old in-memory path (revert.ForgottenFlush).
-	owed, owedGood, memOwed []OwedFlush
-	// remote places instants written by other hosts on this process's
-	// clock (remoteclock.go).
-	remote remoteClock
-	// moved is when a planned move last touched each slot (it moved, or
-	// its warming ended): HitCounters marks its nodes Planned for a while
-	// (plannedmoves.go).
-	moved map[int]time.Time
-	// stepBlockedAt is when a due drain or return step of each zone last
-	// moved nothing: it is not tried again for a probe interval.
-	stepBlockedAt map[string]time.Time
+	// out is what the loop last handed to the world outside Consul (the
+	// router configs, the map published to Changed); it has its own lock.
+	out outputs
 
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex
-	// replaceReq is the operator's replace the pass under way carries
-	// out (nil: none); replaceOut is its outcome.
-	replaceReq *replaceRequest
-	replaceOut replaceOutcome
+
+	// mu guards every field below. No I/O is done and nothing is told
+	// (publish.go) while it is held.
+	mu sync.Mutex
+	tr *tracker
+	// current is the slot map this process serves; currentShift places
+	// its instants on this clock (remoteclock.go): zero for a map this
+	// process built. leaderID is the leader the last read named.
+	current      *cachenodes.SlotMap
+	currentShift time.Duration
+	leaderID     string
+	// remote places instants written by other hosts on this process's
+	// clock (remoteclock.go).
+	remote remoteClock
+	// ceiling holds the replacements of the last minute
+	// (--max-replacements-per-minute).
+	ceiling flapdamp.Ceiling
+	health  health
+	freeze  freezeState
+	drains  drainState
+	zones   zoneWatch
+	votes   voteState
+	owed    owedState
+	moves   plannedMoves
+	replace replaceState
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -140,13 +106,13 @@ func New(opts Options) (*Loop, error) {
 		source:    source,
 		lead:      opts.Leadership,
 		clock:     opts.Clock,
-		guard:     flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction},
 		kick:      make(chan struct{}, 1),
 		probeWake: make(chan struct{}, 1),
 		passes:    rate.NewLimiter(rate.Limit(50), 10),
 		tr: newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval,
 			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}, LegacyFlush: opts.Reverted.Reverted(revert.FollowerFlush)}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
+		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
 	}, nil
 }
 
@@ -160,7 +126,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	if err != nil {
 		l.mu.Lock()
 		if !isKVRefusal(err) {
-			l.consulErr = err
+			l.health.consulErr = err
 		}
 		l.mu.Unlock()
 		return err
@@ -174,7 +140,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.current, l.freeze, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
+	l.current, l.freeze.doc, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.takeDrainLocked(st)
@@ -255,27 +221,23 @@ func (l *Loop) waitPass(ctx context.Context) bool {
 	return clock.Sleep(ctx, l.clock, r.DelayFrom(now))
 }
 
+// onAnswer takes one answer of discovery and tells the node transitions
+// it caused, or that it was taken as a fault of discovery; then it asks
+// for a pass.
 func (l *Loop) onAnswer(m cachenodes.Membership) {
+	var r report
 	l.mu.Lock()
 	accepted := l.tr.observeMembership(m, l.clock.Now())
 	fault := l.tr.fault
-	evs := l.tr.drain()
+	l.nodeEventsLocked(&r, l.tr.drain())
 	l.mu.Unlock()
-	l.logEvents(evs)
 	if !accepted {
-		l.opts.Logger.Warn("discovery fault", "reason", fault)
-		l.emit(mcribapi.Event{Kind: mcribapi.EventDiscoveryFault, Reason: fault})
+		r.log(slog.LevelWarn, "discovery fault", "reason", fault)
+		r.event(mcribapi.Event{Kind: mcribapi.EventDiscoveryFault, Reason: fault})
 	}
+	l.publish(context.Background(), &r)
 	l.Kick()
 	l.wakeProbes()
-}
-
-// logEvents writes node transitions to the log, one line each.
-func (l *Loop) logEvents(evs []nodeEvent) {
-	for _, e := range evs {
-		l.opts.Logger.Info(string(e.Kind), "node", e.Node, "detail", e.Detail)
-	}
-	l.emitNodeEvents(evs)
 }
 
 func (l *Loop) onWatchError(err error) {

@@ -32,14 +32,6 @@ type outputs struct {
 	steps map[string]uint64
 }
 
-// publish hands m, the loop's map after a pass, to the outputs that come
-// after the mcrouter config: the twemproxy config and the watchers of
-// Changed.
-func (l *Loop) publish(m *cachenodes.SlotMap) {
-	l.writeTwemproxyConfig(m)
-	l.notifyChanged(m)
-}
-
 // writeConfig renders m with render and, when the result differs from what
 // it last wrote there, writes it to path with WriteFileAtomic. It does
 // nothing when path is empty (that config is not asked for) or m is nil.

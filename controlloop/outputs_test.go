@@ -98,8 +98,7 @@ func TestLoopWritesConfigsWhenTheyChange(t *testing.T) {
 		if s.prepare != nil {
 			s.prepare(t)
 		}
-		l.writeRouterConfig(s.m)
-		l.publish(s.m)
+		l.serveMap(s.m)
 		got := rec.take()
 		want := slices.Clone(s.want)
 		for i := range want {
@@ -137,9 +136,8 @@ func TestLoopWritesNoConfigUnasked(t *testing.T) {
 	rec := &configMetrics{}
 	l := &Loop{opts: Options{Clock: clock.NewFake(time.Unix(0, 0)), Logger: slog.New(slog.DiscardHandler), Metrics: rec}}
 	m := poolMap(t, "default", "10.0.0.1:11211")
-	l.writeRouterConfig(m)
-	l.publish(m)
-	l.publish(nil)
+	l.serveMap(m)
+	l.serveMap(nil)
 	if calls := rec.take(); len(calls) != 0 {
 		t.Errorf("ConfigWrite calls %+v without any config asked for", calls)
 	}

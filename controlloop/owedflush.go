@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -28,6 +29,33 @@ import (
 // pass's write. An entry ends only when it is done (the node's cmd_flush
 // above the stored count, another pid, or a restart this process saw
 // itself) or when the node holds no slot and warms none.
+
+// owedState is the flushes the pool owes as this process knows them.
+type owedState struct {
+	// known is the last flushes document read, or this leader's last
+	// write; good is the last document read that parsed; mem is the owed
+	// flushes of the old in-memory path (revert.ForgottenFlush).
+	known, good, mem []OwedFlush
+}
+
+// wrote makes owed, the flushes the pool owes after this leader's write,
+// the ones known: kept in memory only on the old path (forgotten,
+// revert.ForgottenFlush), the last good document when the write stored
+// them (stored).
+func (o *owedState) wrote(owed []OwedFlush, forgotten, stored bool) {
+	o.known = owed
+	switch {
+	case forgotten:
+		o.mem = owed
+	case stored:
+		o.good = owed
+	}
+}
+
+// mayHaveWritten shows owed, the flushes of a write whose answer was lost
+// (it may have been carried out), as known until a read of the store says
+// otherwise: a flush decided stays flush_pending.
+func (o *owedState) mayHaveWritten(owed []OwedFlush) { o.known = owed }
 
 // flushDue reports whether the leader decides now that s owes a flush:
 // a slot holder unreachable by the pool's verdict for longer than the
@@ -211,13 +239,13 @@ func (t *tracker) restartClean(s *nodeState) bool {
 // must be held.
 func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
-		l.owed = l.memOwed
-		return slices.Clone(l.memOwed)
+		l.owed.known = l.owed.mem
+		return slices.Clone(l.owed.mem)
 	}
-	defer l.tr.sawOwed(l.owed, now)
+	defer l.tr.sawOwed(l.owed.known, now)
 	base := slices.Clone(st.Flushes)
 	if slices.Contains(st.Corrupt, kvlayout.Flushes) {
-		for _, e := range l.owedGood {
+		for _, e := range l.owed.good {
 			if i := owedIndex(base, e.NodeID); i >= 0 {
 				base[i] = e
 			} else {
@@ -225,19 +253,19 @@ func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
 			}
 		}
 	} else {
-		l.owedGood = slices.Clone(st.Flushes)
+		l.owed.good = slices.Clone(st.Flushes)
 	}
 	slices.SortFunc(base, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
-	l.owed = base
+	l.owed.known = base
 	return slices.Clone(base)
 }
 
 // decideFlushesLocked returns base with the flushes the leader decides
 // now: one entry for each slot holder of prev whose flush is due and that
-// owes none yet, in ID order. The old path (revert.FollowerFlush) decides
-// none: each replica marks returning nodes itself (tracker.returned).
-// l.mu must be held.
-func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time) []OwedFlush {
+// owes none yet, in ID order; r tells each. The old path
+// (revert.FollowerFlush) decides none: each replica marks returning nodes
+// itself (tracker.returned). l.mu must be held.
+func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, now time.Time, r *report) []OwedFlush {
 	defer l.tr.judgedEnded()
 	if prev == nil || l.tr.cfg.LegacyFlush {
 		return base
@@ -250,11 +278,10 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 		}
 		added = append(added, l.tr.owedEntry(s, now))
 	}
-
 	slices.SortFunc(added, func(a, b OwedFlush) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	for _, e := range added {
-		l.opts.Logger.Warn("flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
-		l.emit(mcribapi.Event{Kind: mcribapi.EventFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
+		r.log(slog.LevelWarn, "flush owed", "node", e.NodeID, "addr", e.Addr, "since", e.Since, "reason", e.Reason)
+		r.event(mcribapi.Event{Kind: mcribapi.EventFlushOwed, Node: e.NodeID, Reason: e.Reason + "; flushed when it answers again, before it serves"})
 	}
 	return append(base, added...)
 }
@@ -303,21 +330,21 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed, base []OwedFlus
 }
 
 // flushOwed flushes nodes, the slot holders that owe a flush, and returns
-// those flushed.
-func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node) map[string]bool {
+// those flushed; r tells each flush.
+func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node, r *report) map[string]bool {
 	flushed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		err := l.opts.Prober.Flush(ctx, n.Addr)
 		l.setFlushing(n.ID, false)
 		if err != nil {
-			l.opts.Logger.Warn("flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
+			r.log(slog.LevelWarn, "flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
 			continue
 		}
 		l.noteFlushed(n.ID)
 		flushed[n.ID] = true
-		l.opts.Metrics.Flush("returned")
-		l.emitFlush(ctx, n.ID, "it owes a flush (unreachable long enough to have missed deletes) and answers again")
-		l.opts.Logger.Info("flushed a node that owed a flush, before it serves again", "node", n.ID, "addr", n.Addr)
+		r.count(flushCount("returned"))
+		flushEvent(r, n.ID, "it owes a flush (unreachable long enough to have missed deletes) and answers again")
+		r.log(slog.LevelInfo, "flushed a node that owed a flush, before it serves again", "node", n.ID, "addr", n.Addr)
 	}
 	return flushed
 }
@@ -331,17 +358,17 @@ func (l *Loop) noteFlushed(id string) {
 
 // settleOwedLocked returns what owed becomes with next written: an entry
 // goes when this pass flushed its node, when its flush is done already,
-// or when its node holds no slot in next and warms none. l.mu must be
-// held.
-func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap) []OwedFlush {
+// or when its node holds no slot in next and warms none; r tells why each
+// went. l.mu must be held.
+func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next *cachenodes.SlotMap, r *report) []OwedFlush {
 	out := make([]OwedFlush, 0, len(owed))
 	for _, e := range owed {
 		switch done, why := l.tr.flushDone(e, l.tr.nodes[e.NodeID]); {
 		case flushed[e.NodeID]:
 		case done:
-			l.opts.Logger.Info("owed flush done", "node", e.NodeID, "why", why)
+			r.log(slog.LevelInfo, "owed flush done", "node", e.NodeID, "why", why)
 		case next.SlotOf(e.NodeID) < 0 && (!next.AnyWarming() || next.WarmingOf(e.NodeID) < 0):
-			l.opts.Logger.Info("owed flush dropped: the node holds no slot and warms none (its next placement flushes it)", "node", e.NodeID)
+			r.log(slog.LevelInfo, "owed flush dropped: the node holds no slot and warms none (its next placement flushes it)", "node", e.NodeID)
 		default:
 			out = append(out, e)
 		}
@@ -351,14 +378,14 @@ func (l *Loop) settleOwedLocked(owed []OwedFlush, flushed map[string]bool, next 
 
 // owes reports whether the flushes this process knows name node id. l.mu
 // must be held.
-func (l *Loop) owesLocked(id string) bool { return owedIndex(l.owed, id) >= 0 }
+func (l *Loop) owesLocked(id string) bool { return owedIndex(l.owed.known, id) >= 0 }
 
 // FlushesOwed returns the flushes the pool owes as this process knows them
 // (the stored document, or this leader's last write), by node ID.
 func (l *Loop) FlushesOwed() []OwedFlush {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.owed)
+	return slices.Clone(l.owed.known)
 }
 
 // untilFlushDecisionLocked returns how long until the next flush decision

@@ -93,7 +93,8 @@ func (w *world) flushed(id string) int { return w.prober.flushCounts()[cacheNode
 // TestReadySparesByAddress: the memcached of a warm source registered
 // again under another service ID is no ready spare: it is never flushed
 // into a slot nor listed as a spare while its address warms a slot
-// (section 7); a node that owes a flush is no ready spare either.
+// (section 7). (That a node that owes a flush is no ready spare either is
+// slotplan's TestSpareOwingAFlushIsNotPlaced.)
 func TestReadySparesByAddress(t *testing.T) {
 	w := threeZones(t)
 	w.loop.opts.WarmFor = 2 * time.Minute
@@ -126,13 +127,6 @@ func TestReadySparesByAddress(t *testing.T) {
 		t.Fatalf("slots %v, warming %+v: want a1 replaced and b2 still warming slot 4", slotIDs(m), m.Warming(4))
 	}
 
-	// Decide alone: a spare that owes a flush is not placed.
-	owes := vUp("c9")
-	owes.OwesFlush = true
-	plan, _ := runAssign(t, Input{Pool: assignPool, NumSlots: 1, Prev: slotMapOf(t, 2, []string{""}, nil), Nodes: []NodeView{owes}, Budget: 1}, nil)
-	if len(plan.Placements) != 0 {
-		t.Fatalf("a node owing a flush was placed: %+v", plan.Placements)
-	}
 }
 
 // TestCorruptFlushesDocumentReadSafely: a flushes document that does not

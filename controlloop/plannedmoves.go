@@ -22,6 +22,12 @@ import (
 // holder that stopped answering. So a follower that takes over carries on
 // the marks of the moves it saw.
 
+// plannedMoves holds when a planned move last touched each slot (it
+// moved, or its warming ended), by slot.
+type plannedMoves struct {
+	at map[int]time.Time
+}
+
 // defaultSettleProbes is Options.SettleAfterMove, in probe intervals, when
 // it is zero.
 const defaultSettleProbes = 3
@@ -56,10 +62,10 @@ func (l *Loop) noteMovesLocked(prev, next *cachenodes.SlotMap, now time.Time) {
 			planned = true // the warming ended: what was not read misses now
 		}
 		if planned {
-			if l.moved == nil {
-				l.moved = make(map[int]time.Time)
+			if l.moves.at == nil {
+				l.moves.at = make(map[int]time.Time)
 			}
-			l.moved[i] = now
+			l.moves.at[i] = now
 		}
 	}
 }
@@ -71,12 +77,12 @@ func (l *Loop) plannedLocked(i int, now time.Time) bool {
 	if l.current != nil && l.current.Warming(i) != nil {
 		return true
 	}
-	at, ok := l.moved[i]
+	at, ok := l.moves.at[i]
 	if !ok {
 		return false
 	}
 	if now.Sub(at) >= l.settleAfterMove() {
-		delete(l.moved, i)
+		delete(l.moves.at, i)
 		return false
 	}
 	return true

@@ -134,7 +134,8 @@ func (l *Loop) wakeProbes() {
 }
 
 // observeProbe hands one probe result to the tracker (unless the node is
-// gone or moved meanwhile) and asks for a pass when it changed anything.
+// gone or moved meanwhile), tells the node transitions it caused, and asks
+// for a pass when it changed anything.
 func (l *Loop) observeProbe(id, addr string, st cachenodes.Stats, err error) {
 	now := l.clock.Now()
 	l.mu.Lock()
@@ -147,8 +148,10 @@ func (l *Loop) observeProbe(id, addr string, st cachenodes.Stats, err error) {
 	l.tr.observeProbe(id, st, err, holds, now)
 	evs := l.tr.drain()
 	changed := len(evs) > 0 || l.tr.localChanged
+	var r report
+	l.nodeEventsLocked(&r, evs)
 	l.mu.Unlock()
-	l.logEvents(evs)
+	l.publish(context.Background(), &r)
 	if changed {
 		l.Kick()
 	}

@@ -3,17 +3,15 @@ package controlloop
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"net/url"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // errConflict is the error of a pass whose check-and-set write failed.
@@ -37,87 +35,42 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 	return l.reconcile(ctx)
 }
 
-// reconcile is one pass; l.passMu must be held.
+// reconcile is one pass; l.passMu must be held. It decides (reading the
+// pool's keys, then under the loop's mutex without I/O), writes what it
+// decided (this replica's vote; for the leader the flushes and the pool's
+// documents), and publishes what it did, once, at its end (publish.go).
 func (l *Loop) reconcile(ctx context.Context) (Result, error) {
-	st, err := l.store.Read(ctx)
-	now := l.clock.Now()
-	if err != nil {
-		var ce *CorruptError
-		if errors.As(err, &ce) {
-			l.mu.Lock()
-			l.setCorruptLocked(ce.Keys)
-			l.mu.Unlock()
-		}
-		l.setPassError(err, !isKVRefusal(err))
-		return Result{Outcome: mcribapi.OutcomeError}, err
+	var r report
+	p, err := l.decide(ctx, &r)
+	res := Result{Outcome: mcribapi.OutcomeError}
+	if err == nil {
+		res, err = l.write(ctx, p, &r)
 	}
-	if err := l.checkSlots(st.SlotMap); err != nil {
-		l.setPassError(err, false)
-		return Result{Outcome: mcribapi.OutcomeError}, err
-	}
-	l.mu.Lock()
-	known := l.current
-	l.setCorruptLocked(st.Corrupt)
-	l.mu.Unlock()
-	if err := l.checkStored(st.SlotMap, known); err != nil {
-		l.opts.Logger.Error("refusing the stored slot map", "err", err)
-		l.setPassError(err, false)
-		return Result{Outcome: mcribapi.OutcomeError}, err
-	}
-	lease, leading := l.lead.Lease()
-
-	l.mu.Lock()
-	l.consulErr = nil
-	l.freeze, l.leaderID = st.Freeze, st.LeaderID
-	l.takeDrainLocked(st)
-	l.placeStepsLocked(now)
-	shift := l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
-	base := l.owedBaseLocked(st, now)
-	evs := l.takeVotesLocked(st.Votes, now)
-	l.mu.Unlock()
-	l.logEvents(evs)
-	l.publishVote(ctx, now)
-	l.mu.Lock()
-	if !leading {
-		cur := l.followLocked(st.SlotMap, shift, now)
-		l.mu.Unlock()
-		l.writeRouterConfig(cur)
-		l.publish(cur)
-		return Result{Outcome: mcribapi.OutcomeFollower}, nil
-	}
-	d, ok := l.decideLocked(st, shift, base, now)
-	late := l.tr.drain() // transitions the pass itself decided (an observer fault's end)
-	l.mu.Unlock()
-	l.logEvents(late)
-	if !ok {
-		return Result{Outcome: mcribapi.OutcomeWaiting}, nil
-	}
-	l.deleteGoneVotes(ctx, st.GoneVotes)
-	return l.act(ctx, st, lease, d, now)
+	r.outcome = res.Outcome
+	l.publish(ctx, &r)
+	return res, err
 }
 
-// followLocked adopts the stored map m (keeping the known one when nothing
-// is stored), whose instants shift places on this clock, and returns the
-// map now current. l.mu must be held.
-func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time) *cachenodes.SlotMap {
-	if m != nil {
-		l.noteMovesLocked(l.current, m, now)
-		l.current, l.currentShift = m, shift
-		l.remote.placeWarmings(m, shift) // placed when first seen, should this process lead
-	}
-	l.tr.ensure(l.current, now)
-	l.tr.prune(l.current, now)
-	l.tr.judgedEnded()
-	l.autoFreezeLocked(l.current) // shown in the status; the leader acts on it
-	l.lastReconcile, l.passErr = now, nil
-	return l.current
+// pass is what the decision of a pass hands to its write.
+type pass struct {
+	// st is the read the pass decided from, at now; lease is the leader
+	// lock's term as the pass began, leading whether it was held.
+	st      Snapshot
+	now     time.Time
+	lease   leader.Lease
+	leading bool
+	// vote is this replica's vote when it is due (nil: none).
+	vote *pendingVote
+	// d is the leader's decision; nil for a follower, and for a leader
+	// with nothing to decide from.
+	d *decision
 }
 
-// decision is what the leader's pass decided, for act to carry out.
+// decision is what the leader's pass decided, for write to carry out.
 type decision struct {
 	prev      *cachenodes.SlotMap
-	in        Input
-	plan      Plan
+	in        slotplan.Input
+	plan      slotplan.Plan
 	returning []cachenodes.Node
 	// owed are the flushes the pool owes, with those decided in this
 	// pass; flush are the slot holders among them flushed in this pass.
@@ -127,13 +80,98 @@ type decision struct {
 	// answers already: stored by this pass, carried out by the next,
 	// which it asks for.
 	flushNext bool
+	// replace is the operator's replace the pass carries out (nil: none).
+	replace *replaceRequest
+}
+
+// decide reads the pool's keys and, in one hold of the loop's mutex, takes
+// them in and decides: a follower adopts the stored map, the leader
+// decides the next one (decideLocked). It tells in r what it found. An
+// error means the pass failed before deciding anything.
+func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
+	st, err := l.store.Read(ctx)
+	now := l.clock.Now()
+	if err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			l.setCorruptLocked(ce.Keys)
+		}
+		l.setPassErrorLocked(err, !isKVRefusal(err))
+		return pass{}, err
+	}
+	if err := l.checkSlots(st.SlotMap); err != nil {
+		l.setPassError(err, false)
+		return pass{}, err
+	}
+	var member leader.Lease
+	hasMember := false
+	if l.opts.ReplicaID != "" {
+		member, hasMember = l.lead.Member()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setCorruptLocked(st.Corrupt)
+	if err := l.checkStored(st.SlotMap, l.current); err != nil {
+		r.log(slog.LevelError, "refusing the stored slot map", "err", err)
+		l.setPassErrorLocked(err, false)
+		return pass{}, err
+	}
+	p := pass{st: st, now: now}
+	p.lease, p.leading = l.lead.Lease()
+	shift, base := l.takeInLocked(st, now, r)
+	p.vote = l.voteDueLocked(member, hasMember)
+	if !p.leading {
+		l.followLocked(st.SlotMap, shift, now, r)
+		r.serve(l.current)
+		return p, nil
+	}
+	d, ok := l.decideLocked(st, shift, base, now, r)
+	l.nodeEventsLocked(r, l.tr.drain()) // transitions the pass itself decided (an observer fault's end)
+	if ok {
+		p.d = &d
+	}
+	return p, nil
+}
+
+// takeInLocked takes in st, read at now: the freeze, the leader, the
+// drains, the replicas' votes (r tells the node transitions they cause).
+// It returns the shift that places the instants of st's map on this clock
+// and the flushes the pool owes as st has them. l.mu must be held.
+func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.Duration, owed []OwedFlush) {
+	l.health.consulErr = nil
+	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
+	l.takeDrainLocked(st)
+	l.placeStepsLocked(now)
+	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
+	owed = l.owedBaseLocked(st, now)
+	l.nodeEventsLocked(r, l.takeVotesLocked(st.Votes, now))
+	return shift, owed
+}
+
+// followLocked adopts the stored map m (keeping the known one when nothing
+// is stored), whose instants shift places on this clock; r tells what the
+// automatic freeze found. l.mu must be held.
+func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time, r *report) {
+	if m != nil {
+		l.noteMovesLocked(l.current, m, now)
+		l.current, l.currentShift = m, shift
+		l.remote.placeWarmings(m, shift) // placed when first seen, should this process lead
+	}
+	l.tr.ensure(l.current, now)
+	l.tr.prune(l.current, now)
+	l.tr.judgedEnded()
+	l.autoFreezeLocked(l.current, r) // shown in the status; the leader acts on it
+	l.health.passed(now)
 }
 
 // decideLocked decides the leader's pass from st, whose slot map's
 // instants shift places on this clock and whose owed flushes are base; ok
 // is false while there is nothing to decide from (no map known, no answer
-// of discovery yet). l.mu must be held.
-func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, now time.Time) (d decision, ok bool) {
+// of discovery yet). r tells what it decided on the way (the automatic
+// freeze, the flushes owed). l.mu must be held.
+func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, now time.Time, r *report) (d decision, ok bool) {
 	prev := st.SlotMap
 	if prev == nil || (l.current != nil && l.current.Generation() > prev.Generation()) {
 		// The store lost its keys (a restarted dev agent) or holds an older
@@ -144,15 +182,15 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		return decision{}, false
 	}
 	l.tr.ensure(prev, now)
-	tripped := l.autoFreezeLocked(prev)
-	owed := l.decideFlushesLocked(prev, base, now)
+	tripped := l.autoFreezeLocked(prev, r)
+	owed := l.decideFlushesLocked(prev, base, now, r)
 	nodes := l.tr.views(now)
 	if !l.opts.Reverted.Reverted(revert.WarmFromOwing) {
 		for i := range nodes {
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
 	}
-	in := Input{
+	in := slotplan.Input{
 		Pool:           l.opts.Pool,
 		NumSlots:       l.opts.NumSlots,
 		Prev:           prev,
@@ -168,13 +206,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 	}
-	if l.replaceReq != nil {
-		in.Replace = l.replaceReq.id
+	if l.replace.req != nil {
+		in.Replace = l.replace.req.id
 	}
-	plan := Decide(in)
-	l.blocked = plan.Blocked
-	if l.replaceReq != nil && plan.Refused != "" {
-		l.replaceOut.refused = plan.Refused
+	plan := slotplan.Decide(in)
+	l.health.blocked = plan.Blocked
+	if l.replace.req != nil && plan.Refused != "" {
+		l.replace.out.refused = plan.Refused
 	}
 	var returning []cachenodes.Node
 	if !in.Frozen && l.tr.cfg.LegacyFlush {
@@ -185,234 +223,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
 	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
-	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later}, true
-}
-
-// act carries out d: it flushes the slot holders that owe a flush and the
-// spares to place, builds the next map and writes it, with the flushes
-// the pool owes after the pass, when either differs from st's.
-func (l *Loop) act(ctx context.Context, st Snapshot, lease leader.Lease, d decision, now time.Time) (Result, error) {
-	if len(d.returning) > 0 || len(d.flush) > 0 || (len(d.plan.Placements) > 0 && !d.plan.FirstFill) {
-		// A flush is a leader's action: only right after the lock itself
-		// said this process still holds it (a leader cut off from Consul
-		// may have been replaced meanwhile).
-		confirmed, err := l.lead.Confirm(ctx)
-		if err != nil {
-			l.unmarkFlushing(d.returning)
-			l.unmarkFlushing(d.flush)
-			if errors.Is(err, leader.ErrNotLeader) {
-				l.opts.Logger.Warn("this process lost the leader lock; stepping down, nothing flushed")
-				return Result{Outcome: mcribapi.OutcomeFollower}, nil
-			}
-			err = fmt.Errorf("confirming the leader lock before a flush: %w", err)
-			l.setPassError(err, true)
-			return Result{Outcome: mcribapi.OutcomeError}, err
-		}
-		lease = confirmed
-	}
-	l.flushReturning(ctx, d.returning)
-	flushed := l.flushOwed(ctx, d.flush)
-	done := l.place(ctx, d.plan)
-	next, err := Build(d.in, d.plan, done, now)
-	if err != nil {
-		l.setPassError(err, false)
-		return Result{Outcome: mcribapi.OutcomeError}, err
-	}
-	replaced := carriedOutReplacements(d.plan, done)
-	forgotten := l.opts.Reverted.Reverted(revert.ForgottenFlush)
-	var w PoolWrite
-	l.mu.Lock()
-	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
-	owed := l.settleOwedLocked(d.owed, flushed, next)
-	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
-	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
-		w.SlotMap, w.Replacements = next, l.ceiling.Recent(now, len(replaced))
-	}
-	l.mu.Unlock()
-	if !forgotten && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
-		w.Flushes = flushesDoc(owed)
-	}
-	if _, keepsDrains := asDrainStore(l.store); keepsDrains {
-		w.Drain = drain
-	}
-	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
-		ok, err := l.store.WritePool(ctx, st, lease, w)
-		if err != nil {
-			var noAnswer *url.Error
-			if w.Flushes != nil && errors.As(err, &noAnswer) {
-				// No answer came (the HTTP call itself failed): the write
-				// may have been carried out with its answer lost. The
-				// flushes decided stay shown (flush_pending) until a read
-				// of the store says otherwise. (Consul's refusal is an
-				// answer: it wrote nothing.)
-				l.mu.Lock()
-				l.owed = owed
-				l.mu.Unlock()
-			}
-			l.setPassError(err, true)
-			return Result{Outcome: mcribapi.OutcomeError}, err
-		}
-		if !ok {
-			if w.SlotMap != nil || w.Flushes != nil {
-				l.confirmLeadership(ctx)
-			}
-			l.setPassError(errConflict, false)
-			return Result{Outcome: mcribapi.OutcomeConflict}, errConflict
-		}
-	}
-	if w.SlotMap != nil {
-		l.logChange(d.prev, next, d.plan, done)
-		l.emitChange(ctx, d.plan, done)
-	}
-	l.mu.Lock()
-	if next == d.prev {
-		l.currentShift = d.in.PrevShift
-	} else {
-		l.currentShift = 0 // built on this clock
-	}
-	if w.SlotMap != nil {
-		l.remote.wroteMap(next)
-	}
-	l.noteMovesLocked(d.prev, next, now)
-	l.current = next
-	l.owed = owed
-	switch {
-	case forgotten:
-		l.memOwed = owed
-	case w.Flushes != nil:
-		l.owedGood = owed
-	}
-	var over []string // zones whose return ended with this write
-	kept := map[string][]int{}
-	if w.Drain != nil {
-		if l.drains != nil {
-			for zone, e := range l.drains.Zones {
-				if w.Drain.Zones[zone] == nil {
-					over = append(over, zone)
-					kept[zone] = movedSlots(e.MovedSlots, nil, next, zone)
-				}
-			}
-		}
-		for zone, e := range w.Drain.Zones {
-			if e.LastStepAt != nil && e.LastStepAt.Equal(now) {
-				l.remote.steppedAt(zone, now)
-			}
-		}
-		l.drains = w.Drain
-	}
-	for range replaced {
-		l.ceiling.Record(now)
-	}
-	l.tr.prune(next, now)
-	l.lastReconcile, l.passErr = now, nil
-	drained := l.drainedLocked()
-	left := -1 // the ready spares after the pass, counted when it placed
-	if len(done) > 0 {
-		left = l.readySparesLocked(now)
-	}
-	tookLast := tookLastSpare(done, drained, left)
-	l.noteReplaceLocked(d.plan, done, left, tookLast)
-	l.mu.Unlock()
-	if tookLast && w.SlotMap != nil {
-		l.emitLastSpare(ctx, done, drained)
-	}
-	slices.Sort(over)
-	for _, zone := range over {
-		l.opts.Logger.Info("zone drain over: it holds its baseline again", "zone", zone)
-		reason := fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)
-		if k := kept[zone]; len(k) > 0 {
-			reason += fmt.Sprintf("; %d of the slots its drain moved (%s) stay where they are, and as many came from the zones holding the most", len(k), slotList(k))
-		} else {
-			reason += "; every slot its drain moved came back"
-		}
-		l.emitIn(ctx, mcribapi.Event{Kind: mcribapi.EventDrainOver, Reason: reason})
-	}
-	for _, ev := range replaced {
-		l.opts.Metrics.Replacement(ev.Reason)
-	}
-	for _, p := range done {
-		if !p.From.IsZero() {
-			l.opts.Metrics.SlotMove(moveKind(p.Warm && l.opts.WarmFor > 0))
-		}
-	}
-	l.writeRouterConfig(next)
-	l.publish(next)
-	if d.flushNext && w.Flushes != nil {
-		l.Kick() // the flush this pass stored, carried out by the next
-	}
-	return Result{Outcome: mcribapi.OutcomeOK}, nil
-}
-
-// confirmLeadership asks the leader lock, after a failed check-and-set,
-// whether this process still leads; Leadership steps down when it does not.
-func (l *Loop) confirmLeadership(ctx context.Context) {
-	if _, err := l.lead.Confirm(ctx); errors.Is(err, leader.ErrNotLeader) {
-		l.opts.Logger.Warn("this process lost the leader lock; stepping down")
-	}
-}
-
-// autoFreezeLocked decides the automatic freeze over the slot holders of
-// m: the mass-absence guard, or a fault of discovery. It records the reason
-// for the status, logs when it changes, and reports whether it is on.
-// l.mu must be held.
-func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap) bool {
-	serving, absent := l.tr.absentHolders(m)
-	tripped, reason := l.guard.Check(serving, absent)
-	if !tripped && l.tr.mass != "" {
-		// Many holders unreachable at once while Consul still lists them:
-		// the observer's fault (invariant 7). When Consul agrees they are
-		// gone, the absence guard's reason says more.
-		tripped, reason = true, l.tr.mass
-	}
-	if l.tr.fault != "" {
-		tripped, reason = true, l.tr.fault
-	}
-	alerts := l.zoneAlertLocked(m)
-	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
-		// One event for each zone that newly alerts, naming it and its
-		// lever; a zone already alerting is not named again.
-		if _, was := l.alertZones[zone]; !was {
-			l.opts.Logger.Warn("zone alert", "zone", zone, "alert", alerts[zone])
-			l.emit(mcribapi.Event{Kind: mcribapi.EventZoneAlert, Reason: alerts[zone]})
-		}
-	}
-	for _, zone := range slices.Sorted(maps.Keys(l.alertZones)) {
-		// Every alert has its end, naming the zone (section 7).
-		if _, still := alerts[zone]; !still {
-			over := l.alertOver(m, zone)
-			l.opts.Logger.Info("zone alert over", "zone", zone, "detail", over)
-			l.emit(mcribapi.Event{Kind: mcribapi.EventZoneAlertOver, Reason: over})
-		}
-	}
-	l.alertZones = alerts
-	alert := joinAlerts(alerts)
-	l.zoneAlert = alert
-	if !tripped {
-		reason = ""
-	}
-	if reason != l.autoFrozenBase {
-		if tripped {
-			l.opts.Logger.Warn("automatic freeze", "reason", reason)
-		} else {
-			l.opts.Logger.Info("automatic freeze lifted")
-		}
-		l.emitAutoFreeze(reason)
-	}
-	l.autoFrozenBase, l.autoFrozen = reason, reason
-	if tripped && alert != "" {
-		// The zone that fails names itself, with the lever (section 7).
-		l.autoFrozen += "; " + alert
-	}
-	return tripped
-}
-
-func (l *Loop) setPassError(err error, consul bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.passErr = err
-	if consul {
-		l.consulErr = err
-	}
+	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req}, true
 }
 
 // adoptedBudgetLocked returns how many slot holders may be replaced now,

@@ -5,12 +5,20 @@ import (
 	"fmt"
 
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // An operator's replace (POST /v1/nodes/{id}/replace, CONTRACT.md section
 // 7) is carried out by the leader only, in a pass of its own: Replace
 // takes the pass lock, so it never races with Reconcile, and the pass
 // decides, flushes and writes the move as any other.
+
+// replaceState is the operator's replace the pass under way carries out
+// (req nil: none), and what the pass did of it (out).
+type replaceState struct {
+	req *replaceRequest
+	out replaceOutcome
+}
 
 // replaceRequest is the replace the pass under way carries out.
 type replaceRequest struct {
@@ -45,12 +53,12 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.Rep
 		l.mu.Unlock()
 		return mcribapi.ReplaceAnswer{}, fmt.Errorf("%w: no node %q is known", mcribapi.ErrUnknownNode, id)
 	}
-	l.replaceReq, l.replaceOut = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
+	l.replace.req, l.replace.out = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
 	l.mu.Unlock()
 	res, err := l.reconcile(ctx)
 	l.mu.Lock()
-	out := l.replaceOut
-	l.replaceReq, l.replaceOut = nil, replaceOutcome{}
+	out := l.replace.out
+	l.replace.req, l.replace.out = nil, replaceOutcome{}
 	l.mu.Unlock()
 	switch {
 	case out.done:
@@ -68,17 +76,17 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.Rep
 // noteReplaceLocked records the outcome of the replace the pass carried
 // out, if any: left ready spares after it, tookLast set when it took the
 // last of them. l.mu must be held.
-func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast bool) {
-	if l.replaceReq == nil {
+func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, left int, tookLast bool) {
+	if l.replace.req == nil {
 		return
 	}
 	for _, p := range done {
 		if p.Reason == mcribapi.EvictionReplace {
 			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if tookLast {
-				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains != nil && len(l.drains.Zones) > 0)
+				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
 			}
-			l.replaceOut = replaceOutcome{done: true, result: res}
+			l.replace.out = replaceOutcome{done: true, result: res}
 			return
 		}
 	}
@@ -87,11 +95,11 @@ func (l *Loop) noteReplaceLocked(plan Plan, done []Placement, left int, tookLast
 // carriedOutReplacements returns the evictions of plan that count against
 // the replacement ceiling and were carried out: every slot vacated, and
 // the moves whose successor was placed.
-func carriedOutReplacements(plan Plan, done []Placement) []Eviction {
+func carriedOutReplacements(plan slotplan.Plan, done []slotplan.Placement) []slotplan.Eviction {
 	var placed map[int]bool
-	var out []Eviction
+	var out []slotplan.Eviction
 	for _, ev := range plan.Evictions {
-		if !ev.countsAgainstCeiling() {
+		if !ev.CountsAgainstCeiling() {
 			continue
 		}
 		if ev.Move {

@@ -6,6 +6,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // When the leader's next pass is due by the passing of time alone: a drain
@@ -22,10 +23,10 @@ import (
 // over keeps the stored pace from when it first saw each step. l.mu must
 // be held.
 func (l *Loop) placeStepsLocked(now time.Time) {
-	if l.drains == nil {
+	if l.drains.doc == nil {
 		return
 	}
-	for zone, e := range l.drains.Zones {
+	for zone, e := range l.drains.doc.Zones {
 		l.remote.placeStep(zone, e.LastStepAt, now)
 	}
 }
@@ -36,21 +37,21 @@ func (l *Loop) placeStepsLocked(now time.Time) {
 // remoteclock.go); a zone at its target has none, and a zone whose due
 // step last moved nothing (blocked) waits a probe interval before it is
 // tried again. l.mu must be held.
-func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]ZoneStep {
-	if l.drainCorrupt || l.drains == nil || len(l.drains.Zones) == 0 {
+func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]slotplan.ZoneStep {
+	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
 	held := zoneSlots(prev)
-	var out map[string]ZoneStep
-	for zone, e := range l.drains.Zones {
+	var out map[string]slotplan.ZoneStep
+	for zone, e := range l.drains.doc.Zones {
 		if held[zone] == e.Target() {
 			continue
 		}
 		if d := l.untilStepLocked(zone, e, now); d == 0 {
 			if out == nil {
-				out = make(map[string]ZoneStep, len(l.drains.Zones))
+				out = make(map[string]slotplan.ZoneStep, len(l.drains.doc.Zones))
 			}
-			out[zone] = ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
+			out[zone] = slotplan.ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
 		}
 	}
 	return out
@@ -64,7 +65,7 @@ func (l *Loop) untilStepLocked(zone string, e *mcribapi.DrainEntry, now time.Tim
 	if last := l.remote.placeStep(zone, e.LastStepAt, now); last != nil {
 		d = max(d, last.Add(e.Interval()).Sub(now))
 	}
-	if at, blocked := l.stepBlockedAt[zone]; blocked {
+	if at, blocked := l.drains.blockedAt[zone]; blocked {
 		d = max(d, at.Add(l.opts.ProbeInterval).Sub(now))
 	}
 	return d
@@ -73,11 +74,11 @@ func (l *Loop) untilStepLocked(zone string, e *mcribapi.DrainEntry, now time.Tim
 // noteBlockedStepsLocked records, for each zone whose step was due in
 // this pass (due), tried, and moved nothing (outcome), that it is blocked
 // since now; a zone whose step moved is not. l.mu must be held.
-func (l *Loop) noteBlockedStepsLocked(due map[string]ZoneStep, outcome map[string]StepOutcome, now time.Time) {
-	for zone := range l.stepBlockedAt {
+func (l *Loop) noteBlockedStepsLocked(due map[string]slotplan.ZoneStep, outcome map[string]slotplan.StepOutcome, now time.Time) {
+	for zone := range l.drains.blockedAt {
 		if _, ok := due[zone]; !ok {
-			if l.drains == nil || l.drains.Zones[zone] == nil {
-				delete(l.stepBlockedAt, zone)
+			if l.drains.doc == nil || l.drains.doc.Zones[zone] == nil {
+				delete(l.drains.blockedAt, zone)
 			}
 		}
 	}
@@ -87,13 +88,13 @@ func (l *Loop) noteBlockedStepsLocked(due map[string]ZoneStep, outcome map[strin
 		case !tried:
 			continue // held back (an operator freeze): not tried
 		case o.Moved > 0:
-			delete(l.stepBlockedAt, zone)
+			delete(l.drains.blockedAt, zone)
 			continue
 		}
-		if l.stepBlockedAt == nil {
-			l.stepBlockedAt = make(map[string]time.Time)
+		if l.drains.blockedAt == nil {
+			l.drains.blockedAt = make(map[string]time.Time)
 		}
-		l.stepBlockedAt[zone] = now
+		l.drains.blockedAt[zone] = now
 	}
 }
 
@@ -113,12 +114,12 @@ func (l *Loop) untilNextStep() time.Duration {
 }
 
 func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
-	if l.drainCorrupt || l.drains == nil || l.freeze != nil || l.current == nil {
+	if l.drains.corrupt || l.drains.doc == nil || l.freeze.doc != nil || l.current == nil {
 		return -1
 	}
 	held := zoneSlots(l.current)
 	next := time.Duration(-1)
-	for zone, e := range l.drains.Zones {
+	for zone, e := range l.drains.doc.Zones {
 		if held[zone] == e.Target() {
 			continue
 		}

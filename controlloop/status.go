@@ -2,10 +2,7 @@ package controlloop
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
@@ -22,29 +19,29 @@ func (l *Loop) Status() mcribapi.Status {
 		Pool:                 l.opts.Pool,
 		Leader:               leading,
 		LeaderID:             l.leaderID,
-		Frozen:               l.freeze != nil,
-		Freeze:               l.freeze,
-		AutoFrozen:           l.autoFrozen != "",
-		AutoFreezeReason:     l.autoFrozen,
-		ConsulReachable:      l.consulErr == nil,
+		Frozen:               l.freeze.doc != nil,
+		Freeze:               l.freeze.doc,
+		AutoFrozen:           l.freeze.auto != "",
+		AutoFreezeReason:     l.freeze.auto,
+		ConsulReachable:      l.health.consulErr == nil,
 		DiscoveryFault:       l.tr.fault != "",
 		DiscoveryFaultReason: l.tr.fault,
-		ReplacementsBlocked:  l.blocked,
+		ReplacementsBlocked:  l.health.blocked,
 		Nodes:                []mcribapi.NodeStatus{},
 	}
 	if st.LeaderID == "" {
 		st.LeaderID = l.lead.LeaderID()
 	}
-	if l.passErr != nil {
-		st.LastError = l.passErr.Error()
-	} else if len(l.corrupt) > 0 {
-		st.LastError = corruptMessage(l.corrupt)
+	if l.health.passErr != nil {
+		st.LastError = l.health.passErr.Error()
+	} else if len(l.health.corrupt) > 0 {
+		st.LastError = corruptMessage(l.health.corrupt)
 	}
-	if len(l.corrupt) > 0 {
-		st.CorruptDocuments = slices.Clone(l.corrupt)
+	if len(l.health.corrupt) > 0 {
+		st.CorruptDocuments = slices.Clone(l.health.corrupt)
 	}
-	if !l.lastReconcile.IsZero() {
-		t := l.lastReconcile.UTC()
+	if !l.health.lastPass.IsZero() {
+		t := l.health.lastPass.UTC()
 		st.LastReconcileAt = &t
 	}
 	if l.current != nil {
@@ -60,8 +57,8 @@ func (l *Loop) Status() mcribapi.Status {
 		}
 	}
 	var drained map[string]*mcribapi.DrainEntry
-	if l.drains != nil {
-		drained = l.drains.Zones
+	if l.drains.doc != nil {
+		drained = l.drains.doc.Zones
 	}
 	for id, s := range l.tr.nodes {
 		ns := mcribapi.NodeStatus{
@@ -114,9 +111,9 @@ func (l *Loop) Status() mcribapi.Status {
 	slices.SortFunc(st.Nodes, func(a, b mcribapi.NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
 	st.Zones = l.zonesLocked(st.Nodes, now)
 	for i := range st.Zones {
-		_, st.Zones[i].Alert = l.alertZones[st.Zones[i].Zone]
+		_, st.Zones[i].Alert = l.zones.alerting[st.Zones[i].Zone]
 	}
-	st.ZoneAlert = l.zoneAlert
+	st.ZoneAlert = l.zones.alert
 	return st
 }
 
@@ -144,33 +141,6 @@ func (l *Loop) SlotMap() *cachenodes.SlotMap {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.current
-}
-
-// Ready returns nil when this process completed a reconcile within
-// 3 × max(probe interval, 1s) and can reach Consul; otherwise an error
-// whose message is the reason.
-func (l *Loop) Ready() error {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	limit := 3 * max(l.opts.ProbeInterval, time.Second)
-	switch {
-	case l.consulErr != nil:
-		return fmt.Errorf("consul is unreachable: %v", l.consulErr)
-	case l.passErr != nil && isKVRefusal(l.passErr):
-		return l.passErr
-	case l.lastReconcile.IsZero() && l.passErr != nil:
-		return fmt.Errorf("no reconcile has completed yet: %v", l.passErr)
-	case l.lastReconcile.IsZero():
-		return errors.New("no reconcile has completed yet")
-	case now.Sub(l.lastReconcile) > limit:
-		msg := fmt.Sprintf("the last reconcile completed %s ago, more than the %s allowed", now.Sub(l.lastReconcile).Round(time.Millisecond), limit)
-		if l.passErr != nil {
-			msg += fmt.Sprintf(": %v", l.passErr)
-		}
-		return errors.New(msg)
-	}
-	return nil
 }
 
 // ServingAddrs returns the addresses of the nodes that hold a slot now.

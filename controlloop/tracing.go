@@ -2,7 +2,6 @@ package controlloop
 
 import (
 	"context"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -123,65 +122,22 @@ func (p tracedProber) Flush(ctx context.Context, addr string) error {
 	return err
 }
 
-// passKey is the context key of the decisions counted in a pass.
+// passKey marks the context of a traced pass: publish sets the pass's
+// attributes on its span.
 type passKey struct{}
 
-// passCounts counts the decisions of one traced pass, by kind.
-type passCounts struct {
-	mu sync.Mutex
-	n  map[mcribapi.EventKind]int
-}
-
 // tracedReconcile runs Reconcile inside a pass span: its decisions are
-// events of the span (emitIn), their counts and the pass's outcome,
-// generation and freezes its attributes.
+// events of the span, their counts and the pass's outcome, generation and
+// freezes its attributes (publish.go).
 func (l *Loop) tracedReconcile(ctx context.Context) (Result, error) {
 	if l.opts.Tracer == nil {
 		return l.Reconcile(ctx)
 	}
-	counts := &passCounts{n: map[mcribapi.EventKind]int{}}
-	ctx, span := l.opts.Tracer.Start(context.WithValue(ctx, passKey{}, counts), SpanReconcile,
+	ctx, span := l.opts.Tracer.Start(context.WithValue(ctx, passKey{}, true), SpanReconcile,
 		trace.WithAttributes(attribute.String("mcrib.pool", l.opts.Pool)))
 	res, err := l.Reconcile(ctx)
-	l.mu.Lock()
-	attrs := []attribute.KeyValue{
-		attribute.String("mcrib.outcome", string(res.Outcome)),
-		attribute.Bool("mcrib.frozen", l.freeze != nil),
-		attribute.String("mcrib.auto_freeze_reason", l.autoFrozen),
-		attribute.Int("mcrib.replacements_blocked", l.blocked),
-	}
-	if l.current != nil {
-		attrs = append(attrs, attribute.Int64("mcrib.generation", int64(l.current.Generation())))
-	}
-	l.mu.Unlock()
-	counts.mu.Lock()
-	for k, name := range map[mcribapi.EventKind]string{mcribapi.EventReplacement: "mcrib.replacements", mcribapi.EventPlacement: "mcrib.placements", mcribapi.EventFlush: "mcrib.flushes"} {
-		attrs = append(attrs, attribute.Int(name, counts.n[k]))
-	}
-	counts.mu.Unlock()
-	span.SetAttributes(attrs...)
 	endSpan(span, err)
 	return res, err
-}
-
-// emitIn hands e to Options.Events and adds it as an event to the span of
-// ctx (a reconcile pass), counted in the pass's attributes.
-func (l *Loop) emitIn(ctx context.Context, e mcribapi.Event) {
-	l.emit(e)
-	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
-		return
-	}
-	attrs := []attribute.KeyValue{attribute.String("mcrib.node", e.Node), attribute.String("mcrib.reason", e.Reason)}
-	if e.Slot != nil {
-		attrs = append(attrs, attribute.Int("mcrib.slot", *e.Slot))
-	}
-	span.AddEvent(string(e.Kind), trace.WithAttributes(attrs...))
-	if c, ok := ctx.Value(passKey{}).(*passCounts); ok {
-		c.mu.Lock()
-		c.n[e.Kind]++
-		c.mu.Unlock()
-	}
 }
 
 func (s tracedStore) PutDrain(ctx context.Context, doc mcribapi.DrainDoc, index uint64) (bool, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // trackerConfig holds the time rules a tracker applies.
@@ -327,10 +328,10 @@ func (t *tracker) prune(m *cachenodes.SlotMap, now time.Time) {
 }
 
 // views returns the decision view of every tracked node at now.
-func (t *tracker) views(now time.Time) []NodeView {
-	out := make([]NodeView, 0, len(t.nodes))
+func (t *tracker) views(now time.Time) []slotplan.NodeView {
+	out := make([]slotplan.NodeView, 0, len(t.nodes))
 	for _, s := range t.nodes {
-		out = append(out, NodeView{
+		out = append(out, slotplan.NodeView{
 			Node:        s.node,
 			Listed:      s.listed,
 			Present:     s.present,

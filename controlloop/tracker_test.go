@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 var t0 = time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
@@ -90,7 +91,7 @@ func runTracker(t *testing.T, cfg trackerConfig, holds bool, steps []step) {
 			entry = trackerOwes(tr, "a", entry, now)
 			tr.judgedEnded()
 		}
-		var view NodeView
+		var view slotplan.NodeView
 		for _, v := range tr.views(now) {
 			if v.ID == "a" {
 				view = v

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,10 +68,22 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 
 // setPeers takes the other live replicas' votes (replica ID → the nodes
 // it cannot reach and since when) and judges every node again.
+//
+// The votes change at once, so the order is fixed: first the nodes whose
+// verdict turns back, then the others, each in ID order. A node that
+// answers again by these votes returns before the mass rule counts the
+// nodes they turn unreachable (its episode was not part of theirs), and
+// the outcome never hangs on a map's order.
 func (t *tracker) setPeers(peers map[string]map[string]time.Time, now time.Time) {
 	t.peers = peers
-	for _, s := range t.nodes {
-		t.judge(s, now)
+	ids := slices.Sorted(maps.Keys(t.nodes))
+	for _, back := range []bool{true, false} {
+		for _, id := range ids {
+			s := t.nodes[id]
+			if down, _ := t.verdict(s); (!down && !s.reachable) == back {
+				t.judge(s, now)
+			}
+		}
 	}
 }
 

@@ -2,10 +2,25 @@ package controlloop
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/mcrib/mcrib/leader"
 )
+
+// voteState is what this replica knows of the votes on unreachable nodes.
+type voteState struct {
+	// voted is the vote this replica last published, by the session that
+	// holds it.
+	voted map[string]time.Time
+	by    string
+	// replicas counts the live replicas seen in the last read (this one
+	// included); sessions are their sessions, by replica ID.
+	replicas int
+	sessions map[string]string
+}
 
 // takeVotesLocked hands the other live replicas' votes to the tracker,
 // their instants placed on this clock (remoteclock.go), counts the live
@@ -17,45 +32,55 @@ func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent
 		sessions[id] = v.Session
 	}
 	peers := l.remote.placeVotes(votes, l.opts.ReplicaID, now)
-	l.peerLeads = sessions
-	l.replicas = len(peers) + 1
+	l.votes.sessions = sessions
+	l.votes.replicas = len(peers) + 1
 	l.tr.setPeers(peers, now)
 	return l.tr.drain()
 }
 
-// publishVote publishes this replica's vote when it changed, or when the
-// session holding it changed (a new campaign), or when it is not yet seen
-// among the live votes, stamped with now (its at). It needs a ReplicaID
-// and a session; a failure is logged and retried next pass (the vote is
-// advice, the pass goes on).
-func (l *Loop) publishVote(ctx context.Context, now time.Time) {
-	if l.opts.ReplicaID == "" {
-		return
+// pendingVote is this replica's vote, due to be published under the
+// session of member.
+type pendingVote struct {
+	member leader.Lease
+	nodes  map[string]time.Time
+}
+
+// voteDueLocked returns this replica's vote when it is due: it changed,
+// the session holding it changed (a new campaign; member is this replica's
+// session, ok false when it has none), or it is not yet seen among the
+// live votes. Nil when none is due, or when this replica publishes none
+// (no ReplicaID, no session). l.mu must be held.
+func (l *Loop) voteDueLocked(member leader.Lease, ok bool) *pendingVote {
+	if l.opts.ReplicaID == "" || !ok {
+		return nil
 	}
-	member, ok := l.lead.Member()
-	if !ok {
-		return
-	}
-	l.mu.Lock()
 	changed := l.tr.takeLocalChange()
 	mine := l.tr.localVotes()
-	_, seen := l.peerLeads[l.opts.ReplicaID]
-	stale := changed || l.votedBy != member.Session() || !seen || !maps.Equal(mine, l.voted)
-	l.mu.Unlock()
-	if !stale {
+	_, seen := l.votes.sessions[l.opts.ReplicaID]
+	if !changed && l.votes.by == member.Session() && seen && maps.Equal(mine, l.votes.voted) {
+		return nil
+	}
+	return &pendingVote{member: member, nodes: mine}
+}
+
+// publishVote publishes v (nil: nothing is due), stamped with now (its
+// at). A failure is told in r and retried next pass: the vote is advice,
+// the pass goes on.
+func (l *Loop) publishVote(ctx context.Context, v *pendingVote, now time.Time, r *report) {
+	if v == nil {
 		return
 	}
-	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: mine, At: now.UTC()}, member); err != nil {
-		l.opts.Logger.Warn("publishing this replica's vote on unreachable nodes failed; retrying next pass", "err", err)
+	if err := l.store.PutVote(ctx, l.opts.ReplicaID, Vote{Unreachable: v.nodes, At: now.UTC()}, v.member); err != nil {
+		r.log(slog.LevelWarn, "publishing this replica's vote on unreachable nodes failed; retrying next pass", "err", err)
 		return
 	}
 	l.mu.Lock()
-	l.voted, l.votedBy = mine, member.Session()
-	if l.peerLeads == nil {
-		l.peerLeads = make(map[string]string)
+	defer l.mu.Unlock()
+	l.votes.voted, l.votes.by = v.nodes, v.member.Session()
+	if l.votes.sessions == nil {
+		l.votes.sessions = make(map[string]string)
 	}
-	l.peerLeads[l.opts.ReplicaID] = member.Session()
-	l.mu.Unlock()
+	l.votes.sessions[l.opts.ReplicaID] = v.member.Session()
 }
 
 // Replicas returns how many replicas of the pool are alive, as the last
@@ -65,7 +90,7 @@ func (l *Loop) publishVote(ctx context.Context, now time.Time) {
 func (l *Loop) Replicas() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(l.replicas, 1)
+	return max(l.votes.replicas, 1)
 }
 
 // ReplicaSession reports whether session is the session of a live replica
@@ -77,7 +102,7 @@ func (l *Loop) ReplicaSession(session string) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.peerLeads {
+	for _, s := range l.votes.sessions {
 		if s == session {
 			return true
 		}
@@ -88,8 +113,9 @@ func (l *Loop) ReplicaSession(session string) bool {
 // deleteGoneVotes deletes the vote keys no session holds any more (their
 // replica is gone, section 2), each with check-and-set on the version
 // read, so that a replica that just acquired its key again keeps it. Only
-// the leader does; a failure is logged, and the next pass tries again.
-func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64) {
+// the leader does; r tells each, and after a failure the next pass tries
+// again.
+func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64, r *report) {
 	for _, replica := range slices.Sorted(maps.Keys(gone)) {
 		if replica == l.opts.ReplicaID {
 			continue // this replica's own key: its next publish takes it again
@@ -97,9 +123,9 @@ func (l *Loop) deleteGoneVotes(ctx context.Context, gone map[string]uint64) {
 		ok, err := l.store.DeleteVote(ctx, replica, gone[replica])
 		switch {
 		case err != nil:
-			l.opts.Logger.Warn("deleting the vote key of a replica that is gone failed; retrying next pass", "replica", replica, "err", err)
+			r.log(slog.LevelWarn, "deleting the vote key of a replica that is gone failed; retrying next pass", "replica", replica, "err", err)
 		case ok:
-			l.opts.Logger.Info("deleted the vote key of a replica that is gone", "replica", replica)
+			r.log(slog.LevelInfo, "deleted the vote key of a replica that is gone", "replica", replica)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package controlloop
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -18,6 +19,24 @@ import (
 // when), not a zone to drain.
 const minAlertHolders = 2
 
+// zoneWatch is what the loop watches of each zone: which alert, and each
+// zone's hit rate.
+type zoneWatch struct {
+	// alert is the zone alert of the status: the alerting zones'
+	// sentences joined ("" when none); alerting holds each alerting
+	// zone's sentence, by zone: a zone entering it gets an event of its
+	// own, and so does its end.
+	alert    string
+	alerting map[string]string
+	// meters measure each zone's hit rate from the stats readings
+	// (HitCounters), as the pool's is measured.
+	meters map[string]*hitrate.Meter
+	// unread names the zones none of whose slot holders could be read at
+	// the last stats reading: their hit rate is unknown, not the last one
+	// measured.
+	unread map[string]bool
+}
+
 // zoneReading is one stats reading of a zone's slot holders.
 type zoneReading struct {
 	nodes      map[string]hitrate.Counters
@@ -29,26 +48,26 @@ type zoneReading struct {
 // holds no slot loses its meter, so its hit rate is unknown again. l.mu
 // must be held.
 func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) {
-	for zone := range l.zoneMeters {
+	for zone := range l.zones.meters {
 		if zones[zone] == nil {
-			delete(l.zoneMeters, zone)
+			delete(l.zones.meters, zone)
 		}
 	}
-	l.zoneUnread = nil
+	l.zones.unread = nil
 	for zone, r := range zones {
 		if len(r.nodes) == 0 && r.unreadable > 0 {
-			if l.zoneUnread == nil {
-				l.zoneUnread = map[string]bool{}
+			if l.zones.unread == nil {
+				l.zones.unread = map[string]bool{}
 			}
-			l.zoneUnread[zone] = true
+			l.zones.unread[zone] = true
 		}
-		m := l.zoneMeters[zone]
+		m := l.zones.meters[zone]
 		if m == nil {
-			if l.zoneMeters == nil {
-				l.zoneMeters = map[string]*hitrate.Meter{}
+			if l.zones.meters == nil {
+				l.zones.meters = map[string]*hitrate.Meter{}
 			}
 			m = &hitrate.Meter{}
-			l.zoneMeters[zone] = m
+			l.zones.meters[zone] = m
 		}
 		m.Observe(now, r.nodes, r.unreadable)
 	}
@@ -84,7 +103,7 @@ func (l *Loop) zonesLocked(nodes []mcribapi.NodeStatus, now time.Time) []mcribap
 		byZone[zone].Drain = e
 	}
 	for zone, z := range byZone {
-		if m := l.zoneMeters[zone]; m != nil && z.Slots > 0 && !l.zoneUnread[zone] {
+		if m := l.zones.meters[zone]; m != nil && z.Slots > 0 && !l.zones.unread[zone] {
 			if r, ok := m.HitRate(); ok {
 				z.HitRate = &r
 			}
@@ -93,6 +112,33 @@ func (l *Loop) zonesLocked(nodes []mcribapi.NodeStatus, now time.Time) []mcribap
 	}
 	slices.SortFunc(out, func(a, b mcribapi.ZoneStatus) int { return cmp.Compare(a.Zone, b.Zone) })
 	return out
+}
+
+// watchZonesLocked finds the zones of m that alert, tells in r each zone
+// that newly alerts and each alert that ended, records them for the status
+// and returns the zone alert of the status ("" when none). l.mu must be
+// held.
+func (l *Loop) watchZonesLocked(m *cachenodes.SlotMap, r *report) string {
+	alerts := l.zoneAlertLocked(m)
+	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
+		// One event for each zone that newly alerts, naming it and its
+		// lever; a zone already alerting is not named again.
+		if _, was := l.zones.alerting[zone]; !was {
+			r.log(slog.LevelWarn, "zone alert", "zone", zone, "alert", alerts[zone])
+			r.event(mcribapi.Event{Kind: mcribapi.EventZoneAlert, Reason: alerts[zone]})
+		}
+	}
+	for _, zone := range slices.Sorted(maps.Keys(l.zones.alerting)) {
+		// Every alert has its end, naming the zone (section 7).
+		if _, still := alerts[zone]; !still {
+			over := l.alertOver(m, zone)
+			r.log(slog.LevelInfo, "zone alert over", "zone", zone, "detail", over)
+			r.event(mcribapi.Event{Kind: mcribapi.EventZoneAlertOver, Reason: over})
+		}
+	}
+	l.zones.alerting = alerts
+	l.zones.alert = joinAlerts(alerts)
+	return l.zones.alert
 }
 
 // zoneHolders counts, by zone, the slot holders of m and how many of them
@@ -136,7 +182,7 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 		if out == nil {
 			out = map[string]string{}
 		}
-		if l.drains != nil && l.drains.Zones[zone] != nil {
+		if l.drains.doc != nil && l.drains.doc.Zones[zone] != nil {
 			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; it is being drained already (mcrib drain %s; mcrib zones shows its progress)", zone, down[zone], n, zone)
 			continue
 		}

@@ -1,9 +1,8 @@
-package controlloop
+package slotplan
 
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -60,7 +59,7 @@ func (z *zoneIndex) warmSourcesIn(zone string) (ids []string, until time.Time) {
 			continue
 		}
 		ids = append(ids, ws.NodeID)
-		if end := in.warmEnd(i); until.IsZero() || end.Before(until) {
+		if end := in.WarmEnd(i); until.IsZero() || end.Before(until) {
 			until = end
 		}
 	}
@@ -88,19 +87,7 @@ func (z *zoneIndex) noSpareBack(zone string) string {
 func (z *zoneIndex) warmingBack(i int, zone string) string {
 	if ws := z.in.Prev.Warming(i); ws != nil {
 		return fmt.Sprintf("slot %d, moved off zone %q, still warms from %s until %s; it comes back when the warming ends",
-			i, zone, ws.NodeID, z.in.warmEnd(i).UTC().Format("15:04:05 UTC"))
+			i, zone, ws.NodeID, z.in.WarmEnd(i).UTC().Format("15:04:05 UTC"))
 	}
 	return fmt.Sprintf("slot %d, moved off zone %q, is still warming; it comes back when the warming ends", i, zone)
-}
-
-// slotList writes slots as "slot 3" or "slots 3, 5 and 9".
-func slotList(slots []int) string {
-	parts := make([]string, len(slots))
-	for i, s := range slots {
-		parts[i] = strconv.Itoa(s)
-	}
-	if len(parts) == 1 {
-		return "slot " + parts[0]
-	}
-	return "slots " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

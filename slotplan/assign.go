@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"cmp"
@@ -37,8 +37,10 @@ type NodeView struct {
 // answers by the pool's verdict and owes no flush.
 func (n NodeView) warmSource() bool { return n.Reachable && !n.OwesFlush }
 
-// eligibleSpare reports whether a node without a slot may be placed.
-func (n NodeView) eligibleSpare() bool {
+// EligibleSpare reports whether a node without a slot may be placed: it
+// is listed and present, not in maintenance, answers, is not held back by
+// flap damping and owes no flush.
+func (n NodeView) EligibleSpare() bool {
 	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed && !n.OwesFlush
 }
 
@@ -57,11 +59,12 @@ type Input struct {
 	// without flushing).
 	Prev *cachenodes.SlotMap
 	// PrevShift places the instants of Prev, written by the clock of the
-	// process that wrote it, on the clock of Now (remoteclock.go). Zero
-	// for a map this process wrote.
+	// process that wrote it, on the clock of Now (the caller measures it,
+	// as controlloop/remoteclock.go does). Zero for a map this process
+	// wrote.
 	PrevShift time.Duration
 	// WarmEnds, when not nil, has one entry per slot of Prev: when the
-	// slot's warming ends on the clock of Now (remoteclock.go places each
+	// slot's warming ends on the clock of Now (the caller places each
 	// warming once, when first read). A nil WarmEnds places every warming
 	// at its until + PrevShift.
 	WarmEnds []time.Time
@@ -131,9 +134,9 @@ type Eviction struct {
 	Warm bool
 }
 
-// countsAgainstCeiling reports whether the eviction is a replacement that
+// CountsAgainstCeiling reports whether the eviction is a replacement that
 // --max-replacements-per-minute bounds (drain and return steps are not).
-func (ev Eviction) countsAgainstCeiling() bool {
+func (ev Eviction) CountsAgainstCeiling() bool {
 	return ev.Reason.IsReplacement()
 }
 
@@ -171,20 +174,6 @@ type Plan struct {
 	Refused string
 
 	index *assignIndex
-	// in is the Input, for the events that tell why a warming ended.
-	in *Input
-}
-
-// warmEnd returns when slot i's warming in Prev ends on the clock of Now:
-// WarmEnds[i], or its until + PrevShift.
-func (in *Input) warmEnd(i int) time.Time {
-	if i < len(in.WarmEnds) && !in.WarmEnds[i].IsZero() {
-		return in.WarmEnds[i]
-	}
-	if ws := in.Prev.Warming(i); ws != nil {
-		return ws.Until.Add(in.PrevShift)
-	}
-	return time.Time{}
 }
 
 // Decide computes the plan for one pass. It frees before it places: due
@@ -197,7 +186,7 @@ func (in *Input) warmEnd(i int) time.Time {
 // time linear in the nodes when in.Nodes is sorted by ID (as the loop
 // passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
-	plan := Plan{FirstFill: in.Prev == nil, in: &in}
+	plan := Plan{FirstFill: in.Prev == nil}
 	idx := newAssignIndex(in)
 	plan.index = idx
 	warm := endWarmings(in)
@@ -342,7 +331,7 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		// Its new holder is being filled from the old one: moving it now
 		// would cost the slot what it has gathered.
 		ws := in.Prev.Warming(slot)
-		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.warmEnd(slot).UTC().Format(time.RFC3339))
+		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.WarmEnd(slot).UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
@@ -587,36 +576,4 @@ func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
 		}
 	}
 	return true
-}
-
-// nextWarming returns the warmings of the next map (nil when no slot
-// warms) and their warm sources: the previous map's, less those that end
-// now and those of slots whose node changes, plus the warm moves carried
-// out (warmed).
-func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed map[int]*cachenodes.Warming) ([]*cachenodes.Warming, map[string]bool) {
-	if warmed == nil && (in.Prev == nil || !in.Prev.AnyWarming()) {
-		return nil, nil
-	}
-	out := make([]*cachenodes.Warming, in.NumSlots)
-	sources := make(map[string]bool)
-	any := false
-	if in.Prev != nil && in.Prev.AnyWarming() {
-		for i := 0; i < in.NumSlots && i < in.Prev.NumSlots(); i++ {
-			w := in.Prev.Warming(i)
-			if w == nil || slices.Contains(plan.EndWarming, i) {
-				continue
-			}
-			if _, ch := changed[i]; ch {
-				continue
-			}
-			out[i], sources[w.NodeID], any = w, true, true
-		}
-	}
-	for i, w := range warmed {
-		out[i], sources[w.NodeID], any = w, true, true
-	}
-	if !any {
-		return nil, sources
-	}
-	return out, sources
 }

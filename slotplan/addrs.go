@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import "github.com/mcrib/mcrib/cachenodes"
 

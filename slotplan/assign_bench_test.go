@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 )
 
-// BenchmarkReconcile measures one pass of the pure part of the loop,
+// BenchmarkDecideBuild measures the pure part of one reconcile pass,
 // Decide plus Build, on a large pool: 10,000 nodes for 4,096 slots, so
 // 5,904 spares. "unchanged" is the steady state (Build hands Prev back);
 // "churn1pct" has 1% of the slot holders (41) due in every pass, all within
 // Budget, so each pass evicts 41 holders and places 41 spares. The inputs
 // are built before the timed loop; the churn inputs are cycled from a
 // pre-built set so the measured work is Decide and Build only.
-func BenchmarkReconcile(b *testing.B) {
+func BenchmarkDecideBuild(b *testing.B) {
 	const (
 		numNodes = 10_000
 		numSlots = 4_096

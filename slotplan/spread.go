@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -70,51 +69,6 @@ func (z *zoneIndex) zone(name string) int {
 	return k
 }
 
-// warmState is what Decide found of the previous map's warmings.
-type warmState struct {
-	ended   []int           // slots whose warming ends now
-	sources map[string]bool // every warm source of the previous map
-	keep    map[int]bool    // slots that keep warming
-}
-
-// endWarmings finds the warmings of in.Prev that end at in.Now: until has
-// passed, or the warm source does not answer (by the pool's verdict) or is
-// no longer known.
-func endWarmings(in Input) warmState {
-	var w warmState
-	if in.Prev == nil || !in.Prev.AnyWarming() {
-		return w
-	}
-	w.sources, w.keep = map[string]bool{}, map[int]bool{}
-	bySource := map[string]int{}
-	until := map[int]*cachenodes.Warming{}
-	for i := range in.Prev.NumSlots() {
-		if ws := in.Prev.Warming(i); ws != nil {
-			w.sources[ws.NodeID] = true
-			bySource[ws.NodeID] = i
-			until[i] = ws
-		}
-	}
-	answers := map[int]bool{}
-	for _, v := range in.Nodes {
-		if i, ok := bySource[v.ID]; ok {
-			answers[i] = v.Reachable
-		}
-	}
-	for i := range in.Prev.NumSlots() {
-		ws := until[i]
-		if ws == nil {
-			continue
-		}
-		if answers[i] && in.Now.Before(in.warmEnd(i)) {
-			w.keep[i] = true
-			continue
-		}
-		w.ended = append(w.ended, i)
-	}
-	return w
-}
-
 // newZoneIndex indexes the zones of in for the placements of one pass:
 // vacated are the slots this pass empties, warm the warmings.
 func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState) *zoneIndex {
@@ -153,7 +107,7 @@ func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState
 	// no other slot, so neither is among them.
 	cands := make([]int, 0, len(in.Nodes)-idx.holders)
 	for j := range in.Nodes {
-		if idx.slotOf[j] < 0 && in.Nodes[j].eligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
+		if idx.slotOf[j] < 0 && in.Nodes[j].EligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
 			cands = append(cands, j)
 		}
 	}

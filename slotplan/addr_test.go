@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"testing"
@@ -42,5 +42,16 @@ func TestSlotMapRefusesAnAddressInTwoSlots(t *testing.T) {
 	}})
 	if err == nil {
 		t.Fatal("a map with one address in two slots was accepted")
+	}
+}
+
+// TestSpareOwingAFlushIsNotPlaced: a node that owes a flush is no ready
+// spare (nothing copies from it, and its flush is the pool's to carry out).
+func TestSpareOwingAFlushIsNotPlaced(t *testing.T) {
+	owes := vUp("c9")
+	owes.OwesFlush = true
+	plan, _ := runAssign(t, Input{Pool: assignPool, NumSlots: 1, Prev: slotMapOf(t, 2, []string{""}, nil), Nodes: []NodeView{owes}, Budget: 1}, nil)
+	if len(plan.Placements) != 0 {
+		t.Fatalf("a node owing a flush was placed: %+v", plan.Placements)
 	}
 }

@@ -1,4 +1,4 @@
-package controlloop
+package slotplan
 
 import (
 	"fmt"

@@ -1,0 +1,212 @@
+package controlloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/kvlayout"
+	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/leader"
+	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/slotplan"
+)
+
+// write carries out what the pass p decided: it publishes this replica's
+// vote when due; a follower's pass ends there, and so does a leader's with
+// nothing to decide from. The leader then deletes the votes of replicas
+// that are gone and carries out its decision (carryOut). What it does is
+// told in r.
+func (l *Loop) write(ctx context.Context, p pass, r *report) (Result, error) {
+	l.publishVote(ctx, p.vote, p.now, r)
+	switch {
+	case !p.leading:
+		return Result{Outcome: mcribapi.OutcomeFollower}, nil
+	case p.d == nil:
+		return Result{Outcome: mcribapi.OutcomeWaiting}, nil
+	}
+	l.deleteGoneVotes(ctx, p.st.GoneVotes, r)
+	return l.carryOut(ctx, p.st, p.lease, *p.d, p.now, r)
+}
+
+// carryOut carries out the leader's decision d, taken from st at now:
+// it flushes the slot holders that owe a flush and the spares to place
+// (after confirming the leader lock), builds the next map and writes it,
+// with the flushes the pool owes and the drain document, when any differs
+// from st's; then it adopts what it wrote. r tells it all, and serves the
+// map written.
+func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d decision, now time.Time, r *report) (Result, error) {
+	if len(d.returning) > 0 || len(d.flush) > 0 || (len(d.plan.Placements) > 0 && !d.plan.FirstFill) {
+		// A flush is a leader's action: only right after the lock itself
+		// said this process still holds it (a leader cut off from Consul
+		// may have been replaced meanwhile).
+		confirmed, err := l.lead.Confirm(ctx)
+		if err != nil {
+			l.unmarkFlushing(d.returning, d.flush)
+			if errors.Is(err, leader.ErrNotLeader) {
+				r.log(slog.LevelWarn, "this process lost the leader lock; stepping down, nothing flushed")
+				return Result{Outcome: mcribapi.OutcomeFollower}, nil
+			}
+			err = fmt.Errorf("confirming the leader lock before a flush: %w", err)
+			l.setPassError(err, true)
+			return Result{Outcome: mcribapi.OutcomeError}, err
+		}
+		lease = confirmed
+	}
+	l.flushReturning(ctx, d.returning, r)
+	flushed := l.flushOwed(ctx, d.flush, r)
+	done := l.place(ctx, d.plan, r)
+	next, err := slotplan.Build(d.in, d.plan, done, now)
+	if err != nil {
+		l.setPassError(err, false)
+		return Result{Outcome: mcribapi.OutcomeError}, err
+	}
+	replaced := carriedOutReplacements(d.plan, done)
+	l.mu.Lock()
+	w, owed := l.poolWriteLocked(st, d, next, done, flushed, len(replaced), now, r)
+	l.mu.Unlock()
+	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
+		ok, err := l.store.WritePool(ctx, st, lease, w)
+		if err != nil {
+			var noAnswer *url.Error
+			if w.Flushes != nil && errors.As(err, &noAnswer) {
+				// No answer came (the HTTP call itself failed): the write
+				// may have been carried out with its answer lost. The
+				// flushes decided stay shown (flush_pending) until a read
+				// of the store says otherwise. (Consul's refusal is an
+				// answer: it wrote nothing.)
+				l.mu.Lock()
+				l.owed.mayHaveWritten(owed)
+				l.mu.Unlock()
+			}
+			l.setPassError(err, true)
+			return Result{Outcome: mcribapi.OutcomeError}, err
+		}
+		if !ok {
+			if w.SlotMap != nil || w.Flushes != nil {
+				l.confirmLeadership(ctx, r)
+			}
+			l.setPassError(errConflict, false)
+			return Result{Outcome: mcribapi.OutcomeConflict}, errConflict
+		}
+	}
+	if w.SlotMap != nil {
+		l.changeLog(r, d.prev, next, d.plan, done)
+		l.changeEvents(r, &d.in, d.plan, done, d.replace)
+	}
+	l.mu.Lock()
+	a := l.adoptLocked(d, w, next, owed, done, len(replaced), now)
+	l.mu.Unlock()
+	if a.tookLast && w.SlotMap != nil {
+		lastSpareEvent(r, done, a.drained)
+	}
+	for _, zone := range a.over {
+		r.log(slog.LevelInfo, "zone drain over: it holds its baseline again", "zone", zone)
+		reason := fmt.Sprintf("zone %s holds its baseline again: its drain is over", zone)
+		if k := a.kept[zone]; len(k) > 0 {
+			reason += fmt.Sprintf("; %d of the slots its drain moved (%s) stay where they are, and as many came from the zones holding the most", len(k), slotList(k))
+		} else {
+			reason += "; every slot its drain moved came back"
+		}
+		r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventDrainOver, Reason: reason})
+	}
+	for _, ev := range replaced {
+		r.count(func(m Metrics) { m.Replacement(ev.Reason) })
+	}
+	for _, p := range done {
+		if !p.From.IsZero() {
+			kind := moveKind(p.Warm && l.opts.WarmFor > 0)
+			r.count(func(m Metrics) { m.SlotMove(kind) })
+		}
+	}
+	r.serve(next)
+	if d.flushNext && w.Flushes != nil {
+		l.Kick() // the flush this pass stored, carried out by the next
+	}
+	return Result{Outcome: mcribapi.OutcomeOK}, nil
+}
+
+// poolWriteLocked returns what the leader's pass stores with next, the map
+// built from d with the placements done (replaced of them counting against
+// the ceiling), and the flushes the pool owes after it: the map and the
+// replacement times when the map differs from st's, the flushes document
+// when it differs, the drain document when it changed (for a store that
+// keeps it). It records the steps that moved nothing; r tells the owed
+// flushes that end. l.mu must be held.
+func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush) {
+	var w PoolWrite
+	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
+	owed := l.settleOwedLocked(d.owed, flushed, next, r)
+	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
+	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
+		w.SlotMap, w.Replacements = next, l.ceiling.Recent(now, replaced)
+	}
+	if !l.opts.Reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
+		w.Flushes = flushesDoc(owed)
+	}
+	if _, keepsDrains := asDrainStore(l.store); keepsDrains {
+		w.Drain = drain
+	}
+	return w, owed
+}
+
+// adopted is what adopting a written pass found that is still to tell.
+type adopted struct {
+	// over are the zones whose return ended with the write, by name, and
+	// kept the slots each one's drain moved that stay where they are.
+	over []string
+	kept map[string][]int
+	// drained are the drained zones after the write; tookLast is set when
+	// its placements took the pool's last ready spare.
+	drained  map[string]bool
+	tookLast bool
+}
+
+// adoptLocked makes next, built from d and written with w (the placements
+// done, replaced of them counting against the ceiling), the map this
+// process serves, with the flushes owed after it, the drain document
+// written, the replacements and the outcome of the operator's replace.
+// l.mu must be held.
+func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, owed []OwedFlush, done []slotplan.Placement, replaced int, now time.Time) adopted {
+	if next == d.prev {
+		l.currentShift = d.in.PrevShift
+	} else {
+		l.currentShift = 0 // built on this clock
+	}
+	if w.SlotMap != nil {
+		l.remote.wroteMap(next)
+	}
+	l.noteMovesLocked(d.prev, next, now)
+	l.current = next
+	l.owed.wrote(owed, l.opts.Reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
+	var a adopted
+	if w.Drain != nil {
+		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
+	}
+	for range replaced {
+		l.ceiling.Record(now)
+	}
+	l.tr.prune(next, now)
+	l.health.passed(now)
+	a.drained = l.drainedLocked()
+	left := -1 // the ready spares after the pass, counted when it placed
+	if len(done) > 0 {
+		left = l.readySparesLocked(now)
+	}
+	a.tookLast = tookLastSpare(done, a.drained, left)
+	l.noteReplaceLocked(d.plan, done, left, a.tookLast)
+	return a
+}
+
+// confirmLeadership asks the leader lock, after a failed check-and-set,
+// whether this process still leads; Leadership steps down when it does not.
+func (l *Loop) confirmLeadership(ctx context.Context, r *report) {
+	if _, err := l.lead.Confirm(ctx); errors.Is(err, leader.ErrNotLeader) {
+		r.log(slog.LevelWarn, "this process lost the leader lock; stepping down")
+	}
+}

@@ -1,0 +1,33 @@
+// Package slotplan decides a pool's next slot map: Decide turns the
+// previous map and what is known of the nodes (Input) into a Plan of
+// evictions and placements, and Build applies the placements that were
+// carried out to the previous map. It is a leaf: it imports only
+// cachenodes, mcribapi (for the eviction reasons it gives, a vocabulary of
+// the wire) and the standard library, does no I/O and reads no clock
+// (Input.Now is given), so the same Input always gives the same Plan and
+// the same map.
+//
+// What it promises:
+//
+//   - Freeing comes before placing: due and maintenance holders leave
+//     their slots (within Input.Budget and only when not frozen) before
+//     vacant slots take spares.
+//   - A node that answers keeps its slot however long Consul misses it;
+//     only the hold (NodeView.Due) or maintenance takes it out.
+//   - A spare is placed only when it is eligible (NodeView.EligibleSpare),
+//     holds no slot, warms none, and no holder or warm source has its
+//     address; no address is ever in two slots.
+//   - Every choice of a node for a slot follows the spread rule
+//     (spread.go); nothing is ever moved only to even out the spread.
+//   - Drain and return steps (Input.Steps) move at most a step's size,
+//     a warming slot only when its warming ends, and a return gives back
+//     the slots its drain moved first (undrain.go).
+//   - Build raises the generation by one exactly when a slot's node
+//     changes, keeps a warming's until as first written, and returns
+//     Input.Prev itself when nothing in the document changes.
+//
+// The control loop (package controlloop) gathers the Input from its
+// probes, the replicas' votes and the stored documents, carries the plan
+// out (flushing each spare before it is placed) and writes the map Build
+// returns.
+package slotplan
