@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,11 +28,7 @@ import (
 func TestConsulACL(t *testing.T) {
 	mgmt := testenv.NewUUID(t)
 	c := testenv.StartConsulACL(t, mgmt)
-	ids := []string{"mc-01", "mc-02", "mc-03", "mc-04"}
-	for i, id := range ids {
-		m := testenv.StartMemcached(t)
-		testenv.Register(t, c.Client, m, testenv.Registration{ID: id, Meta: map[string]string{"az": string(rune('a' + i%2))}})
-	}
+	buildPool(t, poolOptions{nodes: 4, consul: c})
 	tokenFiles := runProductionACLStep(t, c, mgmt)
 
 	var stored *cachenodes.SlotMap
@@ -68,12 +62,12 @@ func TestConsulACL(t *testing.T) {
 		for until := time.Now().Add(2*leader.DefaultCheckTTL + time.Second); time.Now().Before(until); time.Sleep(200 * time.Millisecond) {
 			if st := m.status(); !st.Leader || m.ready() != http.StatusOK || other.ready() != http.StatusOK {
 				t.Fatalf("with the policy's tokens the leader stopped leading or a replica stopped being ready:\n%s\n%s",
-					tail(m.log.String(), 20), tail(other.log.String(), 20))
+					tail(m.Output(), 20), tail(other.Output(), 20))
 			}
 		}
 		for _, r := range []*mcrib{m, other} {
-			if strings.Contains(strings.ToLower(r.log.String()), "permission denied") {
-				t.Errorf("mcrib %s met a permission it lacks:\n%s", r.Addr, tail(r.log.String(), 20))
+			if strings.Contains(strings.ToLower(r.Output()), "permission denied") {
+				t.Errorf("mcrib %s met a permission it lacks:\n%s", r.Addr, tail(r.Output(), 20))
 			}
 		}
 		other.stop()
@@ -94,14 +88,9 @@ func TestConsulACL(t *testing.T) {
 		m := startMcribEnv(t, c.HTTPAddr, []string{"CONSUL_HTTP_TOKEN=", "CONSUL_HTTP_TOKEN_FILE="}, "--slots", "4")
 		var body string
 		testenv.Eventually(t, 30*time.Second, "/readyz says Consul denied access", func() bool {
-			resp, err := http.Get(m.url("/readyz"))
-			if err != nil {
-				return false
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
+			code, b := m.api.get("/readyz")
 			body = string(b)
-			return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(strings.ToLower(body), "permission denied")
+			return code == http.StatusServiceUnavailable && strings.Contains(strings.ToLower(body), "permission denied")
 		})
 		if strings.Contains(body, c.HTTPAddr) || strings.Contains(body, "/v1/kv") || strings.Contains(body, "mcrib/default") {
 			t.Errorf("/readyz %q shows Consul's address or a KV path to an unauthenticated reader", body)
@@ -109,27 +98,10 @@ func TestConsulACL(t *testing.T) {
 		if kv := kvSlotMap(t, c.Client, "default"); kv != nil && kv.Generation() != stored.Generation() {
 			t.Errorf("a slot map was stored without a token: %v", kv)
 		}
-		if !strings.Contains(strings.ToLower(m.log.String()), "permission denied") {
-			t.Errorf("the log does not report the permission error:\n%s", tail(m.log.String(), 20))
+		if !strings.Contains(strings.ToLower(m.Output()), "permission denied") {
+			t.Errorf("the log does not report the permission error:\n%s", tail(m.Output(), 20))
 		}
 	})
-}
-
-// startMcribEnv starts `mcrib serve` like startMcrib with env added to the
-// environment.
-func startMcribEnv(t *testing.T, consulAddr string, env []string, flags ...string) *mcrib {
-	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	m := &mcrib{t: t, Addr: addr, log: &syncBuffer{}, env: env}
-	m.args = append([]string{"serve", "--consul", consulAddr, "--listen", addr}, flags...)
-	m.start()
-	t.Cleanup(func() {
-		m.kill()
-		if t.Failed() {
-			t.Logf("mcrib %s log:\n%s", m.Addr, tail(m.log.String(), 60))
-		}
-	})
-	return m
 }
 
 // runProductionACLStep runs the production page's consul-acl block with

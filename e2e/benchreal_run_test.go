@@ -88,25 +88,19 @@ func (p *pool) totals(t *testing.T) counters {
 // what it measured. It fails the test only when the stack does not work;
 // the caller checks the targets.
 func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
-	server := testenv.StartConsul(t)
-	p := &pool{consul: server, nodes: map[string]*testenv.Memcached{}}
-	agents := map[string]*testenv.ConsulAgent{}
-	for i := range cfg.nodes {
-		id := fmt.Sprintf("mc-%02d", i+1)
-		p.nodes[id] = testenv.StartMemcached(t)
-		p.ids = append(p.ids, id)
-		agents[id] = server.StartClientAgent(t, fmt.Sprintf("127.0.0.%d", i+2))
-		p.register(t, agents[id].Client, id)
-	}
+	p := newAgentPool(t, cfg.nodes)
+	server, agents := p.consul, p.agents
 	// serve's damping defaults (--hold 60s and the rest), fast probes.
 	m := startMcrib(t, server.HTTPAddr, "--slots", fmt.Sprint(cfg.slots), "--probe-interval", "250ms")
 	before := filled(t, p, m, cfg.slots)
 	res := &benchRealResult{cfg: cfg, gen0: before.Generation(), events: map[mcribapi.EventKind]int{}}
 
-	g, err := newLoadGen(m.Addr, cfg.keys, cfg.opsPerSec)
+	poller, client, err := newMapPoller(m.api)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := &cacheLoad{client: client, name: func(k uint64) string { return fmt.Sprintf("bench-%08d", k) },
+		keys: cfg.keys, opsPerSec: cfg.opsPerSec, writeFrac: 0.03, workers: 4, seed: 0xbe9c4, prefillSeed: 0x9f11}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := g.prefill(ctx); err != nil {
@@ -116,6 +110,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	wg.Go(func() { poller.run(ctx) })
 	wg.Go(func() { g.run(ctx) })
 	var away sync.Mutex
 	awayNow := false
@@ -145,7 +140,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 		time.Sleep(absent - (time.Since(res.started) - a.stopped))
 		a.started = time.Since(res.started)
 		agents[id].Start(t)
-		p.register(t, agents[id].Client, id)
+		p.register(t, id)
 		testenv.Eventually(t, 10*time.Second, id+" present again", func() bool {
 			n, ok := nodeStatus(m.status(), id)
 			return ok && n.Consul == mcribapi.ConsulPresent && n.State == mcribapi.NodeServing
@@ -169,7 +164,7 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	}
 	res.flushes = p.flushes(t)
 	res.gen1 = m.slotMap().Generation()
-	res.generationsSeen = g.generations()
+	res.generationsSeen = poller.generations()
 	var evs []mcribapi.Event
 	if code := m.getJSON("/v1/events", &evs); code != http.StatusOK {
 		t.Fatalf("GET /v1/events: %d", code)

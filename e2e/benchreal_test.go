@@ -15,7 +15,7 @@ import (
 // baseline measured before the rollout.
 func TestBenchRealAgentRolloutShort(t *testing.T) {
 	cfg := benchRealConfig{
-		name: "short", nodes: 12, slots: 8, restarts: 3, keys: 20000, opsPerSec: 1500,
+		name: "short", nodes: 12, slots: 8, restarts: 3, keys: 20000, opsPerSec: 1200,
 		warmup: 3 * time.Second, baseline: 6 * time.Second,
 		absences: []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second},
 		gap:      time.Second, tail: 3 * time.Second, interval: time.Second,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,19 +10,9 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcribapi"
 )
-
-func (m *mcrib) bootLimit() mcribapi.BootLimit {
-	m.t.Helper()
-	var d mcribapi.BootLimit
-	if code := m.getJSON("/v1/ratelimit", &d); code != 200 {
-		m.t.Fatalf("GET /v1/ratelimit: %d", code)
-	}
-	return d
-}
 
 // TestBootAdmissionFollowsManualLimit pins 5 boots/s with burst 5: 40
 // rapid boots admit between 5 and 7, and a refusal says when to retry.
@@ -114,45 +105,36 @@ func TestBootLimitFollowsHitRate(t *testing.T) {
 	p := newPool(t, 2)
 	m := startMcrib(t, p.consul.HTTPAddr, "--slots", "2", "--probe-interval", "200ms", "--stats-interval", "100ms")
 	sm := filled(t, p, m, 2)
-	sel, err := cachenodes.NewSelector(sm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := memcache.NewFromSelector(sel)
-	c.Timeout = 2 * time.Second
+	c := routedClient(t, sm)
 	for i := range 50 {
 		if err := c.Set(&memcache.Item{Key: fmt.Sprintf("warm-%d", i), Value: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	traffic := func(hit bool, stop <-chan struct{}) {
-		go func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("cold-%d", i)
-				if hit {
-					key = fmt.Sprintf("warm-%d", i%50)
-				}
-				c.Get(key)
-			}
-		}()
+	// traffic reads as fast as one reader goes, never setting a key: keys
+	// never set (every read a miss), or the 50 set above (every read a
+	// hit). It returns the function that stops it.
+	traffic := func(hit bool) (stop func()) {
+		l := &cacheLoad{client: c, name: func(k uint64) string { return fmt.Sprintf("cold-%d", k) },
+			workers: 1, readOnly: true, pick: func(i uint64) uint64 { return i }}
+		if hit {
+			l.name = func(k uint64) string { return fmt.Sprintf("warm-%d", k) }
+			l.pick = func(i uint64) uint64 { return i % 50 }
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.run(ctx) }()
+		return func() { cancel(); <-done }
 	}
-	misses := make(chan struct{})
-	traffic(false, misses)
+	stopMisses := traffic(false)
 	start := time.Now()
 	testenv.Eventually(t, 20*time.Second, "the limit falls below half the ceiling", func() bool {
 		d := m.bootLimit()
 		return d.Limit < 500 && strings.Contains(d.Reason, "hit rate")
 	})
 	t.Logf("cut below half the ceiling after %s: %s", time.Since(start), m.bootLimit().Reason)
-	close(misses)
-	hits := make(chan struct{})
-	defer close(hits)
-	traffic(true, hits)
+	stopMisses()
+	defer traffic(true)()
 	low := m.bootLimit().Limit
 	seen := map[float64]bool{}
 	testenv.Eventually(t, 60*time.Second, "the limit climbs back in several steps", func() bool {

@@ -311,7 +311,7 @@ func TestClientFollowsReplacementAndVacancy(t *testing.T) {
 
 	// A new node arrives and takes the vacant slot (flushed first).
 	p.nodes["mc-05"] = testenv.StartMemcached(t)
-	p.register(t, p.consul.Client, "mc-05")
+	p.register(t, "mc-05")
 	lag = mapLag(t, m, c, "slot 2 placed again", func(sm *cachenodes.SlotMap) bool { return sm.Slot(2).ID == "mc-05" })
 	t.Logf("the client had the replacement %v after mcrib served it", lag)
 	if lag > time.Second {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // slotMapAnswer is one answer of GET /v1/slotmap.
@@ -29,16 +29,10 @@ type slotMapAnswer struct {
 
 // getSlotMap GETs /v1/slotmap with query (no "?").
 func (m *mcrib) getSlotMap(query string) slotMapAnswer {
-	start := time.Now()
-	resp, err := http.Get(m.url("/v1/slotmap?" + query))
-	if err != nil {
-		return slotMapAnswer{err: err, took: time.Since(start)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	a := slotMapAnswer{status: resp.StatusCode, index: resp.Header.Get("X-Mcrib-Index"), took: time.Since(start), err: err}
-	if err == nil && resp.StatusCode == http.StatusOK {
-		a.m, a.err = cachenodes.ParseSlotMap(body)
+	an := m.api.send("GET", "/v1/slotmap?"+query, "", "")
+	a := slotMapAnswer{status: an.code, index: an.header.Get(mcribapi.IndexHeader), took: an.took, err: an.err}
+	if an.err == nil && an.code == http.StatusOK {
+		a.m, a.err = cachenodes.ParseSlotMap(an.body)
 	}
 	return a
 }

@@ -15,16 +15,8 @@ import (
 // neither a flush nor a replacement after the first fill.
 func TestEventsAfterAgentRestart(t *testing.T) {
 	const slots, nodes = 4, 5
-	server := testenv.StartConsul(t)
-	p := &pool{consul: server, nodes: map[string]*testenv.Memcached{}}
-	agents := map[string]*testenv.ConsulAgent{}
-	for i := range nodes {
-		id := fmt.Sprintf("mc-%02d", i+1)
-		p.nodes[id] = testenv.StartMemcached(t)
-		p.ids = append(p.ids, id)
-		agents[id] = server.StartClientAgent(t, fmt.Sprintf("127.0.0.%d", i+2))
-		p.register(t, agents[id].Client, id)
-	}
+	p := newAgentPool(t, nodes)
+	server, agents := p.consul, p.agents
 	m := startMcrib(t, server.HTTPAddr, flags("--slots", fmt.Sprint(slots), "--hold", "2s")...)
 	before := filled(t, p, m, slots)
 	id := before.Slot(1).ID
@@ -36,7 +28,7 @@ func TestEventsAfterAgentRestart(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // longer than --hold
 	agents[id].Start(t)
-	p.register(t, agents[id].Client, id)
+	p.register(t, id)
 
 	var evs []mcribapi.Event
 	testenv.Eventually(t, 10*time.Second, "the hold of "+id+" cleared in /v1/events", func() bool {

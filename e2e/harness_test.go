@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,206 +67,146 @@ func mcribBinary(t testing.TB) string {
 	return mcribBuild.path
 }
 
-// mcrib is one `mcrib serve` process.
+// mcrib is one `mcrib serve` of a test, on loopback or on a host of a bed:
+// its process, started through testenv as every process of these tests
+// (Stop, Kill, Pause, Resume, Start, Output and the rest of
+// testenv.Process), and api, the client of its API that never fails the
+// test by itself. The methods below fail the test when the replica does
+// not answer as it must: for tests whose replica is up.
 type mcrib struct {
-	t    testing.TB
-	args []string
-	env  []string
-	Addr string // API address, host:port
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
-	code int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	*testenv.Mcrib
+	t   testing.TB
+	api *apiClient
 }
 
 // startMcrib starts `mcrib serve` against consul with a free listen port
 // and the given extra flags, and waits until /healthz answers.
 func startMcrib(t testing.TB, consulAddr string, flags ...string) *mcrib {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	m := &mcrib{t: t, Addr: addr, log: &syncBuffer{}}
-	m.args = append([]string{"serve", "--consul", consulAddr, "--listen", addr}, flags...)
-	m.start()
-	t.Cleanup(func() {
-		m.kill()
-		if t.Failed() {
-			t.Logf("mcrib %s log:\n%s", m.Addr, tail(m.log.String(), 60))
-		}
-	})
-	return m
+	return startMcribEnv(t, consulAddr, nil, flags...)
 }
 
-func (m *mcrib) start() {
-	m.t.Helper()
-	m.cmd = exec.Command(mcribBinary(m.t), m.args...)
-	m.cmd.Env = append(os.Environ(), m.env...)
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	m.done = make(chan struct{})
-	started := make(chan error, 1)
-	go func(cmd *exec.Cmd, done chan struct{}) {
-		// Pdeathsig fires when the OS thread that forked the child ends, not
-		// the process: other goroutines lock threads and let them end (the
-		// test bed's namespace switches, testenv's own children), and one of
-		// them could be this thread. So the child is forked on a thread kept
-		// for it until it is reaped (never unlocked: it ends afterwards).
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(done)
-			return
-		}
-		started <- nil
-		cmd.Wait()
-		m.code = cmd.ProcessState.ExitCode()
-		close(done)
-	}(m.cmd, m.done)
-	if err := <-started; err != nil {
-		m.t.Fatalf("starting mcrib: %v", err)
-	}
-	testenv.Eventually(m.t, 20*time.Second, "mcrib answers /healthz", func() bool {
-		select {
-		case <-m.done:
-			m.t.Fatalf("mcrib exited with %d:\n%s", m.code, m.log.String())
-		default:
-		}
-		resp, err := http.Get("http://" + m.Addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+// startMcribEnv starts `mcrib serve` like startMcrib with env added to the
+// environment.
+func startMcribEnv(t testing.TB, consulAddr string, env []string, flags ...string) *mcrib {
+	t.Helper()
+	p := testenv.StartMcrib(t, testenv.McribOptions{ProgramOptions: testenv.ProgramOptions{
+		Path: mcribBinary(t), Args: append([]string{"--consul", consulAddr}, flags...), Env: env}})
+	return &mcrib{Mcrib: p, t: t, api: newAPIClient(p.Addr, 0)}
 }
 
-// stop sends SIGTERM and returns the exit code and how long the stop took.
+// stop sends SIGTERM and returns the exit code and how long the stop took;
+// mcrib still running 15 s later fails the test.
 func (m *mcrib) stop() (int, time.Duration) {
 	m.t.Helper()
 	start := time.Now()
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.done:
-	case <-time.After(15 * time.Second):
-		m.t.Fatalf("mcrib did not stop within 15 s of SIGTERM")
-	}
-	return m.code, time.Since(start)
+	code := m.Stop(m.t)
+	return code, time.Since(start)
 }
 
-// kill sends SIGKILL (if still running) and waits.
-func (m *mcrib) kill() {
-	if m.cmd == nil || m.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	m.cmd.Process.Signal(syscall.SIGKILL)
-	<-m.done
-}
-
-// restart stops the process with SIGTERM and starts it again.
+// restart stops the process with SIGTERM, which must end it with exit 0,
+// and starts it again.
 func (m *mcrib) restart() {
 	m.t.Helper()
 	if code, _ := m.stop(); code != 0 {
 		m.t.Fatalf("mcrib exited with %d on SIGTERM", code)
 	}
-	m.start()
+	m.Start(m.t)
 }
 
-func (m *mcrib) url(path string) string { return "http://" + m.Addr + path }
-
-// getJSON GETs path into v and returns the status code.
+// getJSON GETs path into v (when the answer is 200) and returns the status
+// code, 0 without an answer; a 200 that does not decode fails the test.
 func (m *mcrib) getJSON(path string, v any) int {
 	m.t.Helper()
-	resp, err := http.Get(m.url(path))
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if v != nil && resp.StatusCode == http.StatusOK {
+	code, body := m.api.get(path)
+	if v != nil && code == http.StatusOK {
 		if err := json.Unmarshal(body, v); err != nil {
 			m.t.Fatalf("decoding %s: %v\n%s", path, err, body)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 // call sends method path with body and the optional token; it returns the
-// status and the body.
+// status, the body and the headers. No answer fails the test.
 func (m *mcrib) call(method, path, body, token string) (int, []byte, http.Header) {
 	m.t.Helper()
-	req, err := http.NewRequest(method, m.url(path), strings.NewReader(body))
-	if err != nil {
-		m.t.Fatal(err)
+	an := m.api.send(method, path, body, token)
+	if an.code == 0 {
+		m.t.Fatalf("%s %s: %v", method, path, an.err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		m.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header
+	return an.code, an.body, an.header
 }
 
-// slotMap returns the slot map the API serves, or nil.
+// slotMap returns the slot map the API serves, or nil when it answers
+// anything but 200; a document that does not parse fails the test.
 func (m *mcrib) slotMap() *cachenodes.SlotMap {
 	m.t.Helper()
-	resp, err := http.Get(m.url("/v1/slotmap"))
-	if err != nil {
+	an := m.api.send("GET", "/v1/slotmap", "", "")
+	if an.code != http.StatusOK {
 		return nil
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
-	body, _ := io.ReadAll(resp.Body)
-	sm, err := cachenodes.ParseSlotMap(body)
+	sm, err := cachenodes.ParseSlotMap(an.body)
 	if err != nil {
-		m.t.Fatalf("parsing /v1/slotmap: %v\n%s", err, body)
+		m.t.Fatalf("parsing /v1/slotmap: %v\n%s", err, an.body)
 	}
 	return sm
 }
 
+// status returns the status document; anything but a 200 with one fails
+// the test.
 func (m *mcrib) status() mcribapi.Status {
 	m.t.Helper()
-	var st mcribapi.Status
-	if code := m.getJSON("/v1/status", &st); code != http.StatusOK {
-		m.t.Fatalf("GET /v1/status: %d", code)
+	st, err := m.api.status()
+	if err != nil {
+		m.t.Fatal(err)
 	}
 	return st
 }
 
-func (m *mcrib) ready() int {
-	resp, err := http.Get(m.url("/readyz"))
+// bootLimit returns the boot-limit document; anything but a 200 with one
+// fails the test.
+func (m *mcrib) bootLimit() mcribapi.BootLimit {
+	m.t.Helper()
+	d, err := m.api.bootLimit()
 	if err != nil {
-		return 0
+		m.t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return d
+}
+
+// ready returns the status code of /readyz, 0 without an answer.
+func (m *mcrib) ready() int { return m.api.ready() }
+
+// runMcrib runs the mcrib binary with args and the extra environment env
+// until it exits, and returns its exit code, stdout and stderr; it gives up
+// after 30 s. It is for the commands that end by themselves (the client
+// commands, serve refusing its flags): a server is started through testenv
+// (startMcrib).
+func runMcrib(t testing.TB, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mcribBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running mcrib %s: %v", strings.Join(args, " "), err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// runCLI runs a client command of the mcrib binary against addr
+// (host:port), with no token unless env (added last) sets MCRIB_TOKEN; see
+// runMcrib.
+func runCLI(t testing.TB, addr string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	return runMcrib(t, append([]string{"MCRIB_ADDR=http://" + addr, "MCRIB_TOKEN="}, env...), args...)
 }
 
 // kvSlotMap reads the slot map stored in Consul KV, or nil.

@@ -56,8 +56,9 @@ func (o hostsOptions) nodeIdentity(i int) (id, az string) {
 // hostsPool is a pool deployed as in production, on a bed: the Consul
 // server on a host of its own, each memcached on a host with its own Consul
 // client agent (its service registered there, so its check runs from its
-// host; hostsOptions.perHost puts several memcached on a host), and each mcrib replica on a host with its own agent, listening on
-// 0.0.0.0:7070 and talking to that agent. The test binary reaches every
+// host; hostsOptions.perHost puts several memcached on a host), and each
+// mcrib replica on a host with its own agent, listening on 0.0.0.0:7070
+// and talking to that agent. The test binary reaches every
 // host from the root namespace.
 type hostsPool struct {
 	t        *testing.T
@@ -124,12 +125,10 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 		t.Fatal(err)
 	}
 	for i := range o.replicas {
-		r := &replica{p: p, name: fmt.Sprintf("r%d", i+1)}
+		r := &replica{name: fmt.Sprintf("r%d", i+1)}
 		r.host = bed.AddHost(t, r.name)
 		r.agent = p.consul.StartClientAgentOn(t, r.host)
-		r.addr = r.host.Addr + ":7070"
-		args := append([]string{"serve",
-			"--listen", "0.0.0.0:7070",
+		args := append([]string{
 			"--consul", r.agent.HTTPAddr,
 			"--pool", "default",
 			"--slots", fmt.Sprint(o.slots),
@@ -137,12 +136,18 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 			"--probe-interval", hostsProbeInterval.String(),
 			"--token-file", tokenFile,
 		}, o.flags...)
-		r.prog = testenv.StartProgram(t, testenv.ProgramOptions{
-			Name: "mcrib on " + r.name, Path: mcribBinary(t), Args: args, Host: r.host})
+		proc := testenv.StartMcrib(t, testenv.McribOptions{
+			ProgramOptions: testenv.ProgramOptions{
+				Name: "mcrib on " + r.name, Path: mcribBinary(t), Args: args, Host: r.host, LogLines: 100},
+			Listen: "0.0.0.0:7070",
+			Addr:   r.host.Addr + ":7070",
+			NoWait: true, // all start at once; each is awaited below
+		})
+		r.mcrib = &mcrib{Mcrib: proc, t: t, api: &apiClient{base: "http://" + proc.Addr, hc: p.client}}
 		p.replicas = append(p.replicas, r)
 	}
 	for _, r := range p.replicas {
-		r.prog.WaitReady(t, 30*time.Second, func() bool { return r.ready() == http.StatusOK })
+		r.WaitReady(t, 30*time.Second, func() bool { return r.ready() == http.StatusOK })
 	}
 	p.filled()
 	p.leader(30 * time.Second)
@@ -165,7 +170,7 @@ func (p *hostsPool) filled() *cachenodes.SlotMap {
 			}
 		}
 		for _, r := range p.replicas {
-			if got := r.slotMap(); got == nil || !got.Equal(sm) {
+			if got := r.served(); got == nil || !got.Equal(sm) {
 				return false
 			}
 		}
@@ -194,7 +199,7 @@ func (p *hostsPool) leader(timeout time.Duration) *replica {
 		var leaders []*replica
 		var st mcribapi.Status
 		for _, r := range p.live() {
-			if s, err := r.status(); err == nil && s.Leader {
+			if s, err := r.api.status(); err == nil && s.Leader {
 				leaders, st = append(leaders, r), s
 			}
 		}
@@ -227,7 +232,7 @@ func (p *hostsPool) rejoin(a *testenv.ConsulAgent) {
 func (p *hostsPool) live() []*replica {
 	var out []*replica
 	for _, r := range p.replicas {
-		if !r.prog.Exited() {
+		if !r.Exited() {
 			out = append(out, r)
 		}
 	}
@@ -301,7 +306,7 @@ func (p *hostsPool) settle(r *replica, timeout time.Duration) {
 	var seen time.Time
 	why := "no status yet"
 	ok := within(timeout, func() bool {
-		st, err := r.status()
+		st, err := r.api.status()
 		if err != nil {
 			why, seen = err.Error(), time.Time{}
 			return false

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +11,13 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// replica is one `mcrib serve` on its own host.
+// replica is one `mcrib serve` on a host of its own, with the host's own
+// Consul agent; its api is the bed's client (hostsPool.client).
 type replica struct {
-	p     *hostsPool
+	*mcrib
 	name  string
 	host  *testenv.Host
 	agent *testenv.ConsulAgent
-	prog  *testenv.Program
-	addr  string // <host addr>:7070, what the test binary calls
 }
 
 // reconciledAfter reports whether st shows a pass completed after at.
@@ -29,66 +25,14 @@ func reconciledAfter(st mcribapi.Status, at time.Time) bool {
 	return st.LastReconcileAt != nil && st.LastReconcileAt.After(at)
 }
 
-func (r *replica) url(path string) string { return "http://" + r.addr + path }
-
-// get GETs path and returns the status code and body; code 0 when the
-// replica does not answer within the client's timeout.
-func (r *replica) get(path string) (int, []byte) {
-	resp, err := r.p.client.Get(r.url(path))
-	if err != nil {
-		return 0, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
-}
-
-// status returns the replica's status document.
-func (r *replica) status() (mcribapi.Status, error) {
-	code, body := r.get("/v1/status")
-	if code != http.StatusOK {
-		return mcribapi.Status{}, fmt.Errorf("GET %s/v1/status: %d %s", r.name, code, body)
-	}
-	return decodeAs[mcribapi.Status](body, r.name+"/v1/status")
-}
-
-func (r *replica) ready() int {
-	code, _ := r.get("/readyz")
-	return code
-}
-
-// slotMap returns the slot map the replica serves, or nil.
-func (r *replica) slotMap() *cachenodes.SlotMap {
-	code, body := r.get("/v1/slotmap")
-	if code != http.StatusOK {
-		return nil
-	}
-	sm, err := cachenodes.ParseSlotMap(body)
+// served returns the slot map the replica serves, or nil when it does not
+// answer with a valid one.
+func (r *replica) served() *cachenodes.SlotMap {
+	sm, _, err := r.api.slotMap("")
 	if err != nil {
 		return nil
 	}
 	return sm
-}
-
-// call sends method path with body, and the bearer token tok unless it is
-// "", and returns the status code and body (code 0 and the error text when
-// there is no answer).
-func (r *replica) call(method, path, body, tok string) (int, string) {
-	req, err := http.NewRequest(method, r.url(path), strings.NewReader(body))
-	if err != nil {
-		return 0, err.Error()
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := r.p.client.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // bootResult counts the answers of a boot load.
@@ -112,7 +56,7 @@ func bootLoad(reps []*replica, perReplica int, d time.Duration) bootResult {
 			go func() {
 				var res bootResult
 				for time.Now().Before(deadline) {
-					switch code, body := r.call("POST", "/v1/boot", "", ""); code {
+					switch code, body := r.api.do("POST", "/v1/boot", "", ""); code {
 					case http.StatusOK:
 						res.admitted++
 					case http.StatusTooManyRequests:
@@ -151,19 +95,6 @@ func steady(t *testing.T, d time.Duration, what string, cond func() string) {
 	if bad := holds(d, cond); bad != "" {
 		t.Fatalf("%s: %s", what, bad)
 	}
-}
-
-// procStopped reports whether process pid is stopped (state T in
-// /proc/<pid>/stat): a SIGSTOP is delivered asynchronously.
-func procStopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+3 <= len(s) && s[i+2] == 'T'
 }
 
 // holds checks cond every 100ms for d, and returns its first non-empty

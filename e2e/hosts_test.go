@@ -129,7 +129,7 @@ func TestHostsPausedHolders(t *testing.T) {
 	var sawUnreachable, sawFreeze bool
 	var last mcribapi.Status
 	within(8*time.Second, func() bool {
-		if st, err := r.status(); err == nil {
+		if st, err := r.api.status(); err == nil {
 			last = st
 			a, _ := nodeStatus(st, half[0].id)
 			b, _ := nodeStatus(st, half[1].id)
@@ -162,7 +162,7 @@ func TestHostsPausedHolders(t *testing.T) {
 	one.mc.Pause(t)
 	paused = time.Now()
 	testenv.Eventually(t, 10*time.Second, one.id+" counted unreachable", func() bool {
-		st, err := r.status()
+		st, err := r.api.status()
 		n, _ := nodeStatus(st, one.id)
 		return err == nil && !n.Reachable
 	})
@@ -188,12 +188,12 @@ func TestHostsBootLimitPoolWide(t *testing.T) {
 	p := newHostsPool(t, hostsOptions{nodes: 2, replicas: 3, slots: 2, hold: "30s"})
 	lead := p.leader(10 * time.Second)
 	body := fmt.Sprintf(`{"mode":"manual","limit":%d,"burst":%d}`, limit, burst)
-	if code, resp := lead.call("PUT", "/v1/ratelimit", body, token); code != 200 {
+	if code, resp := lead.api.do("PUT", "/v1/ratelimit", body, token); code != 200 {
 		t.Fatalf("PUT /v1/ratelimit on the leader: %d %s", code, resp)
 	}
 	for _, r := range p.replicas {
 		testenv.Eventually(t, 10*time.Second, r.name+" holds the manual limit", func() bool {
-			code, resp := r.get("/v1/ratelimit")
+			code, resp := r.api.get("/v1/ratelimit")
 			return code == 200 && strings.Contains(string(resp), `"mode":"manual"`) &&
 				strings.Contains(string(resp), fmt.Sprintf(`"limit":%d`, limit)) && strings.Contains(string(resp), fmt.Sprintf(`"burst":%d`, burst))
 		})
@@ -202,7 +202,7 @@ func TestHostsBootLimitPoolWide(t *testing.T) {
 	for _, r := range p.followers(lead) {
 		var got string
 		if !within(5*time.Second, func() bool {
-			st, err := r.status()
+			st, err := r.api.status()
 			got = st.LeaderID
 			return err == nil && got == want
 		}) {
@@ -229,7 +229,7 @@ func TestHostsBootLimitPoolWide(t *testing.T) {
 	}
 	check("three replicas", bootLoad(p.replicas, 4, window))
 
-	lead.prog.Kill(t)
+	lead.Kill(t)
 	check("two survivors after kill -9 of the leader", bootLoad(p.followers(lead), 4, window))
 }
 
@@ -252,7 +252,7 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	paused := time.Now()
 	testenv.Eventually(t, 15*time.Second, "every replica counts "+victim.id+" unreachable", func() bool {
 		for _, r := range p.replicas {
-			st, err := r.status()
+			st, err := r.api.status()
 			if n, _ := nodeStatus(st, victim.id); err != nil || n.Reachable {
 				return false
 			}
@@ -269,8 +269,8 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	}
 	time.Sleep(hostsProbeInterval + 1500*time.Millisecond)
 	for _, f := range followers {
-		f.prog.Pause(t)
-		testenv.Eventually(t, 5*time.Second, f.name+" stopped", func() bool { return procStopped(f.prog.PID()) })
+		f.Pause(t)
+		testenv.Eventually(t, 5*time.Second, f.name+" stopped", func() bool { return f.Paused() })
 	}
 	victim.mc.Resume(t)
 	flushes[victim.id]++
@@ -279,12 +279,12 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 	})
 	for _, f := range followers {
 		f.host.Undrop(t, victim.host.Addr)
-		f.prog.Resume(t)
+		f.Resume(t)
 	}
 	resumed := time.Now()
 	testenv.Eventually(t, 20*time.Second, "every follower saw "+victim.id+" return (after the flush) and completed a pass", func() bool {
 		for _, f := range followers {
-			st, err := f.status()
+			st, err := f.api.status()
 			if n, _ := nodeStatus(st, victim.id); err != nil || !n.Reachable || !reconciledAfter(st, resumed) {
 				return false
 			}
@@ -292,7 +292,7 @@ func TestHostsTakeoverFlushesNothing(t *testing.T) {
 		return true
 	})
 
-	lead.prog.Kill(t)
+	lead.Kill(t)
 	next := p.leader(30 * time.Second)
 	t.Logf("%s took over from %s", next.name, lead.name)
 	steady(t, 3*hostsProbeInterval, "after "+next.name+" took over", func() string {
@@ -318,7 +318,7 @@ func TestHostsLeaderLosesConsulServers(t *testing.T) {
 	cut := time.Now()
 	var last mcribapi.Status
 	stepped := within(stepDown, func() bool {
-		st, err := lead.status()
+		st, err := lead.api.status()
 		if err == nil {
 			last = st
 		}
@@ -336,7 +336,7 @@ func TestHostsLeaderLosesConsulServers(t *testing.T) {
 	p.rejoin(lead.agent)
 
 	testenv.Eventually(t, 20*time.Second, lead.name+" reaches Consul and completed a pass after the link returned", func() bool {
-		st, err := lead.status()
+		st, err := lead.api.status()
 		return err == nil && st.ConsulReachable && reconciledAfter(st, healed)
 	})
 	next := p.leader(30 * time.Second)

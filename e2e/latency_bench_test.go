@@ -42,13 +42,7 @@ func (c *changeLog) at(key string) (time.Time, bool) {
 // change (the floor), over 50 changes. Run it with -benchtime=1x.
 func BenchmarkMaintenanceLatency(b *testing.B) {
 	const changes = 50
-	consul := testenv.StartConsul(b)
-	p := &pool{consul: consul, nodes: map[string]*testenv.Memcached{}}
-	for _, id := range []string{"mc-01", "mc-02"} {
-		p.nodes[id] = testenv.StartMemcached(b)
-		p.ids = append(p.ids, id)
-		testenv.Register(b, consul.Client, p.nodes[id], testenv.Registration{ID: id})
-	}
+	consul := newPool(b, 2).consul
 	startMcrib(b, consul.HTTPAddr, "--slots", "1", "--hold", "10m", "--probe-interval", "1s",
 		"--max-replacements-per-minute", "1000000", "--max-absent-fraction", "1")
 	testenv.Eventually(b, 30*time.Second, "the slot filled", func() bool {

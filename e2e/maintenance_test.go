@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -94,12 +92,7 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 		return len(servers) == 4 && servers[1] == sm.Slot(1).Addr && servers[2] == sm.Slot(2).Addr
 	})
 
-	resp, err := http.Get(m.url("/metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, body, _ := m.call("GET", "/metrics", "", "")
 	for _, want := range []struct{ name, labels, value string }{
 		{"mcrib_slot_replacements_total", `reason="maintenance"`, "1"},
 		{"mcrib_slot_replacements_total", `reason="hold_expired"`, "0"},
@@ -118,18 +111,13 @@ func TestMaintenanceReplacesWithoutHold(t *testing.T) {
 		}
 	}
 
-	resp, err = http.Get(m.url("/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "mcrib") {
-		t.Fatalf("GET /: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	code, page, header := m.call("GET", "/", "", "")
+	if code != 200 || !strings.HasPrefix(header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "mcrib") {
+		t.Fatalf("GET /: %d %s", code, header.Get("Content-Type"))
 	}
 
 	replaced := false
-	for _, line := range strings.Split(strings.TrimSpace(m.log.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(m.Output()), "\n") {
 		if !strings.HasPrefix(line, "{") {
 			continue // the one plain line on stdout
 		}

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -133,8 +130,8 @@ func TestOperatorInputIsChecked(t *testing.T) {
 	if st := m.status(); !st.Frozen || !strings.HasPrefix(st.Freeze.By, "operator") {
 		t.Fatalf("freeze by %+v, want the operator token named", st.Freeze)
 	}
-	if !strings.Contains(m.log.String(), "operator change") {
-		t.Fatalf("no operator change logged:\n%s", tail(m.log.String(), 20))
+	if !strings.Contains(m.Output(), "operator change") {
+		t.Fatalf("no operator change logged:\n%s", tail(m.Output(), 20))
 	}
 }
 
@@ -194,8 +191,7 @@ func TestReplicasElectOneLeader(t *testing.T) {
 	}
 
 	killed := time.Now()
-	lead.cmd.Process.Signal(syscall.SIGKILL)
-	<-lead.done
+	lead.Kill(t)
 	testenv.Eventually(t, 20*time.Second, "the follower takes over", func() bool {
 		st := follow.status()
 		return st.Leader && st.LeaderID == follow.Addr
@@ -238,22 +234,6 @@ func TestCLI(t *testing.T) {
 	p := newPool(t, 5)
 	m := startMcrib(t, p.consul.HTTPAddr, flags(append(withToken(t), "--slots", "4")...)...)
 	filled(t, p, m, 4)
-	bin := mcribBinary(t)
-	cli := func(env []string, args ...string) (int, string, string) {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), append([]string{"MCRIB_ADDR=http://" + m.Addr}, env...)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
-	}
 	tok := []string{"MCRIB_TOKEN=" + token}
 	for _, tc := range []struct {
 		env      []string
@@ -289,7 +269,7 @@ func TestCLI(t *testing.T) {
 		{nil, []string{"bogus"}, 2, "", ""},
 		{[]string{"MCRIB_ADDR=http://127.0.0.1:1"}, []string{"status"}, 1, "", "connection refused; check --addr / MCRIB_ADDR"},
 	} {
-		code, out, errOut := cli(append(tc.env, "MCRIB_TOKEN="+tokenOf(tc.env)), tc.args...)
+		code, out, errOut := runCLI(t, m.Addr, append(tc.env, "MCRIB_TOKEN="+tokenOf(tc.env)), tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
 			t.Errorf("mcrib %s: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q, stderr containing %q",
 				strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.out, tc.err)
@@ -299,7 +279,7 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("still frozen after mcrib unfreeze")
 	}
 	// The last reconcile as an age, and the time to the second.
-	_, out, _ := cli(nil, "status")
+	_, out, _ := runCLI(t, m.Addr, nil, "status")
 	if !regexp.MustCompile(`\nlast reconcile: +(just now|[0-9]+ s ago), at [0-9-]{10}T[0-9:]{8}Z\n`).MatchString(out) {
 		t.Errorf("mcrib status does not tell the last reconcile as a recent age:\n%s", out)
 	}

@@ -7,42 +7,129 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
-	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// pool is a Consul dev agent with memcached nodes registered in it.
+// pool is a Consul dev server with memcached nodes registered in it, on
+// loopback: the pool of every test that is not on a bed of hosts (those
+// have newHostsPool).
 type pool struct {
 	consul *testenv.Consul
 	nodes  map[string]*testenv.Memcached // by service ID
 	ids    []string
+	zoneOf map[string]string // the zone each node is registered in (service meta az)
+	// agents holds each node's own Consul client agent, with
+	// poolOptions.agents; nodes are registered through it.
+	agents map[string]*testenv.ConsulAgent
+}
+
+// poolOptions says what buildPool builds.
+type poolOptions struct {
+	// nodes is the number of memcached mc-01 …, in the zones that
+	// numberedZone gives them.
+	nodes int
+	// zones and perZone, instead, put perZone memcached in each zone, with
+	// IDs that sort by zone: mc-a-1 … mc-a-N, mc-b-1 ….
+	zones   []string
+	perZone int
+	// agents registers each memcached through a Consul client agent of its
+	// own, on 127.0.0.2, 127.0.0.3, … (as on a host of its own), rather
+	// than through the server's.
+	agents bool
+	// consul is the server; nil starts a dev server (StartConsul).
+	consul *testenv.Consul
 }
 
 // newPool starts a Consul dev agent and n memcached registered on it as
 // mc-01 … with az a, b, c in turn.
-func newPool(t *testing.T, n int) *pool {
+func newPool(t testing.TB, n int) *pool {
 	t.Helper()
-	p := &pool{consul: testenv.StartConsul(t), nodes: map[string]*testenv.Memcached{}}
-	for i := range n {
+	return buildPool(t, poolOptions{nodes: n})
+}
+
+// newZonedPool starts Consul and perZone memcached in each of zones, with
+// IDs that sort by zone (mc-a-1 … mc-a-N, mc-b-1 …).
+func newZonedPool(t testing.TB, zones []string, perZone int) *pool {
+	t.Helper()
+	return buildPool(t, poolOptions{zones: zones, perZone: perZone})
+}
+
+// newAgentPool starts Consul and n memcached, mc-01 …, each registered
+// through a client agent of its own.
+func newAgentPool(t testing.TB, n int) *pool {
+	t.Helper()
+	return buildPool(t, poolOptions{nodes: n, agents: true})
+}
+
+// buildPool starts the pool o describes: the Consul server, then for each
+// node its memcached, its agent (with o.agents) and its registration.
+func buildPool(t testing.TB, o poolOptions) *pool {
+	t.Helper()
+	p := &pool{consul: o.consul, nodes: map[string]*testenv.Memcached{}, zoneOf: map[string]string{},
+		agents: map[string]*testenv.ConsulAgent{}}
+	if p.consul == nil {
+		p.consul = testenv.StartConsul(t)
+	}
+	type node struct{ id, az string }
+	var nodes []node
+	for i := range o.nodes {
 		id := fmt.Sprintf("mc-%02d", i+1)
-		m := testenv.StartMemcached(t)
-		p.nodes[id] = m
-		p.ids = append(p.ids, id)
-		p.register(t, p.consul.Client, id)
+		nodes = append(nodes, node{id, numberedZone(id)})
+	}
+	for _, z := range o.zones {
+		for i := range o.perZone {
+			nodes = append(nodes, node{fmt.Sprintf("mc-%s-%d", z, i+1), z})
+		}
+	}
+	for i, n := range nodes {
+		p.nodes[n.id] = testenv.StartMemcached(t)
+		p.ids = append(p.ids, n.id)
+		p.zoneOf[n.id] = n.az
+		if o.agents {
+			p.agents[n.id] = p.consul.StartClientAgent(t, fmt.Sprintf("127.0.0.%d", i+2))
+		}
+		p.register(t, n.id)
 	}
 	return p
 }
 
-func (p *pool) register(t *testing.T, c *api.Client, id string) {
-	t.Helper()
+// numberedZone is the zone of a node mc-NN of a pool without zones: a, b,
+// c for NN mod 3 = 0, 1, 2.
+func numberedZone(id string) string {
 	az := string(rune('a' + len(id)%3))
 	if n, err := strconv.Atoi(id[len(id)-2:]); err == nil {
 		az = string(rune('a' + n%3))
 	}
+	return az
+}
+
+// register registers id (again), with its zone, through its own agent or
+// else the server's.
+func (p *pool) register(t testing.TB, id string) {
+	t.Helper()
+	az, ok := p.zoneOf[id]
+	if !ok {
+		az = numberedZone(id)
+	}
+	c := p.consul.Client
+	if a := p.agents[id]; a != nil {
+		c = a.Client
+	}
 	testenv.Register(t, c, p.nodes[id], testenv.Registration{ID: id, Meta: map[string]string{"az": az}})
+}
+
+// inZone returns the IDs of zone's nodes.
+func (p *pool) inZone(zone string) []string {
+	var out []string
+	for _, id := range p.ids {
+		if p.zoneOf[id] == zone {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // filled waits until m serves a map with every slot filled and Consul KV
@@ -66,9 +153,9 @@ func filled(t *testing.T, p *pool, m *mcrib, slots int) *cachenodes.SlotMap {
 	return sm
 }
 
-// fill writes count keys through a gomemcache client routed by the slot
-// map and returns them.
-func fill(t *testing.T, sm *cachenodes.SlotMap, count int) map[string]string {
+// routedClient returns a gomemcache client routed by sm through
+// cachenodes.Selector, as an application without mcclient routes.
+func routedClient(t testing.TB, sm *cachenodes.SlotMap) *memcache.Client {
 	t.Helper()
 	sel, err := cachenodes.NewSelector(sm)
 	if err != nil {
@@ -76,6 +163,14 @@ func fill(t *testing.T, sm *cachenodes.SlotMap, count int) map[string]string {
 	}
 	c := memcache.NewFromSelector(sel)
 	c.Timeout = 2 * time.Second
+	return c
+}
+
+// fill writes count keys through a gomemcache client routed by the slot
+// map and returns them.
+func fill(t *testing.T, sm *cachenodes.SlotMap, count int) map[string]string {
+	t.Helper()
+	c := routedClient(t, sm)
 	items := map[string]string{}
 	for i := range count {
 		k, v := fmt.Sprintf("key-%d", i), fmt.Sprintf("value-%d", i)
@@ -90,12 +185,7 @@ func fill(t *testing.T, sm *cachenodes.SlotMap, count int) map[string]string {
 // missing returns how many items are not found through the slot map.
 func missing(t *testing.T, sm *cachenodes.SlotMap, items map[string]string) int {
 	t.Helper()
-	sel, err := cachenodes.NewSelector(sm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := memcache.NewFromSelector(sel)
-	c.Timeout = 2 * time.Second
+	c := routedClient(t, sm)
 	n := 0
 	for k, v := range items {
 		it, err := c.Get(k)

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +141,25 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	}
 	t.Logf("ready in %.1f s", time.Since(start).Seconds())
 	return r
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads: what a
+// terminal showed.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // output returns what the terminal showed, or the log when the run is

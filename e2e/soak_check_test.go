@@ -61,7 +61,7 @@ func newSoakChecker(p *hostsPool) *soakChecker {
 	c.prev = p.slotMap()
 	c.baseline()
 	for _, r := range p.replicas {
-		c.logAt[r] = len(r.prog.Output())
+		c.logAt[r] = len(r.Output())
 	}
 	return c
 }
@@ -86,7 +86,7 @@ func (c *soakChecker) violate(format string, args ...any) {
 func (c *soakChecker) newLogs() (placed, returned map[string]int) {
 	placed, returned = map[string]int{}, map[string]int{}
 	for _, r := range c.p.replicas {
-		out := r.prog.Output()
+		out := r.Output()
 		from := c.logAt[r]
 		if from > len(out) {
 			from = 0
@@ -114,8 +114,8 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 	c.checks++
 	// mcrib never exits on its own.
 	for _, r := range p.replicas {
-		if r.prog.Exited() {
-			c.violate("after %s: %s exited on its own (exit %d)", step, r.name, r.prog.ExitCode())
+		if r.Exited() {
+			c.violate("after %s: %s exited on its own (exit %d)", step, r.name, r.ExitCode())
 		}
 	}
 	sm := p.slotMap()

@@ -94,7 +94,7 @@ func newSoakClients(t *testing.T, ctx context.Context, wg *sync.WaitGroup, p *ho
 		var urls, names []string
 		for j := range p.replicas {
 			r := p.replicas[(i+j)%len(p.replicas)]
-			urls, names = append(urls, "http://"+r.addr), append(names, r.name)
+			urls, names = append(urls, "http://"+r.Addr), append(names, r.name)
 		}
 		f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URLs: urls, WaitTime: 5 * time.Second})
 		if err != nil {

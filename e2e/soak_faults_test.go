@@ -168,8 +168,8 @@ func (s *soak) agentRestart() soakApplied {
 // mcribPause stops a replica (SIGSTOP), as a VM migration would.
 func (s *soak) mcribPause() soakApplied {
 	r := s.replica()
-	r.prog.Pause(s.t)
-	return soakApplied{what: "mcrib-pause " + r.name, undo: func() { r.prog.Resume(s.t) }}
+	r.Pause(s.t)
+	return soakApplied{what: "mcrib-pause " + r.name, undo: func() { r.Resume(s.t) }}
 }
 
 // cutReplicaHost cuts a replica's host off: a fault of the observer.
@@ -215,10 +215,10 @@ func (s *soak) consulRestart() soakApplied {
 // leaderKill kills the leader (-9); undone, it starts again.
 func (s *soak) leaderKill() soakApplied {
 	r := s.p.leader(30 * time.Second)
-	r.prog.Kill(s.t)
+	r.Kill(s.t)
 	return soakApplied{what: "leader-kill " + r.name, undo: func() {
-		r.prog.Start(s.t)
-		r.prog.WaitReady(s.t, 30*time.Second, func() bool { return r.ready() == http.StatusOK })
+		r.Start(s.t)
+		r.WaitReady(s.t, 30*time.Second, func() bool { return r.ready() == http.StatusOK })
 	}}
 }
 
@@ -228,7 +228,7 @@ func (s *soak) leaderKill() soakApplied {
 // starts again and the pool is thawed.
 func (s *soak) operatorFreeze() soakApplied {
 	r := s.p.leader(30 * time.Second)
-	if code, body := r.call("PUT", "/v1/freeze", `{"reason":"soak"}`, token); code != http.StatusOK {
+	if code, body := r.api.do("PUT", "/v1/freeze", `{"reason":"soak"}`, token); code != http.StatusOK {
 		s.t.Fatalf("PUT /v1/freeze on %s: %d %s", r.name, code, body)
 	}
 	time.Sleep(time.Second) // a pass under way when the freeze landed
@@ -248,7 +248,7 @@ func (s *soak) operatorFreeze() soakApplied {
 			time.Sleep(2 * hostsProbeInterval)
 			s.mon.freeze(nil)
 			r := s.p.leader(30 * time.Second)
-			if code, body := r.call("DELETE", "/v1/freeze", "", token); code != http.StatusOK {
+			if code, body := r.api.do("DELETE", "/v1/freeze", "", token); code != http.StatusOK {
 				s.t.Fatalf("DELETE /v1/freeze on %s: %d %s", r.name, code, body)
 			}
 		}}

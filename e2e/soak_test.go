@@ -145,7 +145,7 @@ func (s *soak) settle(e soakEffect) {
 				why = fmt.Sprintf("%s: /readyz %d", r.name, code)
 				return false
 			}
-			if got := r.slotMap(); got == nil || !got.Equal(sm) {
+			if got := r.served(); got == nil || !got.Equal(sm) {
 				why = fmt.Sprintf("%s does not serve the stored map (generation %d)", r.name, sm.Generation())
 				return false
 			}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,17 +30,9 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 	defer collector.Close()
 
 	p := newPool(t, 3)
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	m := &mcrib{t: t, Addr: addr, log: &syncBuffer{},
-		env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=100"}}
-	m.args = append([]string{"serve", "--consul", p.consul.HTTPAddr, "--listen", addr, "--slots", "2"}, fast...)
-	m.start()
-	t.Cleanup(func() {
-		m.kill()
-		if t.Failed() {
-			t.Logf("mcrib log:\n%s", tail(m.log.String(), 40))
-		}
-	})
+	m := startMcribEnv(t, p.consul.HTTPAddr,
+		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=100"},
+		append([]string{"--slots", "2"}, fast...)...)
 	filled(t, p, m, 2)
 	m.status() // one traced API request
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -42,16 +41,8 @@ func noFlushes(t *testing.T, p *pool, what string) {
 // absent longer than --hold, while their memcached never stops.
 func TestAgentRestartKeepsSlots(t *testing.T) {
 	const slots, nodes = 8, 9
-	server := testenv.StartConsul(t)
-	p := &pool{consul: server, nodes: map[string]*testenv.Memcached{}}
-	agents := map[string]*testenv.ConsulAgent{}
-	for i := range nodes {
-		id := fmt.Sprintf("mc-%02d", i+1)
-		p.nodes[id] = testenv.StartMemcached(t)
-		p.ids = append(p.ids, id)
-		agents[id] = server.StartClientAgent(t, fmt.Sprintf("127.0.0.%d", i+2))
-		p.register(t, agents[id].Client, id)
-	}
+	p := newAgentPool(t, nodes)
+	server, agents := p.consul, p.agents
 	m := startMcrib(t, server.HTTPAddr, flags("--slots", fmt.Sprint(slots), "--hold", "2s")...)
 	before := filled(t, p, m, slots)
 	items := fill(t, before, 200)
@@ -66,7 +57,7 @@ func TestAgentRestartKeepsSlots(t *testing.T) {
 		time.Sleep(3 * time.Second) // the absence must outlast --hold (2s)
 		sameSlots(t, "while "+id+"'s agent is down", before, m.slotMap())
 		agents[id].Start(t)
-		p.register(t, agents[id].Client, id)
+		p.register(t, id)
 		testenv.Eventually(t, 10*time.Second, id+" present again", func() bool {
 			n, ok := nodeStatus(m.status(), id)
 			return ok && n.Consul == mcribapi.ConsulPresent && n.State == mcribapi.NodeServing
@@ -152,7 +143,7 @@ func TestPausedNodeIsFlushedOnReturn(t *testing.T) {
 	}
 
 	// With --flush-after-unreachable longer than the pause, contents stay.
-	m.args = append(m.args, "--flush-after-unreachable", "30s")
+	m.AddFlags("--flush-after-unreachable", "30s")
 	m.restart()
 	items = fill(t, before, 100)
 	pause()
@@ -216,7 +207,7 @@ func TestRestartOfMcribMovesNothing(t *testing.T) {
 	if code != 0 || took > 5*time.Second {
 		t.Fatalf("SIGTERM: exit %d after %s, want 0 within 5s", code, took)
 	}
-	m.start()
+	m.Start(t)
 	sameSlots(t, "right after the restart", before, m.slotMap())
 	testenv.Eventually(t, 10*time.Second, "ready after the restart", func() bool { return m.ready() == 200 })
 	time.Sleep(2 * time.Second)
@@ -240,7 +231,7 @@ func TestConsulOutage(t *testing.T) {
 
 	p.consul.Start(t)
 	for _, id := range p.ids {
-		p.register(t, p.consul.Client, id)
+		p.register(t, id)
 	}
 	testenv.Eventually(t, 30*time.Second, "/readyz 200 after Consul returned", func() bool { return m.ready() == 200 })
 	testenv.Eventually(t, 10*time.Second, "the same slot map back in KV", func() bool {
@@ -254,7 +245,6 @@ func TestConsulOutage(t *testing.T) {
 // TestBadFlagsExit2 checks that each bad value exits 2 with one line that
 // names the flag.
 func TestBadFlagsExit2(t *testing.T) {
-	bin := mcribBinary(t)
 	for _, tc := range []struct {
 		args []string
 		flag string
@@ -266,13 +256,12 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--token-file", "/nonexistent/token"}, "--token-file"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := exec.Command(bin, append([]string{"serve"}, tc.args...)...)
-			out, err := cmd.CombinedOutput()
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 2 {
-				t.Fatalf("exit %v, want 2; output %q", err, out)
+			code, stdout, stderr := runMcrib(t, nil, append([]string{"serve"}, tc.args...)...)
+			out := stdout + stderr
+			if code != 2 {
+				t.Fatalf("exit %d, want 2; output %q", code, out)
 			}
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.flag) {
 				t.Fatalf("output %q: want one line naming %s", out, tc.flag)
 			}
@@ -285,13 +274,12 @@ func TestSlotCountIsFixed(t *testing.T) {
 	p := newPool(t, 4)
 	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", "4")...)
 	filled(t, p, m, 4)
-	cmd := exec.Command(mcribBinary(t), "serve", "--consul", p.consul.HTTPAddr, "--slots", "8", "--listen", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)))
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "--slots") {
-		t.Fatalf("mcrib serve --slots 8 on a 4-slot pool: %v %q, want exit 2 naming --slots", err, out)
+	code, stdout, stderr := runMcrib(t, nil, "serve", "--consul", p.consul.HTTPAddr, "--slots", "8", "--listen", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)))
+	out := stdout + stderr
+	if code != 2 || !strings.Contains(out, "--slots") {
+		t.Fatalf("mcrib serve --slots 8 on a 4-slot pool: exit %d %q, want exit 2 naming --slots", code, out)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 {
 		t.Fatalf("want one line, got %q", out)
 	}
 }

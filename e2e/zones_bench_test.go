@@ -121,15 +121,8 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	p := newHostsPool(t, hostsOptions{nodes: cfg.zones * cfg.perZone, replicas: 1, slots: cfg.slots, hold: "60s",
 		zones: cfg.zones, perHost: cfg.perHost, flags: []string{"--warm-for", cfg.warmFor}})
 	r := p.replicas[0]
-	api := newZAPI(r.addr)
-	st, err := api.status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	zones, err := statusZones(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := newAPIClient(r.Addr, apiTimeout)
+	zones := mustZones(t, api)
 	res := &zoneDrainResult{cfg: cfg}
 	names := slices.Sorted(maps.Keys(zones))
 	var fill []string
@@ -146,13 +139,13 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 			100/cfg.stepPercent, res.fill, cfg.stepPercent)
 	}
 	t.Logf("%s: the first fill spread the slots %s; draining zone %s", cfg.name, res.fill, res.zone)
-	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + r.addr, WaitTime: 30 * time.Second})
+	f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + r.Addr, WaitTime: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := followingClient(t, f)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return c.SlotMap() != nil })
-	l := &zoneLoad{c: c, keys: cfg.keys, opsPerSec: cfg.opsPerSec, writeFrac: 0.03, workers: 4}
+	l := zoneLoad(c, cfg.keys, cfg.opsPerSec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := l.prefill(ctx); err != nil {

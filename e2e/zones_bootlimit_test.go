@@ -23,24 +23,16 @@ type limitSample struct {
 
 // watchLimit samples GET /v1/ratelimit and the status's hit_rate every
 // 100 ms until ctx ends.
-func watchLimit(ctx context.Context, api *zAPI) func() []limitSample {
+func watchLimit(ctx context.Context, api *apiClient) func() []limitSample {
 	var mu sync.Mutex
 	var out []limitSample
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+		every(ctx, 100*time.Millisecond, func() {
+			doc, err := api.bootLimit()
+			if err != nil || doc.Validate() != nil {
 				return
-			case <-tick.C:
-			}
-			code, b := api.do("GET", "/v1/ratelimit", "", "")
-			doc, err := decodeAs[mcribapi.BootLimit](b, "/v1/ratelimit")
-			if code != 200 || err != nil || doc.Validate() != nil {
-				continue
 			}
 			s := limitSample{at: time.Now(), limit: doc.Limit}
 			if st, err := api.status(); err == nil {
@@ -49,7 +41,7 @@ func watchLimit(ctx context.Context, api *zAPI) func() []limitSample {
 			mu.Lock()
 			out = append(out, s)
 			mu.Unlock()
-		}
+		})
 	}()
 	return func() []limitSample {
 		<-done
@@ -74,16 +66,9 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	p := newZonedPool(t, []string{"a", "b", "c"}, 3)
 	m := startMcrib(t, p.consul.HTTPAddr, append(withToken(t), "--slots", fmt.Sprint(slots), "--hold", "60s",
 		"--probe-interval", "500ms", "--stats-interval", statsInterval.String(), "--warm-for", warmFor.String())...)
-	filled(t, p.pool, m, slots)
-	api := newZAPI(m.Addr)
-	st, err := api.status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	zones, err := statusZones(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	filled(t, p, m, slots)
+	api := newAPIClient(m.Addr, apiTimeout)
+	zones := mustZones(t, api)
 	zone := ""
 	for _, z := range slices.Sorted(maps.Keys(zones)) {
 		if zone == "" || zones[z].Slots > zones[zone].Slots {
@@ -96,7 +81,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	}
 	c := followingClient(t, f)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return c.SlotMap() != nil })
-	l := &zoneLoad{c: c, keys: 100_000, opsPerSec: 2000, writeFrac: 0.03, workers: 4}
+	l := zoneLoad(c, 100_000, 2000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := l.prefill(ctx); err != nil {
@@ -112,9 +97,8 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	var before float64
 	changedAt := time.Now()
 	testenv.Eventually(t, 90*time.Second, "the boot limit steady for 10 s under the load", func() bool {
-		code, b := api.do("GET", "/v1/ratelimit", "", "")
-		doc, err := decodeAs[mcribapi.BootLimit](b, "/v1/ratelimit")
-		if code != 200 || err != nil || doc.Mode != "auto" {
+		doc, err := api.bootLimit()
+		if err != nil || doc.Mode != "auto" {
 			return false
 		}
 		if doc.Limit != before {
@@ -131,7 +115,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	samples := watchLimit(wctx, api)
 	put := time.Now()
-	if code, b := api.do("PUT", "/v1/drain/"+zone, drainBody("issue 21: a planned drain under load", 100, 100, "5s"), token); code != 200 {
+	if code, b := api.do("PUT", "/v1/drain/"+zone, drainBody("a planned drain under load", 100, 100, "5s"), token); code != 200 {
 		t.Fatalf("PUT /v1/drain/%s: %d %s", zone, code, b)
 	}
 	testenv.Eventually(t, time.Minute, "zone "+zone+" drained", func() bool {

@@ -15,17 +15,15 @@ import (
 )
 
 // liveAPIs returns the APIs of the replicas of ms whose process runs.
-func liveAPIs(ms ...*mcrib) func() []*zAPI {
-	apis := make([]*zAPI, len(ms))
+func liveAPIs(ms ...*mcrib) func() []*apiClient {
+	apis := make([]*apiClient, len(ms))
 	for i, m := range ms {
-		apis[i] = newZAPI(m.Addr)
+		apis[i] = newAPIClient(m.Addr, apiTimeout)
 	}
-	return func() []*zAPI {
-		var out []*zAPI
+	return func() []*apiClient {
+		var out []*apiClient
 		for i, m := range ms {
-			select {
-			case <-m.done:
-			default:
+			if !m.Exited() {
 				out = append(out, apis[i])
 			}
 		}
@@ -39,12 +37,10 @@ func zLeader(t *testing.T, timeout time.Duration, ms ...*mcrib) *mcrib {
 	var lead *mcrib
 	testenv.Eventually(t, timeout, "one replica leading", func() bool {
 		for _, m := range ms {
-			select {
-			case <-m.done:
+			if m.Exited() {
 				continue
-			default:
 			}
-			if st, err := newZAPI(m.Addr).status(); err == nil && st.Leader {
+			if st, err := newAPIClient(m.Addr, apiTimeout).status(); err == nil && st.Leader {
 				lead = m
 				return true
 			}
@@ -79,7 +75,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	args := flags(append(withToken(t), "--slots", fmt.Sprint(slots), "--hold", "60s",
 		"--warm-for", "2s", "--max-absent-fraction", "0.1")...)
 	r1 := startMcrib(t, p.consul.HTTPAddr, args...)
-	filled(t, p.pool, r1, slots)
+	filled(t, p, r1, slots)
 	r2 := startMcrib(t, p.consul.HTTPAddr, args...)
 	w := watchMap(t, liveAPIs(r1, r2))
 	tok := []string{"MCRIB_TOKEN=" + token}
@@ -98,7 +94,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	t.Logf("first fill: %v; zone b's baseline %d, at most %d per step", counts, baseline, maxStep)
 
 	lead := zLeader(t, 15*time.Second, r1, r2)
-	api := newZAPI(lead.Addr)
+	api := newAPIClient(lead.Addr, apiTimeout)
 	d, raw, err := api.drain()
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -216,12 +212,12 @@ func TestDrainZoneRealStack(t *testing.T) {
 	// whole first step (or a second), not between a flush and its write.
 	within(time.Second, func() bool { return zoneSlots(w.latest(), p.zoneOf)["b"] <= baseline-maxStep })
 	t.Logf("first step seen %v after the PUT; kill -9 of the leader %s", time.Since(start).Round(time.Millisecond), lead.Addr)
-	lead.kill()
+	lead.Kill(t)
 	survivor := r1
 	if lead == r1 {
 		survivor = r2
 	}
-	api = newZAPI(survivor.Addr)
+	api = newAPIClient(survivor.Addr, apiTimeout)
 	drained := w.waitMap(t, 45*time.Second, "zone b drained after the takeover", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] == 0 })
 	t.Logf("zone b's slots as seen: %s", zoneCountsSeen(w.from(start), p.zoneOf, "b", start))
 	if zLeader(t, 20*time.Second, survivor) != survivor {
@@ -371,7 +367,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 
 // checkStatusZones checks the status document's zones: one entry per zone
 // with its nodes and slots, and no drain.
-func checkStatusZones(t *testing.T, api *zAPI, zones []string, nodes, slots map[string]int) {
+func checkStatusZones(t *testing.T, api *apiClient, zones []string, nodes, slots map[string]int) {
 	t.Helper()
 	st, err := api.status()
 	if err != nil {
@@ -392,7 +388,7 @@ func checkStatusZones(t *testing.T, api *zAPI, zones []string, nodes, slots map[
 
 // waitDrainState waits until zone's drain entry has state, and check (when
 // not nil) finds nothing wrong with it.
-func waitDrainState(t *testing.T, api *zAPI, zone string, state mcribapi.DrainState, timeout time.Duration, check func(mcribapi.DrainEntry) string) {
+func waitDrainState(t *testing.T, api *apiClient, zone string, state mcribapi.DrainState, timeout time.Duration, check func(mcribapi.DrainEntry) string) {
 	t.Helper()
 	var last []byte
 	why := ""

@@ -1,14 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -16,14 +10,13 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// The harness of the zone tests: zoned pools, a client of one replica's
-// API that never fails the test by itself, a watcher of the slot map, and
-// the judges of a drain's pace, the spread and the flushes. Documents are
-// decoded as every end-to-end test decodes them (documents_test.go).
+// The harness of the zone tests: a watcher of the slot map, and the judges
+// of a drain's pace, the spread and the flushes. Zoned pools are built by
+// newZonedPool (pool_test.go), and the API is read through apiClient
+// (api_test.go).
 
 // holders returns the set of nodes holding a slot of m.
 func holders(m *cachenodes.SlotMap) map[string]bool {
@@ -77,6 +70,21 @@ func statusZones(st mcribapi.Status) (map[string]mcribapi.ZoneStatus, error) {
 	return out, nil
 }
 
+// mustZones returns the zones of api's status document by name, or fails
+// the test.
+func mustZones(t *testing.T, api *apiClient) map[string]mcribapi.ZoneStatus {
+	t.Helper()
+	st, err := api.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, err := statusZones(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zones
+}
+
 // drainEntry returns zone's entry of the drain document d, the zero entry
 // and false when it has none.
 func drainEntry(d mcribapi.DrainDoc, zone string) (mcribapi.DrainEntry, bool) {
@@ -84,108 +92,6 @@ func drainEntry(d mcribapi.DrainDoc, zone string) (mcribapi.DrainEntry, bool) {
 		return *e, true
 	}
 	return mcribapi.DrainEntry{}, false
-}
-
-// api is an HTTP client of one mcrib API, addressed by base URL, that never
-// fails the test by itself: the zone tests talk to replicas that may be
-// killed.
-type zAPI struct {
-	base   string // "http://host:port"
-	client *http.Client
-}
-
-func newZAPI(addr string) *zAPI {
-	return &zAPI{base: "http://" + addr, client: &http.Client{Timeout: 10 * time.Second}}
-}
-
-// do sends method path with body (JSON, or none when "") and the bearer
-// token tok unless "", and returns the status and the body; code 0 and the
-// error text when there is no answer.
-func (a *zAPI) do(method, path, body, tok string) (int, []byte) {
-	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
-// slotMap GETs /v1/slotmap (query without "?", may be "") and returns the
-// document and its X-Mcrib-Index. A 200 whose body breaks the slot map's
-// rules is an error wrapping cachenodes.ErrInvalidSlotMap.
-func (a *zAPI) slotMap(query string) (*cachenodes.SlotMap, string, error) {
-	resp, err := a.client.Get(a.base + "/v1/slotmap?" + query)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("GET /v1/slotmap: %d %s", resp.StatusCode, b)
-	}
-	m, err := cachenodes.ParseSlotMap(b)
-	if err != nil {
-		return nil, "", fmt.Errorf("decoding /v1/slotmap: %w: %s", err, b)
-	}
-	return m, resp.Header.Get(mcribapi.IndexHeader), nil
-}
-
-// status GETs /v1/status.
-func (a *zAPI) status() (mcribapi.Status, error) {
-	code, b := a.do("GET", "/v1/status", "", "")
-	if code != http.StatusOK {
-		return mcribapi.Status{}, fmt.Errorf("GET /v1/status: %d %s", code, b)
-	}
-	return decodeAs[mcribapi.Status](b, "/v1/status")
-}
-
-// drain GETs /v1/drain; the raw body is returned too.
-func (a *zAPI) drain() (mcribapi.DrainDoc, []byte, error) {
-	code, b := a.do("GET", "/v1/drain", "", "")
-	if code != http.StatusOK {
-		return mcribapi.DrainDoc{}, b, fmt.Errorf("GET /v1/drain: %d %s (200 with the drain document)", code, b)
-	}
-	d, err := decodeAs[mcribapi.DrainDoc](b, "/v1/drain")
-	if err != nil {
-		return d, b, err
-	}
-	if d.Zones == nil {
-		return d, b, fmt.Errorf("GET /v1/drain: %s has no \"zones\" object (an empty document is {\"zones\": {}})", b)
-	}
-	return d, b, nil
-}
-
-// events GETs /v1/events.
-func (a *zAPI) events() ([]mcribapi.Event, error) {
-	code, b := a.do("GET", "/v1/events", "", "")
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("GET /v1/events: %d %s", code, b)
-	}
-	return decodeAs[[]mcribapi.Event](b, "/v1/events")
-}
-
-// mustDrain returns the drain document or fails the test.
-func mustDrain(t *testing.T, a *zAPI) mcribapi.DrainDoc {
-	t.Helper()
-	d, _, err := a.drain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // drainBody is a PUT /v1/drain/{zone} body.
@@ -205,7 +111,7 @@ type mapSample struct {
 // lower generation) than one seen before. One that breaks the slot map's
 // rules (cachenodes.ParseSlotMap refuses it) is kept as a violation.
 type mapWatcher struct {
-	apis func() []*zAPI
+	apis func() []*apiClient
 
 	mu      sync.Mutex
 	samples []mapSample
@@ -218,7 +124,7 @@ type mapWatcher struct {
 
 // watchMap starts a watcher over the replicas apis returns; it stops when
 // the test ends.
-func watchMap(t *testing.T, apis func() []*zAPI) *mapWatcher {
+func watchMap(t *testing.T, apis func() []*apiClient) *mapWatcher {
 	w := &mapWatcher{apis: apis, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	t.Cleanup(w.close)
@@ -401,68 +307,6 @@ func zoneCountsSeen(samples []mapSample, zoneOf map[string]string, zone string, 
 	return strings.Join(parts, " → ")
 }
 
-// runCLI runs the mcrib binary with args against addr (host:port), with
-// the extra environment env, and returns its exit code, stdout and stderr;
-// it gives up after 30 s.
-func runCLI(t *testing.T, addr string, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mcribBinary(t), args...)
-	cmd.Env = append(append(os.Environ(), "MCRIB_ADDR=http://"+addr, "MCRIB_TOKEN="), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running mcrib %s: %v", strings.Join(args, " "), err)
-	}
-	return code, out.String(), errb.String()
-}
-
-// zonedPool is a Consul dev agent with memcached nodes in zones whose IDs
-// sort by zone: mc-a-1 … mc-a-N, mc-b-1 …, each registered with service
-// meta az.
-type zonedPool struct {
-	*pool
-	zoneOf map[string]string
-}
-
-// newZonedPool starts Consul and perZone memcached in each of zones.
-func newZonedPool(t *testing.T, zones []string, perZone int) *zonedPool {
-	t.Helper()
-	p := &zonedPool{pool: &pool{consul: testenv.StartConsul(t), nodes: map[string]*testenv.Memcached{}}, zoneOf: map[string]string{}}
-	for _, z := range zones {
-		for i := range perZone {
-			id := fmt.Sprintf("mc-%s-%d", z, i+1)
-			p.nodes[id] = testenv.StartMemcached(t)
-			p.ids = append(p.ids, id)
-			p.zoneOf[id] = z
-			p.registerZoned(t, id)
-		}
-	}
-	return p
-}
-
-// registerZoned registers id (again) with its zone.
-func (p *zonedPool) registerZoned(t *testing.T, id string) {
-	t.Helper()
-	testenv.Register(t, p.consul.Client, p.nodes[id], testenv.Registration{ID: id, Meta: map[string]string{"az": p.zoneOf[id]}})
-}
-
-// inZone returns the IDs of zone's nodes.
-func (p *zonedPool) inZone(zone string) []string {
-	var out []string
-	for _, id := range p.ids {
-		if p.zoneOf[id] == zone {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // spreadProblem returns why counts (slots per zone) is not the even spread
 // of slots over zones (each zone ⌊slots/Z⌋ or ⌈slots/Z⌉), or "".
 func spreadProblem(counts map[string]int, zones []string, slots int) string {
@@ -516,30 +360,6 @@ func entered(before, after *cachenodes.SlotMap) map[string]bool {
 		}
 	}
 	return out
-}
-
-// moves returns mcrib_slot_moves_total of kind ("warm" or "cold") from the
-// API's /metrics, and false when there is no such sample.
-func (a *zAPI) moves(kind string) (float64, bool) {
-	code, body := a.do("GET", "/metrics", "", "")
-	if code != http.StatusOK {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		rest, ok := strings.CutPrefix(line, "mcrib_slot_moves_total{")
-		if !ok {
-			continue
-		}
-		labels, val, ok := strings.Cut(rest, "} ")
-		if !ok || !strings.Contains(labels, `kind="`+kind+`"`) {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(val, &v); err == nil {
-			return v, true
-		}
-	}
-	return 0, false
 }
 
 // short returns the first line of s, cut at 200 bytes, for messages that

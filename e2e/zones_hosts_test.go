@@ -33,9 +33,9 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 	p := newHostsPool(t, hostsOptions{nodes: 12, replicas: 1, slots: slots, hold: "60s", zones: 3,
 		flags: []string{"--warm-for", "30s"}})
 	r := p.replicas[0]
-	api := newZAPI(r.addr)
+	api := newAPIClient(r.Addr, apiTimeout)
 	zoneOf := p.zoneOf()
-	w := watchMap(t, func() []*zAPI { return []*zAPI{api} })
+	w := watchMap(t, func() []*apiClient { return []*apiClient{api} })
 	before := w.waitMap(t, 10*time.Second, "a slot map", func(m *cachenodes.SlotMap) bool { return len(holders(m)) == slots })
 	counts := zoneSlots(before, zoneOf)
 	if why := spreadProblem(counts, []string{"a", "b", "c"}, slots); why != "" {

@@ -62,8 +62,8 @@ func TestWarmReplace(t *testing.T) {
 	p := newZonedPool(t, []string{"a", "b", "c"}, 2)
 	m := startMcrib(t, p.consul.HTTPAddr, flags(append(withToken(t), "--slots", fmt.Sprint(slots), "--hold", "60s",
 		"--warm-for", warmFor.String())...)...)
-	filled(t, p.pool, m, slots)
-	api := newZAPI(m.Addr)
+	filled(t, p, m, slots)
+	api := newAPIClient(m.Addr, apiTimeout)
 	before, _, err := api.slotMap("")
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,20 +17,32 @@ import (
 const serfStatusAlive = 1
 
 // ConsulAgent is a Consul client agent (not a server) bound to one loopback
-// address or to a host of a test bed, joined to a Consul server. Its zero
-// value is not usable; use Consul.StartClientAgent or
-// Consul.StartClientAgentOn. Methods are safe for concurrent use, but Stop,
-// Kill and Start must not race with each other.
+// address or to a host of a test bed, joined to a Consul server: its
+// Process handle (Stop, Kill, Start, Pause, Resume, PID, …) and its
+// addresses and client. Its zero value is not usable; use
+// Consul.StartClientAgent or Consul.StartClientAgentOn. Methods are safe
+// for concurrent use, but Stop, Kill and Start must not race with each
+// other.
 //
 // The agent runs with leave_on_terminate = true, so Stop makes it leave the
 // cluster gracefully: the server deregisters its node at once, and every
-// service registered on it vanishes from /v1/health/service and the catalog.
+// service registered on it vanishes from /v1/health/service and the catalog
+// (see removeLeftNode). Kill (SIGKILL) does not leave: the server notices
+// the failure through gossip (within about a second on loopback), marks
+// the node's serfHealth check critical, and keeps its services listed, not
+// passing, until the node is reaped (72h by default); the services' own
+// checks keep their last synced status. Start starts it again with the same
+// address, ports, node name and data directory, and waits until the server
+// lists it as an alive member again. Pause (SIGSTOP) keeps its sockets but
+// it neither gossips nor answers its HTTP API until Resume, so the server
+// soon marks its node failed.
 //
 // Consul 1.13 persists services and checks registered through the agent HTTP
 // API in its data directory, and reloads them when the agent starts again
 // with the same data directory (which Start does). Tests should still
 // register again after Start: Register is idempotent.
 type ConsulAgent struct {
+	*Process
 	// IP is the address the agent binds, e.g. "127.0.0.2", or its host's
 	// Addr.
 	IP string
@@ -47,11 +58,9 @@ type ConsulAgent struct {
 	// DataDir is the agent's data directory, kept across Stop and Start.
 	DataDir string
 
-	bin      string
 	server   *Consul
 	httpPort int
 	serfPort int
-	proc     *process
 	probe    *api.Client // like Client, with a timeout on every request
 }
 
@@ -84,17 +93,18 @@ func (c *Consul) startClientAgent(t testing.TB, ip string, h *Host) *ConsulAgent
 	a := &ConsulAgent{
 		IP:      ip,
 		DataDir: t.TempDir(),
-		bin:     c.bin,
 		server:  c,
 	}
 	if h != nil {
 		a.NodeName = c.agentName(h.Name)
-		a.proc = newProcess(t, "consul agent on "+h.Name)
-		a.proc.prefix = h.execPrefix()
+		a.Process = newProcess(t, "consul agent on "+h.Name, c.bin)
+		a.prefix = h.execPrefix()
 	} else {
 		a.NodeName = c.agentName("agent-" + strings.ReplaceAll(ip, ".", "-"))
-		a.proc = newProcess(t, "consul agent "+ip)
+		a.Process = newProcess(t, "consul agent "+ip, c.bin)
 	}
+	a.ready, a.readyTimeout, a.readyInterval = a.joined, consulReadyTimeout, 50*time.Millisecond
+	a.afterStop = a.leftCatalog
 	var err error
 	for attempt := 0; attempt < startAttempts(h); attempt++ {
 		var p []int
@@ -107,7 +117,8 @@ func (c *Consul) startClientAgent(t testing.TB, ip string, h *Host) *ConsulAgent
 		a.SerfLANAddr = net.JoinHostPort(ip, strconv.Itoa(a.serfPort))
 		a.Client = newAPIClient(t, a.HTTPAddr, 0)
 		a.probe = newAPIClient(t, a.HTTPAddr, consulProbeTimeout)
-		if err = a.start(); err == nil {
+		a.setArgs(a.argv()...)
+		if err = a.launch(); err == nil {
 			c.mu.Lock()
 			c.agents = append(c.agents, a)
 			c.mu.Unlock()
@@ -118,7 +129,7 @@ func (c *Consul) startClientAgent(t testing.TB, ip string, h *Host) *ConsulAgent
 		}
 		// Most likely a port was taken between choosing and binding: retry.
 	}
-	t.Fatalf("testenv: starting consul client agent on %s: %v\n%s", ip, err, a.proc.tail(30))
+	t.Fatalf("testenv: starting consul client agent on %s: %v\n%s", ip, err, a.tail(30))
 	return nil
 }
 
@@ -140,9 +151,9 @@ func (c *Consul) agentName(base string) string {
 	}
 }
 
-// start runs the agent and waits until it has joined the server.
-func (a *ConsulAgent) start() error {
-	err := a.proc.start(a.bin,
+// argv returns the agent's arguments.
+func (a *ConsulAgent) argv() []string {
+	return []string{
 		"agent",
 		"-data-dir", a.DataDir,
 		"-bind", a.IP,
@@ -157,11 +168,7 @@ func (a *ConsulAgent) start() error {
 		"-log-level", consulLogLevel(),
 		"-hcl", "disable_update_check = true",
 		"-hcl", "leave_on_terminate = true",
-	)
-	if err != nil {
-		return err
 	}
-	return a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.joined)
 }
 
 // joined reports whether the server lists the agent as alive, the agent can
@@ -221,23 +228,20 @@ func (a *ConsulAgent) servicesSynced() bool {
 	return true
 }
 
-// Stop sends SIGTERM to the agent and waits for it to exit. The agent leaves
-// the cluster gracefully first (this takes about 4s), so its node and
-// services are gone from the server's catalog and health endpoints when Stop
-// returns (unless the server is stopped too).
+// leftCatalog runs after Stop (SIGTERM): the agent left the cluster
+// gracefully first (this takes about 4s), so its node and services are gone
+// from the server's catalog and health endpoints when Stop returns (unless
+// the server is stopped too).
 //
 // Consul 1.13 keeps syncing check updates to the servers while it leaves, so
 // a check that changes during the leave can register the node again right
 // after the server removed it; the leader would only remove that leftover
-// node at its next reconcile (up to a minute later). Stop therefore
+// node at its next reconcile (up to a minute later). leftCatalog therefore
 // deregisters the node from the catalog itself when it is still listed after
 // the agent exited, as that reconcile would.
-func (a *ConsulAgent) Stop(t testing.TB) {
+func (a *ConsulAgent) leftCatalog(t testing.TB) {
 	t.Helper()
-	if err := a.proc.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("testenv: stopping consul agent %s: %v", a.NodeName, err)
-	}
-	if a.server.proc.exited() {
+	if a.server.Exited() {
 		return // nobody to leave: the node stays as it was in the catalog
 	}
 	if deregistered, err := a.removeLeftNode(); err != nil {
@@ -265,47 +269,4 @@ func (a *ConsulAgent) removeLeftNode() (bool, error) {
 		return true, errNodeStillListed
 	}
 	return true, nil
-}
-
-// Kill sends SIGKILL to the agent and waits for it to exit. The agent does
-// not leave: the server notices the failure through gossip (within about a
-// second on loopback), marks the node's serfHealth check critical, and keeps
-// its services listed, not passing, until the node is reaped (72h by
-// default). The services' own checks keep their last synced status.
-func (a *ConsulAgent) Kill(t testing.TB) {
-	t.Helper()
-	if err := a.proc.stop(syscall.SIGKILL); err != nil {
-		t.Fatalf("testenv: killing consul agent %s: %v", a.NodeName, err)
-	}
-}
-
-// Start starts the agent again after Stop or Kill, with the same address,
-// ports, node name and data directory, and waits until the server lists it
-// as an alive member again.
-func (a *ConsulAgent) Start(t testing.TB) {
-	t.Helper()
-	if err := a.start(); err != nil {
-		t.Fatalf("testenv: restarting consul agent %s: %v\n%s", a.NodeName, err, a.proc.tail(30))
-	}
-}
-
-// PID returns the process ID of the agent, or 0 when it is not running.
-func (a *ConsulAgent) PID() int { return a.proc.pid() }
-
-// Pause sends SIGSTOP to the agent: it keeps its sockets but neither
-// gossips nor answers its HTTP API until Resume, so the server soon marks
-// its node failed.
-func (a *ConsulAgent) Pause(t testing.TB) {
-	t.Helper()
-	if err := a.proc.signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("testenv: pausing consul agent %s: %v", a.NodeName, err)
-	}
-}
-
-// Resume sends SIGCONT to the agent after Pause.
-func (a *ConsulAgent) Resume(t testing.TB) {
-	t.Helper()
-	if err := a.proc.signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("testenv: resuming consul agent %s: %v", a.NodeName, err)
-	}
 }

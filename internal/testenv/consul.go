@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,11 +24,14 @@ const consulReadyTimeout = 60 * time.Second
 const consulProbeTimeout = 2 * time.Second
 
 // Consul is a Consul dev server (`consul agent -dev`: a single server, state
-// in memory only), on free loopback ports or on a host of a test bed. Its
-// zero value is not usable; use StartConsul or StartConsulOn. Methods are
-// safe for concurrent use, but Stop and Start must not race with each
-// other.
+// in memory only), on free loopback ports or on a host of a test bed: its
+// Process handle (Stop, Kill, Pause, Resume, PID, …; Start brings the
+// running client agents back too, see restartWithAgents) and its addresses
+// and client. Its zero value is not usable; use StartConsul or
+// StartConsulOn. Methods are safe for concurrent use, but Stop and Start
+// must not race with each other.
 type Consul struct {
+	*Process
 	// HTTPAddr is the HTTP API address, "<ip>:<port>": "127.0.0.1:<port>"
 	// from StartConsul.
 	HTTPAddr string
@@ -41,11 +43,9 @@ type Consul struct {
 	// NodeName is the server's node name in the catalog.
 	NodeName string
 
-	bin    string
 	nodeID string
 	ip     string // the address the server binds
 	ports  consulServerPorts
-	proc   *process
 	probe  *api.Client // like Client, with a timeout on every request
 
 	mu     sync.Mutex
@@ -91,7 +91,6 @@ func startConsulWith(t testing.TB, h *Host, aclToken string) *Consul {
 	t.Helper()
 	c := &Consul{
 		aclToken: aclToken,
-		bin:      ConsulBinary(t),
 		nodeID:   newUUID(t),
 		NodeName: "consul-server",
 		ip:       "127.0.0.1",
@@ -101,10 +100,12 @@ func startConsulWith(t testing.TB, h *Host, aclToken string) *Consul {
 		c.NodeName, c.ip = h.Name, h.Addr
 		name += " on " + h.Name
 	}
-	c.proc = newProcess(t, name)
+	c.Process = newProcess(t, name, ConsulBinary(t))
 	if h != nil {
-		c.proc.prefix = h.execPrefix()
+		c.prefix = h.execPrefix()
 	}
+	c.ready, c.readyTimeout, c.readyInterval = c.leads, consulReadyTimeout, 50*time.Millisecond
+	c.startAgain = c.restartWithAgents
 	var err error
 	for attempt := 0; attempt < startAttempts(h); attempt++ {
 		var p []int
@@ -121,7 +122,8 @@ func startConsulWith(t testing.TB, h *Host, aclToken string) *Consul {
 			c.Client.AddHeader("X-Consul-Token", aclToken)
 			c.probe.AddHeader("X-Consul-Token", aclToken)
 		}
-		if err = c.start(); err == nil {
+		c.setArgs(c.argv()...)
+		if err = c.launch(); err == nil {
 			return c
 		}
 		if !errors.Is(err, errExited) {
@@ -129,13 +131,13 @@ func startConsulWith(t testing.TB, h *Host, aclToken string) *Consul {
 		}
 		// Most likely a port was taken between choosing and binding: retry.
 	}
-	t.Fatalf("testenv: starting consul: %v\n%s", err, c.proc.tail(30))
+	t.Fatalf("testenv: starting consul: %v\n%s", err, c.tail(30))
 	return nil
 }
 
-// start runs the server on c.ports and waits until it is ready.
-func (c *Consul) start() error {
-	err := c.proc.start(c.bin,
+// argv returns the server's arguments, on c.ports.
+func (c *Consul) argv() []string {
+	return []string{
 		"agent", "-dev",
 		"-bind", c.ip,
 		"-client", c.ip,
@@ -152,15 +154,11 @@ func (c *Consul) start() error {
 		"-log-level", consulLogLevel(),
 		"-hcl", "disable_update_check = true",
 		"-hcl", c.aclHCL(),
-	)
-	if err != nil {
-		return err
 	}
-	return c.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, c.ready)
 }
 
-// ready reports whether the server has a leader and accepts KV writes.
-func (c *Consul) ready() bool {
+// leads reports whether the server has a leader and accepts KV writes.
+func (c *Consul) leads() bool {
 	leader, err := c.probe.Status().Leader()
 	if err != nil || leader == "" {
 		return false
@@ -174,17 +172,9 @@ func (c *Consul) ready() bool {
 	return err == nil
 }
 
-// Stop sends SIGTERM to the server and waits for it to exit.
-func (c *Consul) Stop(t testing.TB) {
-	t.Helper()
-	if err := c.proc.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("testenv: stopping consul server: %v", err)
-	}
-}
-
-// Start starts the server again on the same ports after Stop and waits until
-// it is ready. Being a dev server, it starts empty: KV, catalog and sessions
-// are gone.
+// restartWithAgents is the server's Start: it starts the server again on the same
+// ports after Stop and waits until it is ready. Being a dev server, it
+// starts empty: KV, catalog and sessions are gone.
 //
 // Client agents started from c that are running come back too, and Start
 // waits for them: first until each has noticed that the server failed (Serf
@@ -194,16 +184,16 @@ func (c *Consul) Stop(t testing.TB) {
 // 30s or more), and waits until each is an alive member and every service
 // registered on it is back in the catalog. Without the first wait, an agent
 // whose sync failed during the outage would be back only after 15s to 30s.
-func (c *Consul) Start(t testing.TB) {
+func (c *Consul) restartWithAgents(t testing.TB) {
 	t.Helper()
 	agents := c.runningAgents()
 	for _, a := range agents {
-		if err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, a.serverDown); err != nil {
+		if err := a.waitReady(consulReadyTimeout, 50*time.Millisecond, a.serverDown); err != nil {
 			t.Fatalf("testenv: waiting for client agent %s to notice the server stopped: %v", a.NodeName, err)
 		}
 	}
-	if err := c.start(); err != nil {
-		t.Fatalf("testenv: restarting consul server: %v\n%s", err, c.proc.tail(30))
+	if err := c.launch(); err != nil {
+		t.Fatalf("testenv: restarting consul server: %v\n%s", err, c.tail(30))
 	}
 	for _, a := range agents {
 		if err := c.probe.Agent().Join(a.SerfLANAddr, false); err != nil {
@@ -211,11 +201,11 @@ func (c *Consul) Start(t testing.TB) {
 		}
 	}
 	for _, a := range agents {
-		err := a.proc.waitReady(consulReadyTimeout, 50*time.Millisecond, func() bool {
+		err := a.waitReady(consulReadyTimeout, 50*time.Millisecond, func() bool {
 			return a.joined() && a.servicesSynced()
 		})
 		if err != nil {
-			t.Fatalf("testenv: client agent %s after the server restart: %v\n%s", a.NodeName, err, a.proc.tail(30))
+			t.Fatalf("testenv: client agent %s after the server restart: %v\n%s", a.NodeName, err, a.tail(30))
 		}
 	}
 }
@@ -226,31 +216,11 @@ func (c *Consul) runningAgents() []*ConsulAgent {
 	defer c.mu.Unlock()
 	var running []*ConsulAgent
 	for _, a := range c.agents {
-		if !a.proc.exited() {
+		if !a.Exited() {
 			running = append(running, a)
 		}
 	}
 	return running
-}
-
-// PID returns the process ID of the server, or 0 when it is not running.
-func (c *Consul) PID() int { return c.proc.pid() }
-
-// Pause sends SIGSTOP to the server: it keeps its sockets but answers
-// nothing, to agents and clients alike, until Resume.
-func (c *Consul) Pause(t testing.TB) {
-	t.Helper()
-	if err := c.proc.signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("testenv: pausing consul server: %v", err)
-	}
-}
-
-// Resume sends SIGCONT to the server after Pause.
-func (c *Consul) Resume(t testing.TB) {
-	t.Helper()
-	if err := c.proc.signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("testenv: resuming consul server: %v", err)
-	}
 }
 
 // consulPorts returns n ports for a Consul agent bound to ip on h, in the

@@ -1,12 +1,19 @@
 // Package testenv starts the real outside parts that mcrib's integration tests
 // run against: a Consul dev server, Consul client agents on 127.0.0.x
-// addresses, and memcached processes, all on free loopback ports.
+// addresses, and memcached processes, all on free loopback ports; and
+// `mcrib serve` itself (StartMcrib), or any program (StartProgram).
+//
+// Every process comes with one handle, Process, which each kind embeds:
+// Stop (SIGTERM), Kill (kill -9), Pause (SIGSTOP), Resume (SIGCONT), Start
+// and Restart with the same command line, PID, Output, and the tail of its
+// output logged when the test fails. Process's start is the one place that
+// launches a long-lived process for the tests.
 //
 // For tests across hosts, NewBed builds a test bed: a Linux bridge and one
 // network namespace per host (Bed.AddHost), each with its own address in a
 // /24 of 198.18.0.0/15 that no other live bed holds. StartConsulOn,
-// Consul.StartClientAgentOn, StartMemcachedOn and StartProgram run the same
-// parts, or any program such as a built bin/mcrib, on a host; the host's
+// Consul.StartClientAgentOn, StartMemcachedOn, StartMcrib and StartProgram
+// run the same parts, mcrib or any program on a host; the host's
 // faults (Host.Cut and Heal, Host.Blackhole, Host.Drop) and SIGSTOP of a
 // process (Pause and Resume) partition them. Beds need root: without it the
 // test is skipped, or failed when CI is set (see below). A bed holds an

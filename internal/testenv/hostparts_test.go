@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -105,9 +104,15 @@ func TestBedProgram(t *testing.T) {
 	}
 	sleeper.Pause(t)
 	Eventually(t, 5*time.Second, "sleeper stopped", func() bool { return procState(sleeper.PID()) == "T" })
+	if !sleeper.Paused() {
+		t.Errorf("Paused() = false for a stopped process")
+	}
 	sleeper.Resume(t)
 	Eventually(t, 5*time.Second, "sleeper running", func() bool { return procState(sleeper.PID()) != "T" })
-	if got := sleeper.Stop(t, syscall.SIGTERM); got != -1 {
+	if sleeper.Paused() {
+		t.Errorf("Paused() = true after Resume")
+	}
+	if got := sleeper.Stop(t); got != -1 {
 		t.Errorf("exit code after SIGTERM = %d, want -1 (killed by a signal)", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -21,10 +20,13 @@ const memcachedReadyTimeout = 20 * time.Second
 const memcachedHostPort = 11211
 
 // Memcached is a memcached process listening on 127.0.0.1, or on the
-// address of a host of a test bed. Its zero value is not usable; use
-// StartMemcached or StartMemcachedOn. Methods are safe for concurrent use,
-// but Kill, Start, Pause and Resume must not race with each other.
+// address of a host of a test bed: its Process handle (Kill, Start, Pause,
+// Resume, PID, …; Start waits until it answers again, with an empty cache)
+// and its address. Its zero value is not usable; use StartMemcached or
+// StartMemcachedOn. Methods are safe for concurrent use, but Kill, Start,
+// Pause and Resume must not race with each other.
 type Memcached struct {
+	*Process
 	// Addr is "<IP>:<Port>".
 	Addr string
 	// IP is the address memcached listens on: "127.0.0.1", or its host's
@@ -33,9 +35,6 @@ type Memcached struct {
 	// Port is the TCP port memcached listens on; it stays the same across
 	// Kill and Start.
 	Port int
-
-	bin  string
-	proc *process
 }
 
 // StartMemcached starts `memcached -l 127.0.0.1 -p <free port> -U 0 -m 64 -t 2`
@@ -70,16 +69,17 @@ func StartMemcachedOnPort(t testing.TB, h *Host, port int) *Memcached {
 // port when above 0 (a host of its own only).
 func startMemcached(t testing.TB, h *Host, port int) *Memcached {
 	t.Helper()
-	m := &Memcached{bin: MemcachedBinary(t), IP: "127.0.0.1"}
+	m := &Memcached{IP: "127.0.0.1"}
 	name := "memcached"
 	if h != nil {
 		m.IP = h.Addr
 		name += " on " + h.Name
 	}
-	m.proc = newProcess(t, name)
+	m.Process = newProcess(t, name, MemcachedBinary(t))
 	if h != nil {
-		m.proc.prefix = h.execPrefix()
+		m.prefix = h.execPrefix()
 	}
+	m.ready, m.readyTimeout, m.readyInterval = m.answers, memcachedReadyTimeout, 10*time.Millisecond
 	var err error
 	for attempt := 0; attempt < startAttempts(h); attempt++ {
 		if port > 0 {
@@ -94,7 +94,12 @@ func startMemcached(t testing.TB, h *Host, port int) *Memcached {
 			m.Port = ports[0]
 		}
 		m.Addr = net.JoinHostPort(m.IP, strconv.Itoa(m.Port))
-		if err = m.start(); err == nil {
+		args := []string{"-l", m.IP, "-p", strconv.Itoa(m.Port), "-U", "0", "-m", "64", "-t", "2"}
+		if os.Geteuid() == 0 {
+			args = append(args, "-u", "root")
+		}
+		m.setArgs(args...)
+		if err = m.launch(); err == nil {
 			return m
 		}
 		if !errors.Is(err, errExited) {
@@ -102,60 +107,14 @@ func startMemcached(t testing.TB, h *Host, port int) *Memcached {
 		}
 		// Most likely the port was taken between FreePort and bind: retry.
 	}
-	t.Fatalf("testenv: starting memcached: %v\n%s", err, m.proc.tail(20))
+	t.Fatalf("testenv: starting memcached: %v\n%s", err, m.tail(20))
 	return nil
 }
 
-// start runs memcached on m.Port and waits until it answers.
-func (m *Memcached) start() error {
-	args := []string{"-l", m.IP, "-p", strconv.Itoa(m.Port), "-U", "0", "-m", "64", "-t", "2"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "root")
-	}
-	if err := m.proc.start(m.bin, args...); err != nil {
-		return err
-	}
-	return m.proc.waitReady(memcachedReadyTimeout, 10*time.Millisecond, func() bool {
-		return memcachedVersion(m.Addr, 500*time.Millisecond) == nil
-	})
+// answers reports whether memcached answers the version command.
+func (m *Memcached) answers() bool {
+	return memcachedVersion(m.Addr, 500*time.Millisecond) == nil
 }
-
-// Start starts memcached again on the same port after Kill, and waits until
-// it answers. The cache is empty again.
-func (m *Memcached) Start(t testing.TB) {
-	t.Helper()
-	if err := m.start(); err != nil {
-		t.Fatalf("testenv: restarting memcached on %s: %v\n%s", m.Addr, err, m.proc.tail(20))
-	}
-}
-
-// Kill sends SIGKILL to memcached and waits for it to exit.
-func (m *Memcached) Kill(t testing.TB) {
-	t.Helper()
-	if err := m.proc.stop(syscall.SIGKILL); err != nil {
-		t.Fatalf("testenv: killing memcached on %s: %v", m.Addr, err)
-	}
-}
-
-// Pause sends SIGSTOP to memcached: connections are still accepted by the
-// kernel, but nothing answers until Resume.
-func (m *Memcached) Pause(t testing.TB) {
-	t.Helper()
-	if err := m.proc.signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("testenv: pausing memcached on %s: %v", m.Addr, err)
-	}
-}
-
-// Resume sends SIGCONT to memcached after Pause.
-func (m *Memcached) Resume(t testing.TB) {
-	t.Helper()
-	if err := m.proc.signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("testenv: resuming memcached on %s: %v", m.Addr, err)
-	}
-}
-
-// PID returns the process ID of memcached, or 0 when it is not running.
-func (m *Memcached) PID() int { return m.proc.pid() }
 
 // memcachedVersion sends the `version` command to addr and checks the answer,
 // all within timeout.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -15,18 +14,20 @@ import (
 const nutcrackerReadyTimeout = 20 * time.Second
 
 // Nutcracker is a twemproxy (nutcracker) process serving the pools of one
-// config file. Its zero value is not usable; use StartNutcracker. Methods
-// are safe for concurrent use, but Restart must not race with itself.
+// config file: its Process handle and its addresses. Restart stops it with
+// SIGTERM and starts it again on the same config file, which it reads anew:
+// the way an operator applies a changed config, since nutcracker has no
+// reload. Its zero value is not usable; use StartNutcracker. Methods are
+// safe for concurrent use, but Restart must not race with itself.
 type Nutcracker struct {
+	*Process
 	// Addr is the listen address of the config's pool, as given to
 	// StartNutcracker.
 	Addr string
 	// Conf is the path of the config file.
 	Conf string
 
-	bin       string
 	statsPort int
-	proc      *process
 }
 
 // NutcrackerBinary returns the path of nutcracker (Debian package
@@ -55,12 +56,14 @@ func CheckNutcrackerConfig(t testing.TB, conf string) error {
 // into conf, accepts connections. The process is killed when the test ends.
 func StartNutcracker(t testing.TB, conf, addr string) *Nutcracker {
 	t.Helper()
-	n := &Nutcracker{Addr: addr, Conf: conf, bin: NutcrackerBinary(t)}
-	n.proc = newProcess(t, "nutcracker")
+	n := &Nutcracker{Addr: addr, Conf: conf}
+	n.Process = newProcess(t, "nutcracker", NutcrackerBinary(t))
+	n.ready, n.readyTimeout, n.readyInterval = n.accepts, nutcrackerReadyTimeout, 10*time.Millisecond
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		n.statsPort = FreePort(t)
-		if err = n.start(); err == nil {
+		n.setArgs("-c", n.Conf, "-a", "127.0.0.1", "-s", strconv.Itoa(n.statsPort))
+		if err = n.launch(); err == nil {
 			return n
 		}
 		if !errors.Is(err, errExited) {
@@ -68,35 +71,16 @@ func StartNutcracker(t testing.TB, conf, addr string) *Nutcracker {
 		}
 		// Most likely the stats port was taken between FreePort and bind.
 	}
-	t.Fatalf("testenv: starting nutcracker on %s: %v\n%s", conf, err, n.proc.tail(20))
+	t.Fatalf("testenv: starting nutcracker on %s: %v\n%s", conf, err, n.tail(20))
 	return nil
 }
 
-// start runs nutcracker and waits until its pool accepts connections.
-func (n *Nutcracker) start() error {
-	err := n.proc.start(n.bin, "-c", n.Conf, "-a", "127.0.0.1", "-s", strconv.Itoa(n.statsPort))
+// accepts reports whether the config's pool accepts connections.
+func (n *Nutcracker) accepts() bool {
+	c, err := net.DialTimeout("tcp", n.Addr, 200*time.Millisecond)
 	if err != nil {
-		return err
+		return false
 	}
-	return n.proc.waitReady(nutcrackerReadyTimeout, 10*time.Millisecond, func() bool {
-		c, err := net.DialTimeout("tcp", n.Addr, 200*time.Millisecond)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
-}
-
-// Restart stops nutcracker with SIGTERM and starts it again on the same
-// config file, which it reads anew: the way an operator applies a changed
-// config, since nutcracker has no reload.
-func (n *Nutcracker) Restart(t testing.TB) {
-	t.Helper()
-	if err := n.proc.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("testenv: stopping nutcracker: %v", err)
-	}
-	if err := n.start(); err != nil {
-		t.Fatalf("testenv: restarting nutcracker on %s: %v\n%s", n.Conf, err, n.proc.tail(20))
-	}
+	c.Close()
+	return true
 }
