@@ -14,7 +14,7 @@ import (
 )
 
 // ConsulStore is the Store of one pool in Consul KV, under
-// <kv-prefix>/<pool>/ (CONTRACT.md section 2). Build it with
+// <kv-prefix>/<pool>/ (docs/api.md, "Consul key layout"). Build it with
 // NewConsulStore; it is safe for concurrent use.
 type ConsulStore struct {
 	client *api.Client

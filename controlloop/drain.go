@@ -16,7 +16,7 @@ import (
 	"github.com/mcrib/mcrib/slotplan"
 )
 
-// Drains of CONTRACT.md section 7. The drain document lives in KV; any
+// Drains (docs/api.md, "Drain"). The drain document lives in KV; any
 // replica changes it for an operator (Drain, Undrain), with check-and-set;
 // the leader carries the steps out and records their pace (LastStepAt),
 // what stops them (blocked) and the end of a return in the same write as

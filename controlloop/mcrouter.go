@@ -25,7 +25,7 @@ const maxRouterExptime = 30 * 24 * 3600
 // PoolRoute and the Crc32 hash, so mcrouter sends a key where
 // cachenodes.KeySlot does.
 //
-// While some slot warms (CONTRACT.md section 7) it adds a second pool,
+// While some slot warms (docs/api.md, "Warm moves") it adds a second pool,
 // "<pool>.warm", whose server of each slot is the slot's warm source, or
 // its holder when the slot does not warm, and routes with an
 // OperationSelectorRoute: gets through a WarmUpRoute (cold: the holders,

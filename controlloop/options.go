@@ -48,7 +48,7 @@ type Options struct {
 	TwemproxyConfig, TwemproxyListen string
 
 	// WarmFor is how long a planned move keeps the old holder as the warm
-	// source of its slot (--warm-for, CONTRACT.md section 7); 0 makes
+	// source of its slot (--warm-for; docs/api.md, "Warm moves"); 0 makes
 	// every move cold.
 	WarmFor time.Duration
 	// SettleAfterMove is how long after a planned move, or after the end of

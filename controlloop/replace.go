@@ -8,8 +8,9 @@ import (
 	"github.com/mcrib/mcrib/slotplan"
 )
 
-// An operator's replace (POST /v1/nodes/{id}/replace, CONTRACT.md section
-// 7) is carried out by the leader only, in a pass of its own: Replace
+// An operator's replace (POST /v1/nodes/{id}/replace; docs/api.md, "Zones,
+// drains and warm moves") is carried out by the leader only, in a pass of
+// its own: Replace
 // takes the pass lock, so it never races with Reconcile, and the pass
 // decides, flushes and writes the move as any other.
 

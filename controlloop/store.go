@@ -42,7 +42,7 @@ type Snapshot struct {
 	// and the drains make no progress until it is fixed; "flushes": see
 	// Flushes).
 	Corrupt []string
-	// Drain is the drain document (CONTRACT.md section 7); nil when no
+	// Drain is the drain document (docs/api.md, "Drain document"); nil when no
 	// zone is drained (or the document is corrupt).
 	Drain *mcribapi.DrainDoc
 	// DrainIndex is the store's version of the drain document as read; 0
@@ -133,8 +133,8 @@ type Store interface {
 	DeleteVote(ctx context.Context, replica string, index uint64) (ok bool, err error)
 }
 
-// DrainStore is a Store that also keeps the drain document (CONTRACT.md
-// section 7); *ConsulStore implements it. With a Store that does not, a
+// DrainStore is a Store that also keeps the drain document (docs/api.md,
+// "Drain document"); *ConsulStore implements it. With a Store that does not, a
 // drain is refused.
 type DrainStore interface {
 	Store

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultTwemproxyListen is the listen address written into the twemproxy
-// pool when Options.TwemproxyListen is empty (CONTRACT.md section 1).
+// pool when Options.TwemproxyListen is empty (docs/cli.md).
 const DefaultTwemproxyListen = "127.0.0.1:22121"
 
 // plainYAML matches a pool name that YAML reads as itself without quotes.

@@ -77,7 +77,7 @@ func benchRealMarkdown(r *benchRealResult, missed []string) string {
 		fmt.Fprintf(&b, "Events other than the first placements (time since the load started): %s.\n\n", strings.Join(r.log, "; "))
 	}
 
-	fmt.Fprintf(&b, "## Targets (issue 10, real-stack agent rollout)\n\n")
+	fmt.Fprintf(&b, "## Targets (real-stack agent rollout)\n\n")
 	fmt.Fprintf(&b, "- 0 flushes: %s\n- 0 replacements: %s\n- hit rate within 1 point of the baseline (during the rollout and while each agent was away): %s\n\n",
 		met(flushes == 0), met(r.gen0 == r.gen1 && r.events[mcribapi.EventReplacement] == 0 && r.events[mcribapi.EventFlush] == 0),
 		met(!slices.ContainsFunc(missed, func(s string) bool { return strings.Contains(s, "hit rate") })))

@@ -98,7 +98,7 @@ func pauseLosingWrites(t *testing.T, m *mcrib, node *testenv.Memcached, id strin
 	})
 }
 
-// TestClientReplaysDeletesAcrossAPause is issue 9's scenario with
+// TestClientReplaysDeletesAcrossAPause replays deletes across a pause, with
 // --flush-after-unreachable 30s: keys are written, their node is paused
 // 10 s, half of them are deleted meanwhile, the node resumes. mcrib
 // flushes nothing. Through a plain gomemcache client the deleted keys are

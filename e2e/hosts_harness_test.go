@@ -119,7 +119,7 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 		return err == nil && len(entries) == o.nodes
 	})
 	// A listen address other than loopback needs an operator token
-	// (CONTRACT.md section 1), as a deployment would have one.
+	// (docs/cli.md), as a deployment would have one.
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func mcrouterServers(t *testing.T, path string) []string {
 	}
 	switch {
 	case cfg.Route.Type == "OperationSelectorRoute":
-		// A slot warms (a warm move, CONTRACT.md section 7): the holders
+		// A slot warms (a warm move, docs/api.md): the holders
 		// are the pool "default", the warm sources "default.warm".
 		if _, ok := cfg.Pools["default.warm"]; !ok {
 			t.Fatalf("mcrouter warming config without the pool default.warm:\n%s", data)

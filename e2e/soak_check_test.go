@@ -13,7 +13,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 )
 
-// The soak's invariant checks (CONTRACT.md section 6 and issue 11), made
+// The soak's invariant checks (docs/api.md, "Invariants"), made
 // after every fault once the pool has settled, and a monitor that watches
 // the stored map's generation between checks.
 

@@ -18,7 +18,7 @@ import (
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
-// The soak (issue 11): a pool deployed on a bed of hosts (nine memcached,
+// The soak: a pool deployed on a bed of hosts (nine memcached,
 // three replicas, the Consul server and client agents), several clients
 // writing, deleting and reading one key space through mcclient, their
 // every operation checked for stale reads (soak_client_test.go), and a

@@ -83,7 +83,7 @@ func zoneDrainConfigFor(name, warmFor string) zoneDrainConfig {
 		stepPercent: 10, interval: 3 * time.Second}
 }
 
-// TestBenchZoneDrain is make bench-zones (issue 14's performance target),
+// TestBenchZoneDrain is make bench-zones (its targets in docs/performance.md),
 // run only with MCRIB_BENCH_ZONES=1 and root (a bed of hosts): three zones
 // of 18 memcached (six on each of three hosts), 32 slots (11/11/10), a
 // cache-aside load through mcclient, and the zone holding 10 slots drained
@@ -250,7 +250,7 @@ func (r *zoneDrainResult) stepGaps() (lo, mean, hi time.Duration) {
 	return lo, mean, hi
 }
 
-// zoneDrainTargets returns the targets of issue 14's benchmark that the
+// zoneDrainTargets returns the zone-drain benchmark's targets that the
 // runs missed: each drain within 10 steps' time plus one interval; with
 // warm moves the lowest hit rate within 5 points of the steady state and
 // at most a quarter of the cold drain's extra misses.
@@ -316,7 +316,7 @@ func writeZoneDrainReport(dir string, warm, cold *zoneDrainResult, missed []stri
 	fmt.Fprintf(&b, "\nThe first step runs at once and each next one when its step_interval (%s) has passed since the previous: mcrib wakes its loop "+
 		"for a step that falls due between two passes, so ten steps take nine intervals plus the passes' own time. "+
 		"With `--warm-for %s` the last moves still warm when the window ends.\n", c.interval, warm.cfg.warmFor)
-	fmt.Fprintf(&b, "\n## Targets (issue 14)\n\n")
+	fmt.Fprintf(&b, "\n## Targets\n\n")
 	fmt.Fprintf(&b, "- the drain finishes within 10 steps' time plus one interval (%v): %s\n", 11*c.interval,
 		met(!strings.Contains(strings.Join(missed, "\n"), "drain took")))
 	fmt.Fprintf(&b, "- with warm moves the lowest hit rate within 5 points of the steady state: %s\n",

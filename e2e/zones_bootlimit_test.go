@@ -51,13 +51,13 @@ func watchLimit(ctx context.Context, api *apiClient) func() []limitSample {
 	}
 }
 
-// TestWarmDrainUnderLoadHoldsTheBootLimit is issue 21's figure: 9
-// memcached in 3 zones, a cache-aside load through mcclient over 100,000
+// TestWarmDrainUnderLoadHoldsTheBootLimit is the boot limit through a warm
+// drain: 9 memcached in 3 zones, a cache-aside load through mcclient over 100,000
 // keys, and a warm drain of the zone holding the most slots, with the boot
 // limit in auto mode. No planned move cuts the boot limit by itself: the
-// lowest limit from the drain's PUT until its warmings ended and settled
-// is the limit before the drain (the issue measured 460 → 10 before the
-// fix), and the pool's hit rate stays near what the load itself sees
+// lowest limit from the drain's PUT until 15 s after its warmings ended
+// is the limit before the drain (460 → 10 before planned moves were left
+// out of the limiter's input), and the pool's hit rate stays near what the load itself sees
 // (warm reads count as the hits they are).
 func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	const slots = 4

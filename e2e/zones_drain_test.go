@@ -50,7 +50,7 @@ func zLeader(t *testing.T, timeout time.Duration, ms ...*mcrib) *mcrib {
 	return lead
 }
 
-// TestDrainZoneRealStack is issue 14's drain on real Consul and memcached:
+// TestDrainZoneRealStack is a zone drain on real Consul and memcached:
 // three zones of four nodes whose IDs sort by zone, 8 slots. The first fill
 // spreads the slots (2 or 3 per zone). Bad drain input is refused and
 // changes nothing; the CLI's usage errors exit 2 and server errors 1. Zone
@@ -423,7 +423,7 @@ func drainedAt(samples []mapSample, zoneOf map[string]string, zone string, want 
 
 // checkWarmMoves checks that every slot that left zone (its holder
 // answering) was seen warming from its old holder: the drain's steps are
-// warm moves (CONTRACT.md section 7).
+// warm moves (docs/api.md, "Warm moves").
 func checkWarmMoves(t *testing.T, samples []mapSample, before *cachenodes.SlotMap, zoneOf map[string]string, zone string) {
 	t.Helper()
 	for i, s := range before.Slots() {

@@ -313,7 +313,7 @@ func spreadProblem(counts map[string]int, zones []string, slots int) string {
 	lo, hi := slots/len(zones), (slots+len(zones)-1)/len(zones)
 	for _, z := range zones {
 		if c := counts[z]; c < lo || c > hi {
-			return fmt.Sprintf("zone %s holds %d slots, want %d to %d (slots per zone: %v; CONTRACT.md section 7, spread)", z, c, lo, hi, counts)
+			return fmt.Sprintf("zone %s holds %d slots, want %d to %d (slots per zone: %v; the spread rule in docs/api.md)", z, c, lo, hi, counts)
 		}
 	}
 	return ""

@@ -66,7 +66,7 @@ func TestDrainCutZoneHostsBed(t *testing.T) {
 		}
 		return err == nil && st.AutoFrozen && strings.Contains(st.AutoFreezeReason, "mcrib drain b")
 	}) {
-		t.Errorf("zone b cut off for %v: auto_frozen %v, reason %q; want the automatic freeze on, its reason naming the command `mcrib drain b` (CONTRACT.md section 7, per zone)",
+		t.Errorf("zone b cut off for %v: auto_frozen %v, reason %q; want the automatic freeze on, its reason naming the command `mcrib drain b` (docs/api.md, per zone)",
 			time.Since(cut).Round(time.Millisecond), last.AutoFrozen, last.AutoFreezeReason)
 	} else {
 		t.Logf("automatic freeze %v after the cut: %s", time.Since(cut).Round(time.Millisecond), last.AutoFreezeReason)

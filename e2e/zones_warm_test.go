@@ -47,7 +47,7 @@ func hitRate(t *testing.T, c *mcclient.Client, keys []string) float64 {
 	return float64(hits) / float64(len(keys))
 }
 
-// TestWarmReplace is issue 14's warm move with a cache-aside load through
+// TestWarmReplace is a warm replace with a cache-aside load through
 // the Go client: POST /v1/nodes/{id}/replace of a slot holder answers warm
 // true and the slot map names the old holder as the slot's warm source
 // until --warm-for passes; the hit rate on the slot's keys stays within 10

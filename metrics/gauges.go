@@ -66,7 +66,7 @@ type Gauges struct {
 }
 
 // ZoneGauges is one zone's figures, from the status document's zones
-// (CONTRACT.md section 7).
+// (docs/api.md, "Per zone and the zone alert").
 type ZoneGauges struct {
 	// Zone is the zone's name; "" is the nodes without a zone.
 	Zone string

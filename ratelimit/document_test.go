@@ -35,8 +35,8 @@ func TestDefaultBurst(t *testing.T) {
 	}
 }
 
-// TestDocumentJSON pins the field names of CONTRACT.md section 5 plus the
-// two added ones.
+// TestDocumentJSON pins the field names of the boot-limit document
+// (docs/api.md) plus the two added ones.
 func TestDocumentJSON(t *testing.T) {
 	doc := InitialDocument(testConfig, t0)
 	b, err := json.Marshal(doc)

@@ -76,7 +76,7 @@ type Input struct {
 	// but the drain and return steps.
 	Frozen bool
 	// OperatorFrozen is set under an operator's freeze: it holds back the
-	// drain and return steps as well (CONTRACT.md section 7).
+	// drain and return steps as well (docs/api.md, "Drain").
 	OperatorFrozen bool
 	// Budget is how many slot holders may be replaced now (the ceiling).
 	Budget int

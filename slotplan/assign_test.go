@@ -186,8 +186,8 @@ func carriedOut(plan Plan, failed []string) []Placement {
 	return done
 }
 
-// checkSlotMap asserts the slot map document rules of CONTRACT.md section
-// 4 on m: num_slots entries, vacant slots with empty strings, holders with
+// checkSlotMap asserts the rules of the slot map document (docs/api.md)
+// on m: num_slots entries, vacant slots with empty strings, holders with
 // an address, no node twice across slots and spares, spares sorted by ID,
 // and a JSON round trip that gives the same document back.
 func checkSlotMap(t testing.TB, m *cachenodes.SlotMap, numSlots int) {

@@ -9,7 +9,7 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
-// The spread rule of CONTRACT.md section 7. Wherever Decide chooses a node
+// The spread rule (docs/api.md, "Spread rule"). Wherever Decide chooses a node
 // for a slot, let Z be the number of undrained zones with at least one
 // node present and share = ⌈num_slots ÷ Z⌉. Among the undrained zones
 // with a ready spare, it takes the departed node's zone if that zone, not
