@@ -31,8 +31,8 @@
 #   make dst     the deterministic simulation of the whole pool (package
 #                dst): DST_SEEDS seeds (default 50) from DST_FROM, each
 #                DST_DURATION simulated (default 10m); make test runs its
-#                short fixed set. make dst-selftest finds, for each known
-#                bug of issue 18, a seed that finds it.
+#                short fixed set. make dst-selftest finds, for each
+#                known bug, a seed that finds it.
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
@@ -105,13 +105,13 @@ run: deps build
 bench: bench-sim
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The real-stack agent rollout of issue 10 (e2e TestBenchRealAgentRollout):
+# The real-stack agent rollout (e2e TestBenchRealAgentRollout):
 # make test runs its short form.
 bench-real: deps
 	MCRIB_BENCH_REAL=1 MCRIB_BENCH_REAL_OUT=$(CURDIR)/bench/real-rollout BENCH_REAL_DURATION=$${BENCH_REAL_DURATION:-4m} \
 		$(GO) test -count=1 -timeout 30m -run '^TestBenchRealAgentRollout$$' -v ./e2e/
 
-# The zone drain of issue 14 (e2e TestBenchZoneDrain, needs root): zone b
+# The zone drain (e2e TestBenchZoneDrain, needs root): zone b
 # drained completely in steps of 10% every 3 s under a cache-aside load,
 # once with warm moves (--warm-for 2m) and once cold (--warm-for 0s), each
 # on a bed of hosts of its own (about 2 minutes in all). Too long for make
@@ -125,7 +125,7 @@ bench-zones: deps
 scale: deps
 	MCRIB_SCALE_DURATION=$${MCRIB_SCALE_DURATION:-10m} $(GO) test -count=1 -timeout 30m -run TestScaleTenThousandNodes -v ./controlloop/
 
-# The deterministic simulation of issue 18 (package dst), without the race
+# The deterministic simulation (package dst), without the race
 # detector; a failure prints its seed and the command that replays it.
 DST_SEEDS ?= 50
 DST_FROM ?= 1

@@ -503,7 +503,7 @@
         down.push(n);
         continue;
       }
-      // A warm source is no spare (CONTRACT.md section 7): its slot row
+      // A warm source is no spare (docs/api.md, "Warm moves"): its slot row
       // names it.
       if (str(n.state) === "warming") continue;
       // A node without a slot that is not down and not yet a spare in the
