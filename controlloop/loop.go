@@ -193,9 +193,7 @@ func (l *Loop) Run(ctx context.Context) {
 		if !l.waitPass(ctx) {
 			return
 		}
-		start := l.clock.Now()
-		res, err := l.tracedReconcile(ctx)
-		l.opts.Metrics.Pass(res.Outcome, l.clock.Now().Sub(start))
+		_, err := l.tracedReconcile(ctx)
 		wake, _ := l.NextDecisionIn()
 		steps.arm(l.clock, wake, l.opts.ProbeInterval)
 		if err == nil {

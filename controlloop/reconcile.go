@@ -41,12 +41,15 @@ func (l *Loop) Reconcile(ctx context.Context) (Result, error) {
 // documents), and publishes what it did, once, at its end (publish.go).
 func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	var r report
+	start := l.clock.Now()
 	p, err := l.decide(ctx, &r)
 	res := Result{Outcome: mcribapi.OutcomeError}
 	if err == nil {
 		res, err = l.write(ctx, p, &r)
 	}
 	r.outcome = res.Outcome
+	took := l.clock.Now().Sub(start)
+	r.count(func(m Metrics) { m.Pass(res.Outcome, took) })
 	l.publish(ctx, &r)
 	return res, err
 }

@@ -169,7 +169,7 @@ func (p *pool) owedIDs() []string {
 	return out
 }
 
-// TestFollowerDecidesNoFlush is the sequence: with
+// TestFollowerDecidesNoFlush: a follower never decides a flush. With
 // --flush-after-unreachable 10s, slot holder a is unreachable for 9.5s by
 // the leader's view, 10.5s by a follower that saw it answer a second later.
 // Only the leader decides, while a is unreachable, and it decides nothing:

@@ -216,7 +216,7 @@ func (p *pool) sample(ctx context.Context, interval time.Duration, start time.Ti
 	}
 }
 
-// benchRealTargets returns the issue-10 targets the run missed.
+// benchRealTargets returns the agent rollout's targets (docs/performance.md) the run missed.
 func benchRealTargets(r *benchRealResult) []string {
 	var missed []string
 	for id, n := range r.flushes {

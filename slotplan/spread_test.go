@@ -27,7 +27,7 @@ func zoneCounts(m *cachenodes.SlotMap) map[string]int {
 	return out
 }
 
-// twelveInThreeZones is the pool: 12 nodes in zones a, b, c whose
+// twelveInThreeZones is a pool of 12 nodes in zones a, b, c whose
 // IDs sort by zone (mc-a-1 … mc-c-4).
 func twelveInThreeZones() []NodeView {
 	var nodes []NodeView
