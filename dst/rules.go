@@ -5,8 +5,8 @@ import (
 	"github.com/mcrib/mcrib/internal/revert"
 )
 
-// The rules the checker asserts, by name. Each has a doc comment in the
-// package documentation.
+// The rules the checker asserts, by name. docs/simulation.md ("The
+// checker") says what each asserts.
 const (
 	ruleSlotMapValid      = "slotmap-valid"
 	ruleGeneration        = "generation-order"
