@@ -52,7 +52,7 @@ func (l *Loop) flushReturning(ctx context.Context, nodes []cachenodes.Node, r *r
 			s.flushing = false
 			if err == nil {
 				s.needsFlush = false
-				l.tr.flushed(n.ID)
+				l.tr.flushed(n.ID, l.clock.Now())
 			}
 		}
 		l.mu.Unlock()

@@ -99,14 +99,21 @@ func (s *nodeState) episode(now time.Time) (since, until time.Time) {
 }
 
 // staleEpisode reports whether s's episode of unreachability, as the
-// pool's verdict has it, began before this process saw the node placed
-// into its slot while none of this process's own probes failed since: the
-// placement's flush answered after the failures the votes report, and
-// emptied the node, so they are no evidence that it missed a delete since.
-// (The replicas' votes lag their probes: a node that paused just before
-// its placement is voted unreachable just after it.)
+// pool's verdict has it, began before the node was last known empty (this
+// process saw it placed into its slot, flushed it, or saw its owed flush
+// end) while none of this process's own probes failed since: that flush
+// answered after the failures the votes report, and emptied the node, so
+// they are no evidence that it missed a delete since. (The replicas' votes
+// lag their probes: a node that paused just before its placement or a
+// flush is voted unreachable just after it, and flushed for nothing.)
 func (s *nodeState) staleEpisode() bool {
-	return !s.placedAt.IsZero() && s.unreachableSince.Before(s.placedAt) && !s.lastFailed.After(s.placedAt)
+	clean := s.placedAt
+	for _, t := range []time.Time{s.flushedAt, s.owedCleared} {
+		if t.After(clean) {
+			clean = t
+		}
+	}
+	return !clean.IsZero() && s.unreachableSince.Before(clean) && !s.lastFailed.After(clean)
 }
 
 // flushDueAt returns when s's flush would be due, and false when it will
@@ -353,7 +360,7 @@ func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node, r *report
 func (l *Loop) noteFlushed(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.tr.flushed(id)
+	l.tr.flushed(id, l.clock.Now())
 }
 
 // settleOwedLocked returns what owed becomes with next written: an entry

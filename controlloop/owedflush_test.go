@@ -247,7 +247,7 @@ func TestNoFlushDecidedWhileAMassEpisodeIsForming(t *testing.T) {
 // would pass for the flush the episode calls for.
 func TestOwnFlushRaisesTheBase(t *testing.T) {
 	tr := observerTracker(t)
-	tr.flushed("a") // cmd_flush 3 → 4 on the node; last read 3
+	tr.flushed("a", t0) // cmd_flush 3 → 4 on the node; last read 3
 	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(time.Second))
 	tr.observeProbe("a", cachenodes.Stats{}, errDown, true, t0.Add(3*time.Second))
 	entry := trackerOwes(tr, "a", nil, t0.Add(3*time.Second))

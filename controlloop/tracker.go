@@ -87,7 +87,9 @@ type nodeState struct {
 	// entry's removal), so a reading from before either, or taken while
 	// an entry was owed, may not count that flush: it is no base for an
 	// owed flush (its cmd_flush would pass at once).
-	placedAt    time.Time
+	placedAt time.Time
+	// flushedAt is when this process last flushed the node.
+	flushedAt   time.Time
 	owedCleared time.Time
 	owedSeen    bool
 	// answersSince is when the verdict last turned back to reachable (zero
@@ -122,9 +124,10 @@ type nodeState struct {
 }
 
 // flushed records a flush of node id by this process.
-func (t *tracker) flushed(id string) {
+func (t *tracker) flushed(id string, now time.Time) {
 	if s, ok := t.nodes[id]; ok {
 		s.flushedSince++
+		s.flushedAt = now
 	}
 }
 
