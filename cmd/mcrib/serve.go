@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	cancel()
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
-		return badFlag(fmt.Errorf("--slots: %w", errors.Unwrap(err)))
+		return badFlag(fmt.Errorf("--slots: %s", strings.TrimPrefix(err.Error(), controlloop.ErrSlotCountMismatch.Error()+": ")))
 	case errors.Is(err, controlloop.ErrCorruptDocument) || errors.Is(err, controlloop.ErrForeignSlotMap):
 		logger.Error("the pool's state in Consul KV is refused; nothing is changed until it is fixed", "err", err)
 	case err != nil:
