@@ -294,6 +294,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
 		CorruptDocuments:    st.CorruptDocuments,
 	}
+	if c := st.Capacity; c != nil {
+		g.SpareNodes, g.PresentNodes = c.SparesReady, c.Nodes
+	}
 	g.ConfigGenerations = loop.ConfigGenerations()
 	if m := loop.SlotMap(); m != nil {
 		g.SlotMapUpdated = m.UpdatedAt()
