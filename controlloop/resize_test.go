@@ -344,3 +344,23 @@ func TestCapacityOfAnOutgrownPool(t *testing.T) {
 		t.Errorf("status resize %+v", st.Resize)
 	}
 }
+
+// A lone dead holder of a slot and its twin is one holder: no zone alert,
+// and it counts once against the automatic freeze's fraction.
+func TestTwinCountsOnceForTheZoneAlert(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1", "c1"}, "a2", "b2", "c2")
+	if _, err := w.resize(6, 10, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	w.away("a1")
+	w.pass(mcribapi.OutcomeOK)
+	st := w.loop.Status()
+	if st.ZoneAlert != "" || st.AutoFrozen {
+		t.Errorf("one dead holder with its twin: zone alert %q, auto frozen %v (%s)", st.ZoneAlert, st.AutoFrozen, st.AutoFreezeReason)
+	}
+	for _, z := range st.Zones {
+		if z.Zone == "az-a" && z.Slots != 1 {
+			t.Errorf("zone az-a holds %d slots, want 1 (a slot and its twin count once)", z.Slots)
+		}
+	}
+}
