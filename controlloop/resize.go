@@ -164,6 +164,12 @@ func (l *Loop) applyResizeLocked(st Snapshot, prev *cachenodes.SlotMap, req *res
 	}
 	r, n := req.resize, prev.NumSlots()
 	if r.NumSlots == n {
+		if (e == nil || e.To != n || e.State == mcribapi.ResizeDone) && prev.NumTwins() > 0 {
+			// Twins without an entry (the resize document was deleted):
+			// resuming takes them up again.
+			t := now.UTC()
+			e = &mcribapi.ResizeEntry{From: prev.ResizedFrom(), To: n, LastStepAt: &t, State: mcribapi.ResizeStopped}
+		}
 		if e == nil || e.To != n || e.State == mcribapi.ResizeDone {
 			return nil, mcribapi.Event{}, fmt.Errorf("%w: \"num_slots\" must be exactly twice the pool's %d slots (%d) to start a resize; %d resumes a stopped resize only, and none is stopped",
 				mcribapi.ErrBadRequest, n, 2*n, n)

@@ -364,3 +364,26 @@ func TestTwinCountsOnceForTheZoneAlert(t *testing.T) {
 		}
 	}
 }
+
+// Twins whose resize document was deleted are taken up again by a resume.
+func TestResumeTwinsWithoutAnEntry(t *testing.T) {
+	w := fourSlots(t, 0)
+	if _, err := w.resize(8, 50, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.store.mu.Lock()
+	w.store.resizeRaw, w.store.resizeIndex = nil, 0
+	w.store.mu.Unlock()
+	w.after(10 * time.Second)
+	if m, _ := w.store.stored(); m.NumTwins() != 4 || w.loop.ResizeDoc().Resize != nil {
+		t.Fatalf("twins split without an entry: %d left", m.NumTwins())
+	}
+	doc, err := w.resize(8, 50, 10*time.Second)
+	if err != nil || doc.Resize == nil || doc.Resize.From != 4 || doc.Resize.State != mcribapi.ResizeSplitting {
+		t.Fatalf("resume without an entry: %+v, %v", doc.Resize, err)
+	}
+	w.after(10 * time.Second)
+	if m, _ := w.store.stored(); m.NumTwins() != 2 {
+		t.Fatalf("after the resumed step: %d twins", m.NumTwins())
+	}
+}
