@@ -29,8 +29,16 @@ type SlotMap struct {
 	// no slot warms.
 	sourceOf map[string]int
 	// slotOf maps each slot holder's ID to its slot; built once by
-	// NewSlotMap (it is the duplicate check's set), read-only after.
+	// NewSlotMap (it is the duplicate check's set), read-only after. A
+	// node that also holds a twin maps to slot s, not to its twin.
 	slotOf map[string]int
+	// resizedFrom is the slot count before the last resize; 0 when the
+	// pool was never resized.
+	resizedFrom int
+	// twins[i] is true while slot i is a twin of slot i - resizedFrom
+	// (docs/api.md, "Growing the pool"); nil when no twin remains.
+	twins    []bool
+	numTwins int
 }
 
 // SlotMapSpec is the plain description NewSlotMap validates into a SlotMap.
@@ -45,6 +53,13 @@ type SlotMapSpec struct {
 	// slot whose new holder is being warmed from its previous one
 	// (docs/api.md, "Warm moves"), nil for a slot that does not warm.
 	Warming []*Warming
+	// ResizedFrom is the slot count before the last resize (half of
+	// len(Slots)); 0 when the pool was never resized.
+	ResizedFrom int
+	// Twins, when not nil, has one entry per slot: true for a slot
+	// s + ResizedFrom that is still a twin of slot s, naming the same node
+	// (or vacant with it) and carrying the same warming.
+	Twins []bool
 }
 
 // Warming names the previous holder of a slot that serves as its new
@@ -68,11 +83,18 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 	if len(spec.Slots) == 0 {
 		return nil, fmt.Errorf("%w: it has no slots", ErrInvalidSlotMap)
 	}
+	numTwins, err := checkTwins(spec)
+	if err != nil {
+		return nil, err
+	}
 	// seen maps a slot holder's ID to its slot; error texts are only
 	// formatted when there is an error.
 	seen := make(map[string]int, len(spec.Slots))
 	addrs := make(map[string]int, len(spec.Slots))
 	for i, n := range spec.Slots {
+		if numTwins > 0 && spec.Twins[i] {
+			continue // the node of slot s, checked there
+		}
 		if n.IsZero() {
 			if n.Addr != "" || n.AZ != "" {
 				return nil, fmt.Errorf("%w: vacant slot %d has an address or zone", ErrInvalidSlotMap, i)
@@ -119,16 +141,22 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 			spareSet[n.ID] = true
 		}
 	}
-	return &SlotMap{
-		pool:       spec.Pool,
-		generation: spec.Generation,
-		updatedAt:  spec.UpdatedAt.UTC(),
-		slots:      append([]Node(nil), spec.Slots...),
-		spares:     append([]Node(nil), spec.Spares...),
-		warming:    warming,
-		sourceOf:   sources,
-		slotOf:     seen,
-	}, nil
+	m := &SlotMap{
+		pool:        spec.Pool,
+		generation:  spec.Generation,
+		updatedAt:   spec.UpdatedAt.UTC(),
+		slots:       append([]Node(nil), spec.Slots...),
+		spares:      append([]Node(nil), spec.Spares...),
+		warming:     warming,
+		sourceOf:    sources,
+		slotOf:      seen,
+		resizedFrom: spec.ResizedFrom,
+		numTwins:    numTwins,
+	}
+	if numTwins > 0 {
+		m.twins = append([]bool(nil), spec.Twins...)
+	}
+	return m, nil
 }
 
 // checkWarming validates spec.Warming against the slot holders seen and
@@ -145,6 +173,21 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 	var out []*Warming
 	sources := make(map[string]int)
 	for i, w := range spec.Warming {
+		if twinned(spec, i) {
+			// A twin carries slot s's warming, checked there.
+			if !w.Equal(spec.Warming[i-spec.ResizedFrom]) {
+				return nil, nil, fmt.Errorf("%w: twin slot %d does not carry the warming of slot %d", ErrInvalidSlotMap, i, i-spec.ResizedFrom)
+			}
+			if w != nil {
+				if out == nil {
+					out = make([]*Warming, len(spec.Slots))
+				}
+				c := *w
+				c.Until = c.Until.UTC()
+				out[i] = &c
+			}
+			continue
+		}
 		if w == nil {
 			continue
 		}
@@ -156,7 +199,9 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 		case w.Until.IsZero():
 			return nil, nil, fmt.Errorf("%w: the warming of slot %d has no until", ErrInvalidSlotMap, i)
 		}
-		if at, held := seen[w.NodeID]; held {
+		if at, held := seen[w.NodeID]; held && !(spec.ResizedFrom > 0 && at == i-spec.ResizedFrom) {
+			// The one exception is a split: slot s's holder warms the
+			// node its twin went to and keeps slot s.
 			return nil, nil, fmt.Errorf("%w: warm source %q of slot %d also holds slot %d", ErrInvalidSlotMap, w.NodeID, i, at)
 		}
 		if at, dup := sources[w.NodeID]; dup {
@@ -179,12 +224,14 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 // Spec returns a copy of the map's description, for building the next map.
 func (m *SlotMap) Spec() SlotMapSpec {
 	return SlotMapSpec{
-		Pool:       m.pool,
-		Generation: m.generation,
-		UpdatedAt:  m.updatedAt,
-		Slots:      append([]Node(nil), m.slots...),
-		Spares:     append([]Node(nil), m.spares...),
-		Warming:    m.copyWarming(),
+		Pool:        m.pool,
+		Generation:  m.generation,
+		UpdatedAt:   m.updatedAt,
+		Slots:       append([]Node(nil), m.slots...),
+		Spares:      append([]Node(nil), m.spares...),
+		Warming:     m.copyWarming(),
+		ResizedFrom: m.resizedFrom,
+		Twins:       m.copyTwins(),
 	}
 }
 
@@ -282,11 +329,12 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 	if m == nil || o == nil {
 		return m == o
 	}
-	if m.pool != o.pool || m.generation != o.generation || len(m.slots) != len(o.slots) || len(m.spares) != len(o.spares) {
+	if m.pool != o.pool || m.generation != o.generation || len(m.slots) != len(o.slots) || len(m.spares) != len(o.spares) ||
+		m.resizedFrom != o.resizedFrom || m.numTwins != o.numTwins {
 		return false
 	}
 	for i := range m.slots {
-		if m.slots[i] != o.slots[i] || !m.Warming(i).Equal(o.Warming(i)) {
+		if m.slots[i] != o.slots[i] || !m.Warming(i).Equal(o.Warming(i)) || m.IsTwin(i) != o.IsTwin(i) {
 			return false
 		}
 	}
@@ -309,35 +357,43 @@ func (w *Warming) Equal(o *Warming) bool {
 
 // slotMapDoc is the JSON slot map document (docs/api.md, "Slot map document").
 type slotMapDoc struct {
-	Pool       string    `json:"pool"`
-	NumSlots   int       `json:"num_slots"`
-	Generation uint64    `json:"generation"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Slots      []slotDoc `json:"slots"`
-	Spares     []Node    `json:"spares"`
+	Pool        string    `json:"pool"`
+	NumSlots    int       `json:"num_slots"`
+	ResizedFrom int       `json:"resized_from,omitempty"`
+	Generation  uint64    `json:"generation"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Slots       []slotDoc `json:"slots"`
+	Spares      []Node    `json:"spares"`
 }
 
 type slotDoc struct {
 	Slot int `json:"slot"`
 	Node
 	Warming *Warming `json:"warming,omitempty"`
+	// TwinOf is slot s for a twin s + resized_from; absent otherwise.
+	TwinOf *int `json:"twin_of,omitempty"`
 }
 
 // MarshalJSON writes the slot map document.
 func (m *SlotMap) MarshalJSON() ([]byte, error) {
 	doc := slotMapDoc{
-		Pool:       m.pool,
-		NumSlots:   len(m.slots),
-		Generation: m.generation,
-		UpdatedAt:  m.updatedAt,
-		Slots:      make([]slotDoc, len(m.slots)),
-		Spares:     m.spares,
+		Pool:        m.pool,
+		NumSlots:    len(m.slots),
+		ResizedFrom: m.resizedFrom,
+		Generation:  m.generation,
+		UpdatedAt:   m.updatedAt,
+		Slots:       make([]slotDoc, len(m.slots)),
+		Spares:      m.spares,
 	}
 	if doc.Spares == nil {
 		doc.Spares = []Node{}
 	}
 	for i, n := range m.slots {
 		doc.Slots[i] = slotDoc{Slot: i, Node: n, Warming: m.Warming(i)}
+		if m.IsTwin(i) {
+			s := i - m.resizedFrom
+			doc.Slots[i].TwinOf = &s
+		}
 	}
 	return json.Marshal(doc)
 }
@@ -358,10 +414,19 @@ func ParseSlotMap(data []byte) (*SlotMap, error) {
 	if doc.NumSlots != len(doc.Slots) {
 		return nil, fmt.Errorf("%w: num_slots is %d but %d slots are listed", ErrInvalidSlotMap, doc.NumSlots, len(doc.Slots))
 	}
-	spec := SlotMapSpec{Pool: doc.Pool, Generation: doc.Generation, UpdatedAt: doc.UpdatedAt, Spares: doc.Spares}
+	spec := SlotMapSpec{Pool: doc.Pool, Generation: doc.Generation, UpdatedAt: doc.UpdatedAt, Spares: doc.Spares, ResizedFrom: doc.ResizedFrom}
 	for i, s := range doc.Slots {
 		if s.Slot != i {
 			return nil, fmt.Errorf("%w: entry %d names slot %d", ErrInvalidSlotMap, i, s.Slot)
+		}
+		if s.TwinOf != nil {
+			if *s.TwinOf != i-doc.ResizedFrom || doc.ResizedFrom <= 0 {
+				return nil, fmt.Errorf("%w: slot %d is a twin of slot %d but resized_from is %d", ErrInvalidSlotMap, i, *s.TwinOf, doc.ResizedFrom)
+			}
+			if spec.Twins == nil {
+				spec.Twins = make([]bool, len(doc.Slots))
+			}
+			spec.Twins[i] = true
 		}
 		spec.Slots = append(spec.Slots, s.Node)
 		if s.Warming != nil {

@@ -21,7 +21,13 @@ type ConsulStore struct {
 	keys   kvlayout.Pool
 }
 
-var _ DrainStore = (*ConsulStore)(nil)
+var (
+	_ DrainStore  = (*ConsulStore)(nil)
+	_ ResizeStore = (*ConsulStore)(nil)
+)
+
+// KeepsResize reports that the store keeps the resize document.
+func (s *ConsulStore) KeepsResize() bool { return true }
 
 // NewConsulStore returns the store of pool under kvPrefix in client's
 // Consul.
@@ -79,6 +85,14 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 				continue
 			}
 			st.Drain = d
+		case kvlayout.Resize:
+			st.ResizeIndex = p.ModifyIndex
+			d, err := mcribapi.ParseStoredResize(p.Value)
+			if err != nil {
+				st.Corrupt, st.ResizeErr = append(st.Corrupt, kvlayout.Resize), err
+				continue
+			}
+			st.Resize = d
 		case kvlayout.Flushes:
 			st.FlushesIndex = p.ModifyIndex
 			f, err := parseStoredFlushes(p.Value)
@@ -135,7 +149,7 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 // the map is written with check-and-set (with the replacement times) only
 // when w.SlotMap is set, and checked otherwise; the flushes document is
 // set or deleted with check-and-set on its own version, or checked; the
-// drain document likewise.
+// drain and resize documents likewise.
 func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (ok bool, err error) {
 	var ops api.TxnOps
 	add := func(op *api.KVTxnOp) { ops = append(ops, &api.TxnOp{KV: op}) }
@@ -172,6 +186,11 @@ func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader
 		return false, err
 	}
 	add(drain)
+	resize, err := s.resizeOp(w.Resize, read.ResizeIndex)
+	if err != nil {
+		return false, err
+	}
+	add(resize)
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return false, fmt.Errorf("writing %s in one transaction: %w", s.keys.Prefix(), err)
@@ -220,6 +239,24 @@ func (s *ConsulStore) drainOp(doc *mcribapi.DrainDoc, index uint64) (*api.KVTxnO
 	body, err := json.Marshal(storedDrain(*doc))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the drain document: %w", err)
+	}
+	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
+}
+
+// resizeOp is the transaction operation on the resize key: a check that
+// it is as read (doc nil), or its check-and-set replacement by doc (a
+// delete when doc has no entry).
+func (s *ConsulStore) resizeOp(doc *mcribapi.ResizeDoc, index uint64) (*api.KVTxnOp, error) {
+	key := s.keys.Resize()
+	switch {
+	case doc == nil || (doc.Resize == nil && index == 0):
+		return checkOp(key, index), nil
+	case doc.Resize == nil:
+		return &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: index}, nil
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the resize document: %w", err)
 	}
 	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
 }

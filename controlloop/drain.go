@@ -221,14 +221,15 @@ func countOf(n int, thing string) string {
 	return fmt.Sprintf("%d %ss", n, thing)
 }
 
-// zoneSlots counts the slots each zone holds in m.
+// zoneSlots counts the slots each zone holds in m; a slot and its twin
+// count once.
 func zoneSlots(m *cachenodes.SlotMap) map[string]int {
 	out := map[string]int{}
 	if m == nil {
 		return out
 	}
 	for i := range m.NumSlots() {
-		if n := m.Slot(i); !n.IsZero() {
+		if n := m.Slot(i); !n.IsZero() && !m.IsTwin(i) {
 			out[n.AZ]++
 		}
 	}

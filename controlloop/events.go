@@ -70,6 +70,8 @@ func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, d
 			kind, reason = mcribapi.EventDrainStep, why[p.Slot]
 		case p.Reason == mcribapi.EvictionReturn:
 			kind, reason = mcribapi.EventReturnStep, why[p.Slot]
+		case p.Reason == mcribapi.EvictionSplit:
+			kind, reason = mcribapi.EventSplitStep, why[p.Slot]
 		case p.Reason == mcribapi.EvictionReplace:
 			kind, reason = mcribapi.EventReplace, why[p.Slot]
 			if replace != nil {

@@ -97,6 +97,29 @@ type fakeStore struct {
 	// version; voteDeletes counts the deletions.
 	goneVotes   map[string]uint64
 	voteDeletes int
+	// resizeRaw is the stored resize document (nil: none), at
+	// resizeIndex.
+	resizeRaw   []byte
+	resizeIndex uint64
+}
+
+var _ ResizeStore = (*fakeStore)(nil)
+
+func (s *fakeStore) KeepsResize() bool { return true }
+
+// storedResize returns the stored resize entry (nil: none).
+func (s *fakeStore) storedResize(t testing.TB) *mcribapi.ResizeEntry {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resizeRaw == nil {
+		return nil
+	}
+	d, err := mcribapi.ParseStoredResize(s.resizeRaw)
+	if err != nil {
+		t.Fatalf("the stored resize document: %v", err)
+	}
+	return d.Resize
 }
 
 var _ DrainStore = (*fakeStore)(nil)
@@ -174,6 +197,15 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 			st.Flushes = f
 		}
 	}
+	if s.resizeRaw != nil {
+		st.ResizeIndex = s.resizeIndex
+		d, err := mcribapi.ParseStoredResize(s.resizeRaw)
+		if err != nil {
+			st.Corrupt, st.ResizeErr = append(st.Corrupt, "resize"), err
+		} else {
+			st.Resize = d
+		}
+	}
 	if s.drainRaw != nil {
 		st.DrainIndex = s.drainIndex
 		d, err := parseStoredDrain(s.drainRaw)
@@ -195,8 +227,20 @@ func (s *fakeStore) WritePool(ctx context.Context, read Snapshot, lease leader.L
 	}
 	freezeAsRead := (read.Freeze == nil && s.freeze == nil) || (read.Freeze != nil && s.freeze != nil && read.FreezeIndex == s.freezeIndex)
 	if read.SlotMapIndex != s.slotIndex || !freezeAsRead || (!lease.IsZero() && lease != s.holder) ||
-		read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex {
+		read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex || read.ResizeIndex != s.resizeIndex {
 		return false, nil
+	}
+	if w.Resize != nil {
+		if w.Resize.Resize == nil {
+			s.resizeRaw, s.resizeIndex = nil, 0
+		} else {
+			b, err := json.Marshal(w.Resize)
+			if err != nil {
+				panic(err)
+			}
+			s.index++
+			s.resizeRaw, s.resizeIndex = b, s.index
+		}
 	}
 	if w.SlotMap != nil {
 		s.putLocked(w.SlotMap)

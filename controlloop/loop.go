@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -57,6 +58,9 @@ type Loop struct {
 	// passMu makes the passes one at a time: Reconcile and Replace's pass.
 	passMu sync.Mutex
 
+	// slots is the pool's slot count as this process knows it: --slots,
+	// until a resize doubles it (checkSlots).
+	slots atomic.Int64
 	// mu guards every field below. No I/O is done and nothing is told
 	// (publish.go) while it is held.
 	mu sync.Mutex
@@ -72,15 +76,17 @@ type Loop struct {
 	remote remoteClock
 	// ceiling holds the replacements of the last minute
 	// (--max-replacements-per-minute).
-	ceiling flapdamp.Ceiling
-	health  health
-	freeze  freezeState
-	drains  drainState
-	zones   zoneWatch
-	votes   voteState
-	owed    owedState
-	moves   plannedMoves
-	replace replaceState
+	ceiling  flapdamp.Ceiling
+	health   health
+	freeze   freezeState
+	drains   drainState
+	zones    zoneWatch
+	votes    voteState
+	owed     owedState
+	moves    plannedMoves
+	replace  replaceState
+	resizes  resizeState
+	capacity capacityWatch
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -100,7 +106,7 @@ func New(opts Options) (*Loop, error) {
 		}
 		source = cs
 	}
-	return &Loop{
+	l := &Loop{
 		opts:      opts,
 		store:     opts.Store,
 		source:    source,
@@ -113,7 +119,9 @@ func New(opts Options) (*Loop, error) {
 			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}, LegacyFlush: opts.Reverted.Reverted(revert.FollowerFlush)}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
-	}, nil
+	}
+	l.slots.Store(int64(opts.NumSlots))
+	return l, nil
 }
 
 // Load reads the stored slot map once, so that a restarted process serves
@@ -144,18 +152,44 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.takeDrainLocked(st)
+	l.takeResizeLocked(st)
 	l.placeStepsLocked(now)
+	l.placeResizeStepLocked(now)
 	l.owedBaseLocked(st, now)
 	return nil
 }
 
+// checkSlots checks the slot count of the stored map m against the one
+// this process knows: --slots, or the count a resize doubled it to. A map
+// resized from the count known (a resize another replica made, or a
+// restart with the old --slots) is taken, with a warning, and its count
+// becomes the one known; any other count is refused.
 func (l *Loop) checkSlots(m *cachenodes.SlotMap) error {
-	if m != nil && m.NumSlots() != l.opts.NumSlots {
-		return fmt.Errorf("%w: pool %q has %d slots in Consul KV, --slots asks for %d; the slot count is fixed for the life of a pool",
-			ErrSlotCountMismatch, l.opts.Pool, m.NumSlots(), l.opts.NumSlots)
+	if m == nil {
+		return nil
 	}
-	return nil
+	known := int(l.slots.Load())
+	switch {
+	case m.NumSlots() == known:
+		return nil
+	case m.ResizedFrom() == known:
+		if known == l.opts.NumSlots {
+			l.opts.Logger.Warn("the pool was resized: taking the stored slot count, not --slots", "pool", l.opts.Pool,
+				"slots", m.NumSlots(), "resized_from", m.ResizedFrom(), "flag", l.opts.NumSlots)
+		}
+		l.slots.Store(int64(m.NumSlots()))
+		return nil
+	}
+	also := ""
+	if m.ResizedFrom() > 0 {
+		also = fmt.Sprintf(" (or %d, the count it was resized from)", m.ResizedFrom())
+	}
+	return fmt.Errorf("%w: pool %q has %d slots in Consul KV but --slots is %d; only a resize changes the slot count: start with --slots %d%s",
+		ErrSlotCountMismatch, l.opts.Pool, m.NumSlots(), known, m.NumSlots(), also)
 }
+
+// numSlots returns the pool's slot count as this process knows it.
+func (l *Loop) numSlots() int { return int(l.slots.Load()) }
 
 // Kick asks for a pass as soon as possible.
 func (l *Loop) Kick() {

@@ -209,8 +209,8 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 	unreadable := 0
 	zones := map[string]*zoneReading{}
 	for i, n := range l.current.Slots() {
-		if n.IsZero() {
-			continue
+		if n.IsZero() || l.current.IsTwin(i) {
+			continue // a twin's holder is slot s's, read there
 		}
 		z := zones[n.AZ]
 		if z == nil {

@@ -85,6 +85,10 @@ type decision struct {
 	flushNext bool
 	// replace is the operator's replace the pass carries out (nil: none).
 	replace *replaceRequest
+	// resize is what the pass decided of the resize; stored is the slot
+	// map as read, for the generation of a first write.
+	resize resizeDecision
+	stored *cachenodes.SlotMap
 }
 
 // decide reads the pool's keys and, in one hold of the loop's mutex, takes
@@ -146,7 +150,9 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 	l.health.consulErr = nil
 	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
 	l.takeDrainLocked(st)
+	l.takeResizeLocked(st)
 	l.placeStepsLocked(now)
+	l.placeResizeStepLocked(now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	owed = l.owedBaseLocked(st, now)
 	l.nodeEventsLocked(r, l.takeVotesLocked(st.Votes, now))
@@ -167,6 +173,7 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	l.tr.judgedEnded()
 	l.autoFreezeLocked(l.current, r) // shown in the status; the leader acts on it
 	l.health.passed(now)
+	l.noteCapacityLocked(now)
 }
 
 // decideLocked decides the leader's pass from st, whose slot map's
@@ -184,6 +191,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	if prev == nil && !l.tr.haveAnswer {
 		return decision{}, false
 	}
+	stored := prev
+	numSlots, split := l.numSlots(), 0
+	var rd resizeDecision
+	if prev != nil {
+		prev, split, rd = l.resizeDecideLocked(st, prev, now)
+		numSlots = prev.NumSlots()
+	}
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev, r)
 	owed := l.decideFlushesLocked(prev, base, now, r)
@@ -195,7 +209,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	in := slotplan.Input{
 		Pool:           l.opts.Pool,
-		NumSlots:       l.opts.NumSlots,
+		NumSlots:       numSlots,
 		Prev:           prev,
 		PrevShift:      shift,
 		WarmEnds:       l.remote.placeWarmings(prev, shift),
@@ -208,6 +222,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Steps:          l.dueStepsLocked(prev, now),
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
+		Split:          split,
 	}
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
@@ -226,7 +241,8 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
 	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
-	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req}, true
+	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req,
+		resize: rd, stored: stored}, true
 }
 
 // adoptedBudgetLocked returns how many slot holders may be replaced now,

@@ -54,6 +54,8 @@ type remoteClock struct {
 	wrote    *cachenodes.SlotMap
 	// steps places each zone's last_step_at, by zone.
 	steps map[string]placed
+	// resizeStep places the resize entry's last_step_at.
+	resizeStep *placed
 	// warms places each warming's until, by slot.
 	warms map[int]placedWarm
 }
@@ -219,4 +221,23 @@ func shifted(times []time.Time, d time.Duration) []time.Time {
 		out[i] = t.Add(d)
 	}
 	return out
+}
+
+// placeResizeStep returns the resize entry's last step, raw as stored,
+// placed on this clock (first read at now), as placeStep does a zone's.
+func (r *remoteClock) placeResizeStep(raw *time.Time, now time.Time) *time.Time {
+	if raw == nil {
+		return nil
+	}
+	if r.resizeStep == nil || !r.resizeStep.raw.Equal(*raw) {
+		r.resizeStep = &placed{raw: *raw, local: now}
+	}
+	local := r.resizeStep.local
+	return &local
+}
+
+// resizeSteppedAt records a split step (or the first write) this process
+// made at now.
+func (r *remoteClock) resizeSteppedAt(now time.Time) {
+	r.resizeStep = &placed{raw: now.UTC(), local: now}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // When the leader's next pass is due by the passing of time alone: a drain
-// or return step at its interval (its last step placed on this clock,
+// or return step, or a resize's split step (resize.go), at its interval (its last step placed on this clock,
 // remoteclock.go), a step that moved nothing a probe interval later, a
 // slot holder's owed flush when its verdict has held longer than
 // --flush-after-unreachable. Run arms a timer for the earliest of them
@@ -114,11 +114,14 @@ func (l *Loop) untilNextStep() time.Duration {
 }
 
 func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
-	if l.drains.corrupt || l.drains.doc == nil || l.freeze.doc != nil || l.current == nil {
+	if l.freeze.doc != nil || l.current == nil {
 		return -1
 	}
+	next := l.untilSplitLocked(l.resizes.entry, l.current, now)
+	if l.drains.corrupt || l.drains.doc == nil {
+		return next
+	}
 	held := zoneSlots(l.current)
-	next := time.Duration(-1)
 	for zone, e := range l.drains.doc.Zones {
 		if held[zone] == e.Target() {
 			continue

@@ -84,6 +84,17 @@ func (l *Loop) Status() mcribapi.Status {
 		}
 		if slot >= 0 {
 			ns.Slot = &slot
+			if t := l.current.TwinSlot(slot); t >= 0 {
+				ns.Twin = &t
+			}
+			if w := l.current.WarmingOf(id); w >= 0 {
+				// The holder of slot s warms the node its twin split to.
+				ns.Warming = &w
+				if wm := l.current.Warming(w); wm != nil {
+					until := wm.Until.UTC()
+					ns.WarmingUntil = &until
+				}
+			}
 			if d, counting := l.tr.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now); counting {
 				secs := d.Seconds()
 				until := now.Add(d).UTC()
@@ -114,6 +125,10 @@ func (l *Loop) Status() mcribapi.Status {
 		_, st.Zones[i].Alert = l.zones.alerting[st.Zones[i].Zone]
 	}
 	st.ZoneAlert = l.zones.alert
+	if r := l.resizeAnswerLocked(now); r.Resize != nil {
+		st.Resize = r.Resize
+	}
+	st.Capacity = l.capacityLocked(now)
 	return st
 }
 

@@ -62,6 +62,14 @@ type Snapshot struct {
 	// FlushesErr says why the flushes document does not parse (nil unless
 	// Corrupt names "flushes").
 	FlushesErr error
+	// Resize is the resize document (docs/api.md, "Growing the pool");
+	// nil when there is none (or it is corrupt: Corrupt names "resize").
+	Resize *mcribapi.ResizeDoc
+	// ResizeIndex is the store's version of the resize document as read;
+	// 0 when there is none.
+	ResizeIndex uint64
+	// ResizeErr says why the resize document does not parse.
+	ResizeErr error
 	// GoneVotes are the vote keys that no session holds any more (their
 	// replica is gone), by replica ID, each at the version read: the
 	// leader deletes them (Store.DeleteVote).
@@ -103,6 +111,11 @@ type PoolWrite struct {
 	// as read, and checks that it is. A drain's pace is stored with the
 	// moves it made.
 	Drain *mcribapi.DrainDoc
+	// Resize, when not nil, replaces the resize document (removed when it
+	// has no entry), for a store that keeps it (ResizeStore); nil leaves
+	// it as read, and checks that it is. The first write of a resize and
+	// each split are stored with their entry.
+	Resize *mcribapi.ResizeDoc
 }
 
 // Store keeps the pool's documents: the slot map, the freeze, the flushes

@@ -353,9 +353,9 @@ func (t *tracker) absentHolders(m *cachenodes.SlotMap) (serving, absent int) {
 	if m == nil {
 		return 0, 0
 	}
-	for _, n := range m.Slots() {
-		if n.IsZero() {
-			continue
+	for i, n := range m.Slots() {
+		if n.IsZero() || m.IsTwin(i) {
+			continue // a twin's holder is slot s's, counted there
 		}
 		serving++
 		if s, ok := t.nodes[n.ID]; ok && !s.present && !s.maintenance {

@@ -62,15 +62,22 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	flushed := l.flushOwed(ctx, d.flush, r)
 	done := l.place(ctx, d.plan, r)
 	next, err := slotplan.Build(d.in, d.plan, done, now)
+	if err == nil && d.resize.doubled && next.Generation() > d.stored.Generation()+1 {
+		// The first write of a resize and this pass's moves are one
+		// write: the generation rises by one.
+		spec := next.Spec()
+		spec.Generation = d.stored.Generation() + 1
+		next, err = cachenodes.NewSlotMap(spec)
+	}
 	if err != nil {
 		l.setPassError(err, false)
 		return Result{Outcome: mcribapi.OutcomeError}, err
 	}
 	replaced := carriedOutReplacements(d.plan, done)
 	l.mu.Lock()
-	w, owed := l.poolWriteLocked(st, d, next, done, flushed, len(replaced), now, r)
+	w, owed, resizeEvents := l.poolWriteLocked(st, d, next, done, flushed, len(replaced), now, r)
 	l.mu.Unlock()
-	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil {
+	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil || w.Resize != nil {
 		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err != nil {
 			var noAnswer *url.Error
@@ -99,8 +106,15 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		l.changeLog(r, d.prev, next, d.plan, done)
 		l.changeEvents(r, &d.in, d.plan, done, d.replace)
 	}
+	for _, e := range resizeEvents {
+		r.log(slog.LevelInfo, string(e.Kind), "reason", e.Reason)
+		r.tracedEvent(e)
+	}
 	l.mu.Lock()
 	a := l.adoptLocked(d, w, next, owed, done, len(replaced), now)
+	if l.resizes.req != nil && l.resizes.out.refused == nil {
+		l.resizes.out.done = true
+	}
 	l.mu.Unlock()
 	if a.tookLast && w.SlotMap != nil {
 		lastSpareEvent(r, done, a.drained)
@@ -135,12 +149,16 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 // built from d with the placements done (replaced of them counting against
 // the ceiling), and the flushes the pool owes after it: the map and the
 // replacement times when the map differs from st's, the flushes document
-// when it differs, the drain document when it changed (for a store that
-// keeps it). It records the steps that moved nothing; r tells the owed
+// when it differs, the drain and resize documents when they changed (for
+// a store that keeps them), with the events of the resize entry written. It records the steps that moved nothing; r tells the owed
 // flushes that end. l.mu must be held.
-func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush) {
+func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush, []mcribapi.Event) {
 	var w PoolWrite
 	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
+	var events []mcribapi.Event
+	if keepsResize(l.store) {
+		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
+	}
 	owed := l.settleOwedLocked(d.owed, flushed, next, r)
 	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
@@ -152,7 +170,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	if _, keepsDrains := asDrainStore(l.store); keepsDrains {
 		w.Drain = drain
 	}
-	return w, owed
+	return w, owed, events
 }
 
 // adopted is what adopting a written pass found that is still to tell.
@@ -188,11 +206,13 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	if w.Drain != nil {
 		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
 	}
+	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
 	for range replaced {
 		l.ceiling.Record(now)
 	}
 	l.tr.prune(next, now)
 	l.health.passed(now)
+	l.noteCapacityLocked(now)
 	a.drained = l.drainedLocked()
 	left := -1 // the ready spares after the pass, counted when it placed
 	if len(done) > 0 {

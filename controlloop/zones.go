@@ -151,8 +151,8 @@ func (l *Loop) zoneHolders(m *cachenodes.SlotMap) (holders, down map[string]int)
 	}
 	for i := range m.NumSlots() {
 		n := m.Slot(i)
-		if n.IsZero() || n.AZ == "" {
-			continue
+		if n.IsZero() || n.AZ == "" || m.IsTwin(i) {
+			continue // a twin's holder is slot s's, counted there
 		}
 		holders[n.AZ]++
 		if s, ok := l.tr.nodes[n.ID]; ok && !s.reachable {

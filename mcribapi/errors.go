@@ -18,6 +18,8 @@ var (
 	ErrNotDrained = errors.New("mcribapi: zone not drained")
 	// ErrUnknownNode: replace of a node the loop does not know (404).
 	ErrUnknownNode = errors.New("mcribapi: unknown node")
+	// ErrNoResize: DELETE /v1/resize when no resize runs (404).
+	ErrNoResize = errors.New("mcribapi: no resize")
 	// ErrRefused wraps a conflict (409): a drain that would leave no
 	// undrained zone, a replace of a node without a slot, with no spare,
 	// while frozen or beyond the ceiling.
@@ -49,8 +51,8 @@ type ErrorBody struct {
 }
 
 // StatusCode returns the HTTP status err answers with: an *Error's own,
-// 400 for ErrBadRequest, 404 for ErrUnknownZone, ErrNotDrained and
-// ErrUnknownNode, 409 for ErrRefused, 503 for ErrNotLeader, and 500 for
+// 400 for ErrBadRequest, 404 for ErrUnknownZone, ErrNotDrained,
+// ErrUnknownNode and ErrNoResize, 409 for ErrRefused, 503 for ErrNotLeader, and 500 for
 // any other error.
 func StatusCode(err error) int {
 	var e *Error
@@ -59,7 +61,7 @@ func StatusCode(err error) int {
 		return e.Status
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrUnknownZone), errors.Is(err, ErrNotDrained), errors.Is(err, ErrUnknownNode):
+	case errors.Is(err, ErrUnknownZone), errors.Is(err, ErrNotDrained), errors.Is(err, ErrUnknownNode), errors.Is(err, ErrNoResize):
 		return http.StatusNotFound
 	case errors.Is(err, ErrRefused):
 		return http.StatusConflict
@@ -74,7 +76,7 @@ func StatusCode(err error) int {
 // sentence that says why.
 func Sentence(err error) string {
 	msg := err.Error()
-	for _, s := range []error{ErrBadRequest, ErrUnknownZone, ErrNotDrained, ErrUnknownNode, ErrRefused, ErrNotLeader} {
+	for _, s := range []error{ErrBadRequest, ErrUnknownZone, ErrNotDrained, ErrUnknownNode, ErrNoResize, ErrRefused, ErrNotLeader} {
 		if rest, ok := strings.CutPrefix(msg, s.Error()+": "); ok {
 			return rest
 		}

@@ -76,6 +76,14 @@ const (
 	// EventLastSpare: a pass's placements took the pool's last ready
 	// spare.
 	EventLastSpare EventKind = "last spare"
+	// EventResizeStarted, EventSplitStep, EventResizeStopped and
+	// EventResizeOver: a resize began (its first write doubled the
+	// slots), a split moved a twin to a spare, an operator stopped the
+	// splits, and every twin is split.
+	EventResizeStarted EventKind = "resize started"
+	EventSplitStep     EventKind = "split step"
+	EventResizeStopped EventKind = "resize stopped"
+	EventResizeOver    EventKind = "resize over"
 )
 
 // EventKinds lists the event kinds.
@@ -88,6 +96,7 @@ func EventKinds() []EventKind {
 		EventDiscoveryFault, EventBootLimit, EventOperator, EventZoneAlert, EventZoneAlertOver,
 		EventDrainStep, EventReturnStep, EventReplace, EventWarmStart, EventWarmEnd,
 		EventDrainOver, EventLastSpare,
+		EventResizeStarted, EventSplitStep, EventResizeStopped, EventResizeOver,
 	}
 }
 

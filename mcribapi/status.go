@@ -40,11 +40,28 @@ type Status struct {
 	// at least two of them, are unreachable, with the command that would
 	// drain it; "" when none.
 	ZoneAlert string `json:"zone_alert,omitempty"`
+	// Resize is the resize entry, as GET /v1/resize answers it; null when
+	// there is none.
+	Resize *ResizeEntry `json:"resize"`
+	// Capacity tells whether the pool has outgrown its slots; null before
+	// this process knows a map.
+	Capacity *Capacity `json:"capacity"`
 	// HitRate is the pool's hit rate, null while no interval with traffic
 	// has been measured (before any traffic, on a follower).
 	HitRate *float64 `json:"hit_rate"`
 	// BootLimit is the boot-limit document in force.
 	BootLimit BootLimit `json:"boot_limit"`
+}
+
+// Capacity is the status document's capacity: the slot count, the
+// present nodes outside drained zones, how many of them are ready spares,
+// and how long (by this process's clock) more than a quarter of them have
+// been ready spares, as a Go duration ("3h0m0s"; null when not).
+type Capacity struct {
+	Slots       int     `json:"slots"`
+	Nodes       int     `json:"nodes"`
+	SparesReady int     `json:"spares_ready"`
+	SparesFor   *string `json:"spares_for"`
 }
 
 // NodeState is the state of a node in the status document.
@@ -116,6 +133,9 @@ type NodeStatus struct {
 	// Warming is the slot this node still serves as the warm source of,
 	// else null.
 	Warming *int `json:"warming"`
+	// Twin is the twin of the node's slot s (s + the slot count before the
+	// resize) while it remains a twin, else null.
+	Twin *int `json:"twin"`
 	// WarmingUntil is when that warming ends at the latest (the slot map's
 	// until, on the clock of the leader that wrote it), else null; the
 	// node is a spare again after it (a drained one, in a drained zone).

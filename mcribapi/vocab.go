@@ -34,8 +34,8 @@ type EvictionReason string
 
 // The eviction reasons. The first three are replacements, counted by
 // mcrib_slot_replacements_total{reason} and bounded by
-// --max-replacements-per-minute; drain and return steps keep their own
-// pace.
+// --max-replacements-per-minute; drain and return steps and a resize's
+// splits keep their own pace.
 const (
 	// EvictionHoldExpired: the holder was absent from Consul and
 	// unreachable for its whole hold.
@@ -48,6 +48,9 @@ const (
 	EvictionDrain EvictionReason = "drain"
 	// EvictionReturn: a return step gives the slot back to its zone.
 	EvictionReturn EvictionReason = "return"
+	// EvictionSplit: a resize's split step moves a twin off the node of
+	// the slot it is a twin of (docs/api.md, "Growing the pool").
+	EvictionSplit EvictionReason = "split"
 )
 
 // ReplacementReasons lists the eviction reasons that are replacements.
@@ -56,9 +59,10 @@ func ReplacementReasons() []EvictionReason {
 }
 
 // IsReplacement reports whether r is a replacement, which
-// --max-replacements-per-minute bounds (drain and return steps are not).
+// --max-replacements-per-minute bounds (drain and return steps and splits
+// are not).
 func (r EvictionReason) IsReplacement() bool {
-	return r != EvictionDrain && r != EvictionReturn
+	return r != EvictionDrain && r != EvictionReturn && r != EvictionSplit
 }
 
 // MoveKind says whether a slot's new holder was warmed from the old one

@@ -27,7 +27,7 @@ var wantAlerts = []string{
 	"McribDiscoveryFault", "McribFrozenTooLong", "McribNoLeader", "McribVacantSlots",
 	"McribReplacementsBlocked", "McribHitRateLow", "McribConfigWriteFailing",
 	"McribBootLimitPinned", "McribNoSpares", "McribConfigBehindMap", "McribObserverFaultTooLong",
-	"McribKVDocumentCorrupt", "McribZoneHoldersUnreachable",
+	"McribKVDocumentCorrupt", "McribZoneHoldersUnreachable", "McribPoolOutgrown",
 }
 
 func TestAlertRulesPromtool(t *testing.T) {

@@ -30,6 +30,13 @@ type Gauges struct {
 	// 0 before it knows one (mcrib_slots): SlotsUnserved out of it is the
 	// share of the keys that reach no memcached.
 	NumSlots int
+	// SpareNodes is the number of ready spares: nodes that could take a
+	// slot now (mcrib_spare_nodes).
+	SpareNodes int
+	// PresentNodes is the number of nodes present in Consul outside the
+	// drained zones (mcrib_present_nodes): more than a quarter of them
+	// ready spares for long means the pool has outgrown its slots.
+	PresentNodes int
 	// ReplacementsBlocked is the number of replacements due but held back
 	// by a freeze or the replacement ceiling (mcrib_replacements_blocked).
 	ReplacementsBlocked int

@@ -216,6 +216,8 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_slots":                  "Slots of the slot map this process knows (0 before it knows one); mcrib_slots_unserved / mcrib_slots is the share of the keys that reach no memcached.",
 		"mcrib_zone_alert":             "1 while the zone alert names the zone: more than half of its slot holders, and at least two, unreachable.",
 		"mcrib_replacements_blocked":   "Replacements due but held back by a freeze or the replacement ceiling.",
+		"mcrib_spare_nodes":            "Ready spares: nodes that could take a slot now.",
+		"mcrib_present_nodes":          "Nodes present in Consul outside the drained zones; more than a quarter of them ready spares for long means the pool has outgrown its slots.",
 		"mcrib_nodes":                  "Cache nodes by state (serving, held, spare, flushing, down, warming).",
 		"mcrib_boot_limit_manual":      "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
 		"mcrib_flushes_pending":        "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
@@ -263,6 +265,8 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_vacant_slots"], int64(g.VacantSlots))
 		o.ObserveInt64(ig["mcrib_slots_unserved"], int64(g.SlotsUnserved))
 		o.ObserveInt64(ig["mcrib_slots"], int64(g.NumSlots))
+		o.ObserveInt64(ig["mcrib_spare_nodes"], int64(g.SpareNodes))
+		o.ObserveInt64(ig["mcrib_present_nodes"], int64(g.PresentNodes))
 		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
 		known := mcribapi.NodeStates()
 		for _, state := range known {

@@ -47,6 +47,8 @@ var exposedFamilies = map[string]string{
 	"mcrib_slotmap_updated_timestamp_seconds":   "gauge",
 	"mcrib_kv_corrupt_documents":                "gauge",
 	"mcrib_slots_unserved":                      "gauge",
+	"mcrib_spare_nodes":                         "gauge",
+	"mcrib_present_nodes":                       "gauge",
 	"mcrib_slots":                               "gauge",
 }
 

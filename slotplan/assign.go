@@ -96,6 +96,10 @@ type Input struct {
 	Now time.Time
 	// Replace names a node whose slot an operator moves now ("": none).
 	Replace string
+	// Split is the most twins a resize's split step moves in this pass
+	// (split.go); 0 when no split step is due. An operator freeze holds
+	// the step back; an automatic freeze does not.
+	Split int
 }
 
 // ZoneStep is a drain or return step due for one zone in this pass.
@@ -172,6 +176,8 @@ type Plan struct {
 	// Refused, when Input.Replace was set and cannot be carried out, says
 	// why in one sentence.
 	Refused string
+	// Split tells what the split step did; nil when none was due.
+	Split *StepOutcome
 
 	index *assignIndex
 }
@@ -209,8 +215,8 @@ func Decide(in Input) Plan {
 	}
 	for i := range in.NumSlots {
 		holder := idx.prevSlot(i)
-		if holder.IsZero() || i == replaceSlot {
-			continue
+		if holder.IsZero() || i == replaceSlot || idx.twin(i) {
+			continue // a twin goes where slot s goes
 		}
 		v, known := idx.holderView(in, i)
 		if !known {
@@ -221,7 +227,7 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionMaintenance,
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
-			if v.warmSource() && warm.keep[i] {
+			if v.warmSource() && (warm.keep[i] || warm.lending[i]) {
 				// It still answers and is itself being warmed: it keeps
 				// the slot until the warming ends (then it moves warm).
 				plan.Blocked++
@@ -259,13 +265,14 @@ func Decide(in Input) Plan {
 	hasVacant := len(vacated) > 0
 	if !in.Frozen && !hasVacant {
 		for i := range in.NumSlots {
-			if idx.prevSlot(i).IsZero() {
+			if idx.prevSlot(i).IsZero() && !idx.twin(i) {
 				hasVacant = true
 				break
 			}
 		}
 	}
-	if (in.Frozen || !hasVacant) && len(moves) == 0 && !stepping {
+	splitting := in.Split > 0 && !in.OperatorFrozen && idx.twins > 0
+	if (in.Frozen || !hasVacant) && len(moves) == 0 && !stepping && !splitting {
 		return plan
 	}
 	z := newZoneIndex(in, idx, vacated, warm)
@@ -281,7 +288,7 @@ func Decide(in Input) Plan {
 			plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: in.Nodes[j].Node, From: ev.Node, Reason: ev.Reason})
 		}
 		for i := range in.NumSlots {
-			if !idx.prevSlot(i).IsZero() {
+			if !idx.prevSlot(i).IsZero() || idx.twin(i) {
 				continue
 			}
 			j, ok := z.pick("", false)
@@ -310,6 +317,10 @@ func Decide(in Input) Plan {
 	if stepping {
 		plan.Steps = z.steps(&plan)
 	}
+	if splitting {
+		o := z.splits(&plan, warm)
+		plan.Split = &o
+	}
 	return plan
 }
 
@@ -332,6 +343,9 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		// would cost the slot what it has gathered.
 		ws := in.Prev.Warming(slot)
 		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.WarmEnd(slot).UTC().Format(time.RFC3339))
+	case warm.lending[slot]:
+		t := slot + in.Prev.ResizedFrom()
+		return Eviction{}, fmt.Sprintf("node %s is warming slot %d, split from its slot %d, until %s", in.Replace, t, slot, in.WarmEnd(t).UTC().Format(time.RFC3339))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
@@ -346,6 +360,8 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 type assignIndex struct {
 	prev     *cachenodes.SlotMap
 	numSlots int
+	twins    int     // how many slots of prev are twins
+	slots    int     // numSlots less the twins: the slots that count
 	holders  int     // how many of Nodes hold a slot
 	view     []int32 // index in Nodes of each slot's holder; -1 if unknown
 	slotOf   []int32 // slot of each node of Nodes in the previous map; -1 if none
@@ -353,7 +369,11 @@ type assignIndex struct {
 }
 
 func newAssignIndex(in Input) *assignIndex {
-	idx := &assignIndex{prev: in.Prev, numSlots: in.NumSlots, view: make([]int32, in.NumSlots), slotOf: make([]int32, len(in.Nodes)), sorted: true}
+	idx := &assignIndex{prev: in.Prev, numSlots: in.NumSlots, slots: in.NumSlots, view: make([]int32, in.NumSlots), slotOf: make([]int32, len(in.Nodes)), sorted: true}
+	if in.Prev != nil && in.Prev.NumSlots() == in.NumSlots {
+		idx.twins = in.Prev.NumTwins()
+		idx.slots -= idx.twins
+	}
 	for i := range idx.view {
 		idx.view[i] = -1
 	}
@@ -374,6 +394,10 @@ func newAssignIndex(in Input) *assignIndex {
 	}
 	return idx
 }
+
+// twin reports whether slot i is a twin in the previous map: it counts as
+// one slot with slot s and follows it.
+func (idx *assignIndex) twin(i int) bool { return idx.twins > 0 && idx.prev.IsTwin(i) }
 
 // prevSlot returns the node of slot i in the previous map.
 func (idx *assignIndex) prevSlot(i int) cachenodes.Node {
@@ -427,15 +451,28 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 				if warmed == nil {
 					warmed = make(map[int]*cachenodes.Warming)
 				}
-				from := p.From
-				if v, ok := idx.holderView(in, p.Slot); ok && v.ID == from.ID && v.Listed && v.Addr != "" {
+				from, src := p.From, p.Slot
+				if p.Reason == mcribapi.EvictionSplit {
+					src -= in.Prev.ResizedFrom() // slot s's holder warms its split twin
+				}
+				if v, ok := idx.holderView(in, src); ok && v.ID == from.ID && v.Listed && v.Addr != "" {
 					from = v.Node
 				}
 				warmed[p.Slot] = &cachenodes.Warming{NodeID: from.ID, Addr: from.Addr, Until: now.Add(in.WarmFor)}
 			}
 		}
 	}
-	warming, sources := nextWarming(in, plan, changed, warmed)
+	// The twins left: those of Prev that no split of this pass took.
+	var twins []int
+	if idx.twins > 0 {
+		rf := in.Prev.ResizedFrom()
+		for t := rf; t < in.NumSlots; t++ {
+			if _, split := changed[t]; in.Prev.IsTwin(t) && !split {
+				twins = append(twins, t)
+			}
+		}
+	}
+	warming, sources := nextWarming(in, plan, changed, warmed, twins)
 	slotAt := func(i int) cachenodes.Node {
 		if n, ok := changed[i]; ok {
 			return n
@@ -469,9 +506,20 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 	}
 	slots := make([]cachenodes.Node, in.NumSlots)
 	for i := range slots {
-		slots[i] = slotAt(i)
+		if _, split := changed[i]; split || !idx.twin(i) {
+			slots[i] = slotAt(i)
+		}
 	}
 	keepAddrsDistinct(slots, idx)
+	var twinMarks []bool
+	if len(twins) > 0 {
+		// Each twin left names slot s's node in the same write.
+		twinMarks = make([]bool, in.NumSlots)
+		for _, t := range twins {
+			slots[t] = slots[t-in.Prev.ResizedFrom()]
+			twinMarks[t] = true
+		}
+	}
 	// The spares, by ID: one memcached is listed once, and never one a
 	// slot holder or a warm source has (the same memcached registered
 	// under a second service ID, section 7).
@@ -512,7 +560,10 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 		}
 	}
 
-	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: slots, Spares: spareNodes, UpdatedAt: now, Warming: warming}
+	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: slots, Spares: spareNodes, UpdatedAt: now, Warming: warming, Twins: twinMarks}
+	if in.Prev != nil && in.Prev.NumSlots() == in.NumSlots {
+		spec.ResizedFrom = in.Prev.ResizedFrom()
+	}
 	switch {
 	case in.Prev == nil:
 		spec.Generation = 1

@@ -73,6 +73,17 @@ func (z *zoneIndex) zone(name string) int {
 // vacated are the slots this pass empties, warm the warmings.
 func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState) *zoneIndex {
 	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.keep, sources: warm.sources}
+	if warm.lending != nil {
+		// A slot whose holder warms its split twin moves as a warming
+		// slot does: when that warming ends.
+		z.warming = make(map[int]bool, len(warm.keep)+len(warm.lending))
+		for i := range warm.keep {
+			z.warming[i] = true
+		}
+		for i := range warm.lending {
+			z.warming[i] = true
+		}
+	}
 	var present []bool
 	for j := range in.Nodes {
 		if v := &in.Nodes[j]; v.Present {
@@ -89,12 +100,12 @@ func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState
 			numPresent++
 		}
 	}
-	z.share = in.NumSlots
+	z.share = idx.slots
 	if numPresent > 0 {
-		z.share = (in.NumSlots + numPresent - 1) / numPresent
+		z.share = (idx.slots + numPresent - 1) / numPresent
 	}
 	for i := range in.NumSlots {
-		if !idx.prevSlot(i).IsZero() {
+		if !idx.prevSlot(i).IsZero() && !idx.twin(i) {
 			z.held[z.zone(idx.holderAZ(in, i))]++
 		}
 	}
@@ -198,7 +209,7 @@ func (z *zoneIndex) place(plan *Plan, ev Eviction, j int) {
 func (z *zoneIndex) slotsOf(k int) []int {
 	if z.bySlot == nil {
 		for i := range z.in.NumSlots {
-			if !z.idx.prevSlot(i).IsZero() {
+			if !z.idx.prevSlot(i).IsZero() && !z.idx.twin(i) {
 				az := z.zone(z.idx.holderAZ(*z.in, i))
 				for len(z.bySlot) <= az {
 					z.bySlot = append(z.bySlot, nil)

@@ -32,6 +32,9 @@ type warmState struct {
 	ended   []int           // slots whose warming ends now
 	sources map[string]bool // every warm source of the previous map
 	keep    map[int]bool    // slots that keep warming
+	// lending marks each slot s whose holder keeps warming the node its
+	// twin was split to: slot s does not move until that warming ends.
+	lending map[int]bool
 }
 
 // endWarmings finds the warmings of in.Prev that end at in.Now: until has
@@ -46,6 +49,9 @@ func endWarmings(in Input) warmState {
 	bySource := map[string]int{}
 	until := map[int]*cachenodes.Warming{}
 	for i := range in.Prev.NumSlots() {
+		if in.Prev.IsTwin(i) {
+			continue // it carries slot s's warming, which decides
+		}
 		if ws := in.Prev.Warming(i); ws != nil {
 			w.sources[ws.NodeID] = true
 			bySource[ws.NodeID] = i
@@ -65,6 +71,12 @@ func endWarmings(in Input) warmState {
 		}
 		if answers[i] && in.Now.Before(in.WarmEnd(i)) {
 			w.keep[i] = true
+			if s := i - in.Prev.ResizedFrom(); s >= 0 && in.Prev.ResizedFrom() > 0 && in.Prev.SlotOf(ws.NodeID) == s {
+				if w.lending == nil {
+					w.lending = map[int]bool{}
+				}
+				w.lending[s] = true
+			}
 			continue
 		}
 		w.ended = append(w.ended, i)
@@ -75,8 +87,8 @@ func endWarmings(in Input) warmState {
 // nextWarming returns the warmings of the next map (nil when no slot
 // warms) and their warm sources: the previous map's, less those that end
 // now and those of slots whose node changes, plus the warm moves carried
-// out (warmed).
-func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed map[int]*cachenodes.Warming) ([]*cachenodes.Warming, map[string]bool) {
+// out (warmed); each twin left carries slot s's.
+func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed map[int]*cachenodes.Warming, twins []int) ([]*cachenodes.Warming, map[string]bool) {
 	if warmed == nil && (in.Prev == nil || !in.Prev.AnyWarming()) {
 		return nil, nil
 	}
@@ -86,7 +98,7 @@ func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed ma
 	if in.Prev != nil && in.Prev.AnyWarming() {
 		for i := 0; i < in.NumSlots && i < in.Prev.NumSlots(); i++ {
 			w := in.Prev.Warming(i)
-			if w == nil || slices.Contains(plan.EndWarming, i) {
+			if w == nil || in.Prev.IsTwin(i) || slices.Contains(plan.EndWarming, i) {
 				continue
 			}
 			if _, ch := changed[i]; ch {
@@ -97,6 +109,12 @@ func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed ma
 	}
 	for i, w := range warmed {
 		out[i], sources[w.NodeID], any = w, true, true
+	}
+	if any {
+		rf := in.Prev.ResizedFrom()
+		for _, t := range twins {
+			out[t] = out[t-rf]
+		}
 	}
 	if !any {
 		return nil, sources

@@ -476,6 +476,9 @@ var jsonAnswers = map[string]string{
 	"PUT /v1/drain/b":             drainAnswerJSON,
 	"DELETE /v1/drain/b":          `{"zones":{"b":{"baseline_slots":5,"slots":1,"target_slots":5,"state":"returning","returning":true}}}`,
 	"POST /v1/nodes/mc-1/replace": `{"slot":3,"from":"mc-1","to":"mc-9","warm":true}`,
+	"GET /v1/resize":              resizeAnswerJSON,
+	"PUT /v1/resize":              resizeAnswerJSON,
+	"DELETE /v1/resize":           `{"resize":{"from":16,"to":32,"state":"stopped"}}`,
 	"GET /v1/events":              `[{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}]`,
 }
 
@@ -518,7 +521,9 @@ func TestEveryClientCommandTakesJSON(t *testing.T) {
 		"drain":     {{[]string{"drain", "b", "--reason", "r"}, drainAnswerJSON}},
 		"undrain":   {{[]string{"undrain", "b"}, jsonAnswers["DELETE /v1/drain/b"]}},
 		"replace":   {{[]string{"replace", "mc-1", "--reason", "r"}, jsonAnswers["POST /v1/nodes/mc-1/replace"]}},
-		"events":    {{[]string{"events"}, `{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}`}},
+		"resize": {{[]string{"resize"}, resizeAnswerJSON}, {[]string{"resize", "--slots", "32", "--reason", "r"}, resizeAnswerJSON},
+			{[]string{"resize", "stop"}, jsonAnswers["DELETE /v1/resize"]}},
+		"events": {{[]string{"events"}, `{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}`}},
 	}
 	for _, cmd := range commands() {
 		if !cmd.client {

@@ -132,6 +132,20 @@ func commands() []command {
 			about: "Move NODE's slot to a spare now, warming the spare from NODE while it answers.\n" +
 				"It counts against --max-replacements-per-minute and is refused while frozen.",
 			examples: []string{`mcrib replace mc-3 --reason "host retired"`}},
+		{name: "resize", run: proc.resize, client: true,
+			usage: "usage: mcrib resize [--slots N --reason TEXT [--step S] [--every D] | stop] " + clientUsage,
+			about: "Print the resize under way, if any. With --slots N (twice the pool's slots,\n" +
+				"at most 4096) start doubling the pool: every key stays on its memcached, and\n" +
+				"then S% (1-100, default 10) of the new slots split off to spares every D\n" +
+				"(1s-1h, default 30s), each warmed from the node it leaves. --slots with the\n" +
+				"pool's own count resumes a stopped resize; mcrib resize stop stops splitting.",
+			synopsis: []synopsisLine{{"resize [--slots N --reason TEXT | stop]", "print, start or stop the doubling of the pool's slots"}},
+			examples: []string{
+				"mcrib resize",
+				`mcrib resize --slots 32 --reason "grown past its slots"`,
+				`mcrib resize --slots 32 --reason "slowly" --step 5 --every 1m`,
+				"mcrib resize stop",
+			}},
 		{name: "events", run: proc.events, client: true, usage: eventsUsage,
 			synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}},
 			about:    "Print mcrib's latest decisions and the operators' changes, with who made them\nand why; --follow keeps printing new ones until interrupted.",

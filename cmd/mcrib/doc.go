@@ -17,6 +17,7 @@
 //	mcrib drain ZONE --reason TEXT     drain a zone gradually (--percent P, --step S, --every D)
 //	mcrib undrain ZONE                 give a drained zone its slots back, at the same pace
 //	mcrib replace NODE --reason TEXT   move a node's slot to a spare, warm
+//	mcrib resize [--slots N | stop]    print, start (--reason TEXT, --step S, --every D) or stop the doubling of the slots
 //	mcrib events [--follow]            print mcrib's latest decisions and why
 //	mcrib sim [flags]                  simulate scenarios on mcrib's own code
 //	mcrib version [--json]             print the version

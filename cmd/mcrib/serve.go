@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,7 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 	cancel()
 	switch {
 	case errors.Is(err, controlloop.ErrSlotCountMismatch):
-		return badFlag(fmt.Errorf("--slots: %w", errors.Unwrap(err)))
+		return badFlag(fmt.Errorf("--slots: %s", strings.TrimPrefix(err.Error(), controlloop.ErrSlotCountMismatch.Error()+": ")))
 	case errors.Is(err, controlloop.ErrCorruptDocument) || errors.Is(err, controlloop.ErrForeignSlotMap):
 		logger.Error("the pool's state in Consul KV is refused; nothing is changed until it is fixed", "err", err)
 	case err != nil:
@@ -292,6 +293,9 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		BootLimit:           doc.Limit,
 		BootLimitManual:     doc.Mode == ratelimit.ModeManual,
 		CorruptDocuments:    st.CorruptDocuments,
+	}
+	if c := st.Capacity; c != nil {
+		g.SpareNodes, g.PresentNodes = c.SparesReady, c.Nodes
 	}
 	g.ConfigGenerations = loop.ConfigGenerations()
 	if m := loop.SlotMap(); m != nil {

@@ -44,6 +44,9 @@ func (a *Server) routes() []route {
 		{http.MethodPut, drainZonePattern, a.auth(a.putDrain)},
 		{http.MethodDelete, drainZonePattern, a.auth(a.deleteDrain)},
 		{http.MethodPost, nodeReplacePattern, a.auth(a.postReplace)},
+		{http.MethodGet, "/v1/resize", a.getResize},
+		{http.MethodPut, "/v1/resize", a.auth(a.putResize)},
+		{http.MethodDelete, "/v1/resize", a.auth(a.deleteResize)},
 	}
 	dash := dashboardHandler()
 	serveDash := func(w http.ResponseWriter, r *http.Request) error {

@@ -150,6 +150,9 @@ type Server struct {
 	// zones drains zones and replaces nodes: the loop when it can (nil:
 	// those routes answer 503).
 	zones ZoneOps
+	// resizes grows the pool: the loop when it can (nil: those routes
+	// answer 503).
+	resizes ResizeOps
 }
 
 // New returns the server opts describes. Its error is one of reading
@@ -186,6 +189,9 @@ func New(opts Options) (*Server, error) {
 	a.gate = a.newBootGate()
 	if z, ok := a.loop.(ZoneOps); ok {
 		a.zones = z
+	}
+	if z, ok := a.loop.(ResizeOps); ok {
+		a.resizes = z
 	}
 	a.mountRoutes()
 	return a, nil

@@ -102,8 +102,12 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap, now time.Time) {
 	if !m.UpdatedAt().IsZero() {
 		updated = whenText(m.UpdatedAt(), now)
 	}
-	fmt.Fprintf(w, "pool %s  generation %d  slots %d  updated %s\n\n",
-		orUnknown(m.Pool()), m.Generation(), m.NumSlots(), updated)
+	resized := ""
+	if rf := m.ResizedFrom(); rf > 0 {
+		resized = fmt.Sprintf(" (resized from %d, %s left)", rf, countOfTwins(m.NumTwins()))
+	}
+	fmt.Fprintf(w, "pool %s  generation %d  slots %d%s  updated %s\n\n",
+		orUnknown(m.Pool()), m.Generation(), m.NumSlots(), resized, updated)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	warming := m.AnyWarming()
 	if warming {
@@ -113,7 +117,10 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap, now time.Time) {
 	}
 	for slot, n := range m.Slots() {
 		row := fmt.Sprintf("%d\t%s\t%s\t%s", slot, n.ID, orDash(n.Addr), orDash(n.AZ))
-		if n.IsZero() {
+		if s := m.TwinOf(slot); s >= 0 {
+			// A twin names slot s's node until it splits.
+			row = fmt.Sprintf("%d\t%s (twin of %d)\t%s\t%s", slot, orDash(n.ID), s, orDash(n.Addr), orDash(n.AZ))
+		} else if n.IsZero() {
 			row = fmt.Sprintf("%d\t(vacant)\t-\t-", slot)
 		}
 		if warming {

@@ -31,6 +31,7 @@ func statusFacts(s mcribapi.Status, sent sentFields) [][2]string {
 		}
 		out = append(out, [2]string{"blocked", v})
 	}
+	out = append(out, resizeFacts(s)...)
 	if s.ZoneAlert != "" {
 		out = append(out, [2]string{"zone alert", s.ZoneAlert})
 	}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcrib/mcrib/mcribapi"
+)
+
+// resize prints GET /v1/resize; with --slots it sends PUT /v1/resize (a
+// start, or with the pool's own count the resume of a stopped resize);
+// `mcrib resize stop` sends DELETE /v1/resize.
+func (c proc) resize(ctx context.Context, args []string) error {
+	fs, o := clientFlags("resize")
+	slots := fs.Int("slots", 0, "the pool's new slot count `N`: twice its slots (or its slots, to resume a stopped resize)")
+	reason := fs.String("reason", "", "why the pool grows, up to 512 characters (required with --slots)")
+	step := fs.Int("step", 0, "share of the twins one step splits, `S` from 1 to 100 (server default 10)")
+	every := fs.String("every", "", "time between steps, a duration `D` from 1s to 1h (server default 30s)")
+	explainFlag(fs, "slots", errNotInteger)
+	explainFlag(fs, "step", errNotInteger)
+	pos, err := parseClientArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	starting := given(fs, "slots") || given(fs, "reason") || given(fs, "step") || given(fs, "every")
+	switch {
+	case len(pos) > 1 || (len(pos) == 1 && pos[0] != "stop"):
+		return usageError("unexpected argument %q (mcrib resize takes only stop)", pos[len(pos)-1])
+	case len(pos) == 1 && starting:
+		return usageError("mcrib resize stop takes no --slots, --reason, --step or --every")
+	}
+	var req *mcribapi.ResizeRequest
+	if starting {
+		if !given(fs, "slots") || *slots < 1 {
+			return usageError("--slots is required to start a resize: twice the pool's slots, a power of two up to 4096, got %q", strconv.Itoa(*slots))
+		}
+		if strings.TrimSpace(*reason) == "" {
+			return usageError("--reason is required and must not be empty")
+		}
+		req = &mcribapi.ResizeRequest{NumSlots: *slots, Reason: *reason}
+		if given(fs, "step") {
+			req.StepPercent = step
+		}
+		if given(fs, "every") {
+			if _, err := time.ParseDuration(*every); err != nil {
+				return usageError("invalid value %q for --every: not a duration (like 30s, 1m or 1m30s)", *every)
+			}
+			req.StepInterval = every
+		}
+	}
+	cl, err := c.connect(o)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	switch {
+	case req != nil:
+		return cl.StartResize(ctx, *req)
+	case len(pos) == 1:
+		return cl.StopResize(ctx)
+	}
+	return cl.Resize(ctx)
+}
