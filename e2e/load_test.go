@@ -96,8 +96,18 @@ func (l *cacheLoad) prefill(ctx context.Context) error {
 				if r.Float64() < l.writeFrac {
 					continue
 				}
-				if err := l.client.Set(&memcache.Item{Key: l.name(k), Value: value(k)}); err != nil {
-					errs <- fmt.Errorf("prefill %s: %w", l.name(k), err)
+				// A set that fails under a loaded machine (a read timeout)
+				// is tried again: the prefill is the test's setup, not what
+				// it measures.
+				var err error
+				for try := 0; try < 5 && ctx.Err() == nil; try++ {
+					if err = l.client.Set(&memcache.Item{Key: l.name(k), Value: value(k)}); err == nil {
+						break
+					}
+					time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("prefill %s, 5 tries: %w", l.name(k), err)
 					return
 				}
 			}
