@@ -123,10 +123,10 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotpl
 	movedOff := map[string][]int{}
 	for _, p := range done {
 		switch p.Reason {
-		case mcribapi.EvictionDrain:
+		case slotplan.EvictionDrain:
 			stepped[p.From.AZ] = true
 			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
-		case mcribapi.EvictionReturn:
+		case slotplan.EvictionReturn:
 			stepped[p.Node.AZ] = true
 		}
 	}

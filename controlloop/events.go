@@ -31,7 +31,7 @@ func (l *Loop) changeLog(r *report, prev, next *cachenodes.SlotMap, plan slotpla
 		}
 	}
 	for _, p := range done {
-		if p.From.IsZero() || p.Reason == mcribapi.EvictionHoldExpired || (p.Reason == mcribapi.EvictionMaintenance && !p.Warm) {
+		if p.From.IsZero() || p.Reason == slotplan.EvictionHoldExpired || (p.Reason == slotplan.EvictionMaintenance && !p.Warm) {
 			r.log(slog.LevelInfo, "slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", !plan.FirstFill)
 			continue
 		}
@@ -66,13 +66,13 @@ func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, d
 		switch {
 		case plan.FirstFill:
 			reason = "the first fill of a new pool"
-		case p.Reason == mcribapi.EvictionDrain:
+		case p.Reason == slotplan.EvictionDrain:
 			kind, reason = mcribapi.EventDrainStep, why[p.Slot]
-		case p.Reason == mcribapi.EvictionReturn:
+		case p.Reason == slotplan.EvictionReturn:
 			kind, reason = mcribapi.EventReturnStep, why[p.Slot]
-		case p.Reason == mcribapi.EvictionSplit:
+		case p.Reason == slotplan.EvictionSplit:
 			kind, reason = mcribapi.EventSplitStep, why[p.Slot]
-		case p.Reason == mcribapi.EvictionReplace:
+		case p.Reason == slotplan.EvictionReplace:
 			kind, reason = mcribapi.EventReplace, why[p.Slot]
 			if replace != nil {
 				reason += ": " + replace.reason

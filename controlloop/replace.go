@@ -82,7 +82,7 @@ func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, 
 		return
 	}
 	for _, p := range done {
-		if p.Reason == mcribapi.EvictionReplace {
+		if p.Reason == slotplan.EvictionReplace {
 			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if tookLast {
 				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains.doc != nil && len(l.drains.doc.Zones) > 0)

@@ -130,7 +130,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventDrainOver, Reason: reason})
 	}
 	for _, ev := range replaced {
-		r.count(func(m Metrics) { m.Replacement(ev.Reason) })
+		r.count(func(m Metrics) { m.Replacement(mcribapi.EvictionReason(ev.Reason)) })
 	}
 	for _, p := range done {
 		if !p.From.IsZero() {

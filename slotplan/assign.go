@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // NodeView is what the loop knows of one node at the moment of a decision.
@@ -128,9 +127,9 @@ type Eviction struct {
 	Node cachenodes.Node
 	// Why is one sentence for the log and the metrics label.
 	Why string
-	// Reason is mcribapi.EvictionHoldExpired or EvictionMaintenance, or
+	// Reason is EvictionHoldExpired or EvictionMaintenance, or
 	// for a planned move EvictionDrain, EvictionReturn or EvictionReplace.
-	Reason mcribapi.EvictionReason
+	Reason EvictionReason
 	// Move marks a planned move: the holder keeps the slot until its
 	// successor is placed (a failed flush of the successor moves nothing).
 	Move bool
@@ -155,7 +154,7 @@ type Placement struct {
 	Warm bool
 	// Reason is the eviction's reason for a move or replacement; "" for a
 	// vacant slot.
-	Reason mcribapi.EvictionReason
+	Reason EvictionReason
 }
 
 // Plan is the difference Decide wants between the previous and the next map.
@@ -225,7 +224,7 @@ func Decide(in Input) Plan {
 		var ev Eviction
 		switch {
 		case v.Maintenance:
-			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionMaintenance,
+			ev = Eviction{Slot: i, Node: holder, Reason: EvictionMaintenance,
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
 			if v.warmSource() && (warm.keep[i] || warm.lending[i]) {
 				// It still answers and is itself being warmed: it keeps
@@ -238,7 +237,7 @@ func Decide(in Input) Plan {
 				ev.Why += "; it still answers, so its slot moves warm"
 			}
 		case v.Due:
-			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionHoldExpired,
+			ev = Eviction{Slot: i, Node: holder, Reason: EvictionHoldExpired,
 				Why: fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)}
 		default:
 			continue
@@ -299,7 +298,7 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if ev.Reason == mcribapi.EvictionReplace {
+		if ev.Reason == EvictionReplace {
 			if !z.move(&plan, ev) {
 				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s: %s", ev.Slot, ev.Node.ID, noSpareWhy(in, idx, warm))
 			}
@@ -349,7 +348,7 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
-	ev := Eviction{Slot: slot, Node: holder, Reason: mcribapi.EvictionReplace, Move: true,
+	ev := Eviction{Slot: slot, Node: holder, Reason: EvictionReplace, Move: true,
 		Warm: known && v.warmSource() && in.WarmFor > 0,
 		Why:  fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, slot)}
 	return ev, ""
@@ -452,7 +451,7 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 					warmed = make(map[int]*cachenodes.Warming)
 				}
 				from, src := p.From, p.Slot
-				if p.Reason == mcribapi.EvictionSplit {
+				if p.Reason == EvictionSplit {
 					src -= in.Prev.ResizedFrom() // slot s's holder warms its split twin
 				}
 				if v, ok := idx.holderView(in, src); ok && v.ID == from.ID && v.Listed && v.Addr != "" {

@@ -2,8 +2,7 @@
 // previous map and what is known of the nodes (Input) into a Plan of
 // evictions and placements, and Build applies the placements that were
 // carried out to the previous map. It is a leaf: it imports only
-// cachenodes, mcribapi (for the eviction reasons it gives, a vocabulary of
-// the wire) and the standard library, does no I/O and reads no clock
+// cachenodes and the standard library, does no I/O and reads no clock
 // (Input.Now is given), so the same Input always gives the same Plan and
 // the same map.
 //

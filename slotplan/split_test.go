@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // doubled builds a previous map from slot holders and spares (as
@@ -43,15 +42,15 @@ func checkTwinRules(t testing.TB, in Input, plan Plan, next *cachenodes.SlotMap)
 	}
 	splits := map[int]Placement{}
 	for _, p := range plan.Placements {
-		if p.Reason == mcribapi.EvictionSplit {
+		if p.Reason == EvictionSplit {
 			splits[p.Slot] = p
 		}
 	}
 	for _, ev := range plan.Evictions {
-		if ev.CountsAgainstCeiling() && ev.Reason == mcribapi.EvictionSplit {
+		if ev.CountsAgainstCeiling() && ev.Reason == EvictionSplit {
 			t.Errorf("a split counts against the ceiling: %+v", ev)
 		}
-		if prev.IsTwin(ev.Slot) && ev.Reason != mcribapi.EvictionSplit {
+		if prev.IsTwin(ev.Slot) && ev.Reason != EvictionSplit {
 			t.Errorf("twin %d evicted with reason %s", ev.Slot, ev.Reason)
 		}
 	}
