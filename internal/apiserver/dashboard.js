@@ -356,6 +356,78 @@
     return td;
   }
 
+  // slotCell shows a slot's number, and whether it is a twin (slot s + N
+  // of a resize from N slots, on slot s's node until it splits) or has one.
+  function slotCell(slot, twinOf, twin) {
+    const td = el("td", "num", String(slot));
+    if (twinOf !== null) td.append(el("span", "pill state-twin", "twin of " + twinOf));
+    else if (twin !== null) td.append(el("span", "pill state-twin", "twin " + twin));
+    return td;
+  }
+
+  // ---- resize and capacity (from v1/status) ----
+
+  // twinsText says where a resize's splits stand: "3 twins left, 1 split".
+  function twinsText(r) {
+    const left = num(r.twins), split = num(r.split);
+    if (left === null || split === null) return "unknown";
+    return left + (left === 1 ? " twin" : " twins") + " left, " + split + " split";
+  }
+
+  function renderResize() {
+    const st = last.status ? last.status.body : null;
+    if (!st) return;
+    const r = st.resize && typeof st.resize === "object" ? st.resize : null;
+    setShown(byId("rs-none"), !r);
+    setShown(byId("resize"), Boolean(r));
+    setText(byId("rs-none"), "none under way");
+    if (r) {
+      const state = str(r.state) || "unknown";
+      const pill = byId("rs-state");
+      setText(pill, state);
+      const cls = "pill resize-" + state.replace(/[^a-z]/g, "");
+      if (pill.className !== cls) pill.className = cls;
+      setText(byId("rs-slots"), fmtNum(r.from) + " → " + fmtNum(r.to));
+      setText(byId("rs-twins"), twinsText(r));
+      const from = num(r.from), pct = num(r.step_percent);
+      const size = from !== null && pct !== null ? Math.max(1, Math.ceil(from * pct / 100)) : null;
+      setText(byId("rs-steps"), fmtNum(r.step_percent) + " %" + (size !== null ? " (" + size + (size === 1 ? " twin)" : " twins)") : "") +
+        " every " + (str(r.step_interval) || "?"));
+      setText(byId("rs-last"), r.last_step_at ? fmtWhen(r.last_step_at) : "none yet");
+      // A split step waits for the step interval: say when the next is due.
+      let next = "";
+      const lastAt = Date.parse(str(r.last_step_at)), every = stepSeconds(str(r.step_interval));
+      if (state === "splitting" && str(r.blocked) === "" && num(r.twins) > 0 && !isNaN(lastAt) && every !== null) {
+        const left = Math.ceil((lastAt + every * 1000 - serverNow()) / 1000);
+        next = left > 0 ? "next step in " + fmtAge(left) : "next step due";
+      }
+      setText(byId("rs-next"), next);
+      const blocked = str(r.blocked), warning = str(r.warning);
+      setShown(byId("rs-blocked-row"), blocked !== "");
+      setText(byId("rs-blocked"), blocked);
+      setShown(byId("rs-warning-row"), warning !== "");
+      setText(byId("rs-warning"), warning);
+      setText(byId("rs-reason"), str(r.reason) || "(no reason given)");
+      setText(byId("rs-by"), (str(r.by) ? "by " + str(r.by) : "") + (r.at ? " at " + fmtWhen(r.at) : ""));
+    }
+    const summary = byId("resize-summary");
+    setText(summary, r ? "(" + (str(r.state) || "unknown") + ")" : "");
+    setClass(summary, "bad-text", Boolean(r) && str(r.blocked) !== "");
+
+    const cap = st.capacity && typeof st.capacity === "object" ? st.capacity : null;
+    setText(byId("cap-slots"), cap ? fmtNum(cap.slots) : "unknown");
+    setText(byId("cap-nodes"), cap ? fmtNum(cap.nodes) : "unknown");
+    const ready = num(cap && cap.spares_ready), nodes = num(cap && cap.nodes);
+    setText(byId("cap-spares"), !cap ? "unknown" : ready === null ? "—" :
+      ready + (nodes !== null && nodes > 0 ? " of " + nodes + " (" + (Math.round(1000 * ready / nodes) / 10) + " %)" : ""));
+    const forText = cap && typeof cap.spares_for === "string" && cap.spares_for !== "" ? cap.spares_for : "";
+    const capFor = byId("cap-for");
+    const forSecs = stepSeconds(forText);
+    setText(capFor, !cap ? "unknown" : forText === "" ? "no: at most a quarter of the nodes are ready spares" :
+      "more than a quarter of the nodes, for " + (forSecs === null ? forText : fmtAge(Math.floor(forSecs))));
+    setClass(capFor, "warn-text", forText !== "");
+  }
+
   // ---- zones (from v1/status) ----
 
   // drainProgress says where a zone's drain or return stands in the words
@@ -439,16 +511,21 @@
       return;
     }
     const nodes = nodesById();
-    let vacant = 0;
+    let vacant = 0, twins = 0;
     const rows = sm.slots.map((entry, i) => {
       const s = entry && typeof entry === "object" ? entry : {};
       const slot = num(s.slot) === null ? i : s.slot;
       const id = str(s.node_id);
       const n = id ? nodes.get(id) : null;
       const warm = s.warming && typeof s.warming === "object" ? s.warming : null;
+      // A twin (slot s + N of a resize from N) names slot s's node until
+      // it splits; slot s's row names its twin.
+      const twinOf = num(s.twin_of);
+      const twin = twinOf === null && n && num(n.slot) === slot ? num(n.twin) : null;
       if (!id) vacant++;
+      if (twinOf !== null) twins++;
       return {
-        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n), warm ? str(warm.node_id) + str(warm.until) : ""].join("|"),
+        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n), warm ? str(warm.node_id) + str(warm.until) : "", twinOf, twin].join("|"),
         build: () => {
           if (!id) {
             const note = el("td", "vacant-note", "no node: keys of this slot miss until a node is placed");
@@ -460,8 +537,8 @@
             tr.setAttribute("data-slot", String(slot));
             return tr;
           }
-          const tr = el("tr", null,
-            el("td", "num", String(slot)),
+          const tr = el("tr", twinOf !== null ? "twin" : null,
+            slotCell(slot, twinOf, twin),
             nodeCell(id, warm),
             el("td", "mono", str(s.addr)),
             el("td", null, str(s.az) || "—"),
@@ -478,7 +555,8 @@
     if (rows.length === 0) rows.push(emptyRow(8, "the slot map has no slots"));
     syncRows(tbody, rows);
     const total = sm.slots.length;
-    setText(byId("slots-summary"), total + " slots, " + vacant + " vacant, generation " + fmtNum(sm.generation));
+    setText(byId("slots-summary"), total + " slots, " + vacant + " vacant, " +
+      (twins > 0 ? twins + (twins === 1 ? " twin" : " twins") + " not split, " : "") + "generation " + fmtNum(sm.generation));
     setClass(byId("slots-summary"), "bad-text", vacant > 0);
   }
 
@@ -664,6 +742,8 @@
     setClass(byId("down-panel"), "stale", !fresh.status && last.status);
     setClass(byId("warmsources-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("zones-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("resize-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("capacity-panel"), "stale", !fresh.status && last.status);
     setClass(byId("bootlimit-panel"), "stale", !fresh.ratelimit && last.ratelimit);
     setClass(document.body, "failing", failures.length > 0);
     document.body.classList.remove("loading");
@@ -690,7 +770,7 @@
         failures.push((r.reason && r.reason.message) || String(r.reason));
       }
     });
-    for (const step of [renderStatus, renderZones, renderSlots, renderSpares, renderBootLimit]) {
+    for (const step of [renderStatus, renderZones, renderSlots, renderSpares, renderResize, renderBootLimit]) {
       try {
         step();
       } catch (e) {
