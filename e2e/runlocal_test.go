@@ -214,7 +214,10 @@ func (r *runLocal) waitExit(started map[int]string) {
 	case <-time.After(60 * time.Second):
 		r.t.Errorf("the shell did not exit within 60 s of the signal:\n%s", r.output())
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	// The cleanup goes on after the shell is gone (a hung-up terminal),
+	// stopping one process group after another, each given up to 10 s:
+	// on a loaded machine that takes a while.
+	deadline := time.Now().Add(60 * time.Second)
 	left := r.processes()
 	for len(left) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
