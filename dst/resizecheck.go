@@ -129,7 +129,7 @@ func (c *checker) checkResize(prev, m *cachenodes.SlotMap) map[int]bool {
 			a0, w0 := keyRoute(prev, k)
 			a1, w1 := keyRoute(m, k)
 			if a0 != a1 || w0 != w1 {
-				c.fail(ruleResizeKeys, 0, "doubling from %d to %d slots moved key %q from %s (warm %q) to %s (warm %q)", np, n, k, a0, w0, a1, w1)
+				c.fail(ruleResizeKeys, 0, "doubling from %d to %d slots moved key %q from %s to %s", np, n, k, routeText(a0, w0), routeText(a1, w1))
 				return nil
 			}
 		}
@@ -172,4 +172,14 @@ func (c *checker) checkResize(prev, m *cachenodes.SlotMap) map[int]bool {
 	}
 	rt.lastStep = w.now
 	return split
+}
+
+func routeText(addr, warm string) string {
+	if addr == "" {
+		addr = "a vacant slot"
+	}
+	if warm != "" {
+		addr += " (falling back to " + warm + ")"
+	}
+	return addr
 }
