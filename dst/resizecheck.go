@@ -97,7 +97,11 @@ func warmText(ws *cachenodes.Warming) string {
 // keyRoute is where a key goes under a map: its slot's holder and, while
 // the slot warms, the warm source it falls back to.
 func keyRoute(m *cachenodes.SlotMap, key string) (string, string) {
-	s := cachenodes.KeySlot(key, m.NumSlots())
+	return slotRoute(m, cachenodes.KeySlot(key, m.NumSlots()))
+}
+
+// slotRoute is where the keys of slot s go under m.
+func slotRoute(m *cachenodes.SlotMap, s int) (string, string) {
 	warm := ""
 	if ws := m.Warming(s); ws != nil {
 		warm = ws.Addr
@@ -124,13 +128,27 @@ func (c *checker) checkResize(prev, m *cachenodes.SlotMap) map[int]bool {
 	}
 	if n == 2*np {
 		// The doubling write: every key still reaches the same memcached,
-		// and falls back to the same warm source.
+		// and falls back to the same warm source. The pass that doubles
+		// may also replace a holder or fill a vacant slot s in the same
+		// write: that slot's keys then reach its new holder, at s and at
+		// its twin alike.
 		for _, k := range resizeKeys {
 			a0, w0 := keyRoute(prev, k)
 			a1, w1 := keyRoute(m, k)
+			s := cachenodes.KeySlot(k, np)
+			why := ""
+			if prev.Slot(s) != m.Slot(s) || !prev.Warming(s).Equal(m.Warming(s)) {
+				a0, w0 = slotRoute(m, s)
+				why = fmt.Sprintf(" (slot %d, which this write moves to %s, reaches %s)", s, m.Slot(s).ID, routeText(a0, w0))
+			}
 			if a0 != a1 || w0 != w1 {
-				c.fail(ruleResizeKeys, 0, "doubling from %d to %d slots moved key %q from %s to %s", np, n, k, routeText(a0, w0), routeText(a1, w1))
+				c.fail(ruleResizeKeys, 0, "doubling from %d to %d slots moved key %q from %s to %s%s", np, n, k, routeText(keyRoute(prev, k)), routeText(a1, w1), why)
 				return nil
+			}
+		}
+		for s := range np {
+			if prev.Slot(s).ID != m.Slot(s).ID {
+				w.tr.add(w.now, "resize: the doubling write also moves slot %d from %q to %q", s, prev.Slot(s).ID, m.Slot(s).ID)
 			}
 		}
 		rt.doublings++
