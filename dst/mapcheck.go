@@ -181,7 +181,11 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	}
 	for _, t := range c.order {
 		if id := t.n.id; t.owe && m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0) {
-			t.owe = false // it holds no slot and warms none: its next placement flushes it
+			// It holds no slot and warms none: its next placement flushes
+			// it. A leader that has not read this write yet (its answer
+			// lost) may still carry the flush out as decided: oweEnded
+			// lets it, as after a flush whose answer was lost.
+			t.owe, t.oweEnded = false, w.now
 			w.tr.add(w.now, "the flush %s owed ends: it holds no slot", id)
 		}
 	}
