@@ -84,6 +84,8 @@ type checker struct {
 	// lastDrained are the zones the drain document drained at the last
 	// version of the stored map.
 	lastDrained map[string]bool
+	// resize is what the resize rules follow (resizecheck.go).
+	resize resizeTruth
 }
 
 func newChecker(w *world) *checker {

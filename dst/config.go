@@ -159,6 +159,7 @@ func DefaultMix() Mix {
 			faultDrain:          4,
 			faultReplace:        3,
 			faultMaintenance:    2,
+			faultResize:         3,
 			faultClockStep:      3,
 			faultConsulErrors:   2,
 			faultConsulDown:     1,

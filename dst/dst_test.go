@@ -103,13 +103,17 @@ func TestDST(t *testing.T) {
 	start := time.Now()
 	var sim time.Duration
 	found := map[revert.Fix]*Violation{}
-	failed := 0
+	failed, resized, splits := 0, 0, 0
 	if *durationFlag != 0 {
 		duration = *durationFlag
 	}
 	for _, seed := range seeds {
 		res := Run(flagConfig(t, seed, duration))
 		sim += res.SimTime
+		if res.Doublings > 0 {
+			resized++
+		}
+		splits += res.Splits
 		for _, v := range res.Tolerated {
 			t.Logf("seed %d at %7.3fs: known bug %s (rule %s): %s", seed, v.At.Seconds(), v.Fix, v.Rule, v.Message)
 			if f := found[v.Fix]; f == nil || v.At < f.At {
@@ -124,6 +128,7 @@ func TestDST(t *testing.T) {
 	el := time.Since(start)
 	t.Logf("%d seeds, %v simulated in %v: %.0f simulated seconds per wall second, %.1f seeds of %v per CPU-minute; %d failed",
 		len(seeds), sim, el.Round(time.Millisecond), sim.Seconds()/el.Seconds(), float64(len(seeds))/el.Minutes(), duration, failed)
+	t.Logf("%d of %d seeds resized the pool at least once; %d twins split", resized, len(seeds), splits)
 	for _, f := range slices.Sorted(func(yield func(revert.Fix) bool) {
 		for f := range found {
 			if !yield(f) {

@@ -24,6 +24,7 @@ const (
 	faultDrain          = "zone-drain"
 	faultReplace        = "operator-replace"
 	faultMaintenance    = "maintenance"
+	faultResize         = "operator-resize"
 	faultClockStep      = "clock-step"
 	faultConsulErrors   = "consul-errors"
 	faultConsulDown     = "consul-down"

@@ -22,11 +22,11 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 24, 38448 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 9, 54339 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 44, 120684 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 7, 60294 * time.Millisecond, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 24, 74356 * time.Millisecond, ruleInv3Ceiling},
+	{revert.FollowerFlush, 6, 43224 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 17, 59373 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 21, 200642 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 6, 42753 * time.Millisecond, ruleStaleRead},
+	{revert.CeilingAfterTakeover, 26, 93493 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
 	{revert.GenerationOrder, 14, 22610 * time.Millisecond, ruleClientGeneration},
 	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},

@@ -18,6 +18,10 @@ func (c *checker) checkKV() {
 		return
 	}
 	c.kvIndex = e.modifyIndex
+	c.checkTwinsRaw(e.value)
+	if c.violation != nil {
+		return
+	}
 	m, err := cachenodes.ParseSlotMap(e.value)
 	if err != nil {
 		c.fail(ruleSlotMapValid, 0, "the stored slot map does not parse: %v", err)
@@ -78,11 +82,23 @@ func (c *checker) validMap(m *cachenodes.SlotMap) {
 			c.fail(ruleSlotMapValid, 0, "generation %d: %s names node %s at %s, which is not its address", m.Generation(), what, id, addr)
 		}
 	}
+	rf := m.ResizedFrom()
 	for i, n := range m.Slots() {
+		if m.IsTwin(i) {
+			continue // slot s's memcached again (resize-twin)
+		}
 		if n.ID != "" {
 			add(n.ID, n.Addr, fmt.Sprintf("the holder of slot %d", i))
 		}
-		if ws := m.Warming(i); ws != nil {
+		ws := m.Warming(i)
+		switch {
+		case ws == nil:
+		case rf > 0 && i >= rf && ws.NodeID == m.Slot(i-rf).ID:
+			// A split twin warms from slot s's holder, which keeps slot s.
+			if ws.Addr != m.Slot(i-rf).Addr {
+				c.fail(ruleSlotMapValid, 0, "generation %d: the warm source %s of slot %d is at %s, slot %d's holder at %s", m.Generation(), ws.NodeID, i, ws.Addr, i-rf, m.Slot(i-rf).Addr)
+			}
+		default:
 			add(ws.NodeID, ws.Addr, fmt.Sprintf("the warm source of slot %d", i))
 		}
 	}
@@ -95,8 +111,13 @@ func (c *checker) validMap(m *cachenodes.SlotMap) {
 // placements, replacements, warmings.
 func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	w := c.w
-	changed := false
-	for i := range m.NumSlots() {
+	split := c.checkResize(prev, m)
+	if c.violation != nil {
+		return
+	}
+	// A doubling write changes the slot count: it takes a generation.
+	changed := prev.NumSlots() != m.NumSlots()
+	for i := range min(prev.NumSlots(), m.NumSlots()) {
 		changed = changed || prev.Slot(i).ID != m.Slot(i).ID
 	}
 	switch {
@@ -115,9 +136,18 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	for z := range c.lastDrained {
 		drained[z] = true
 	}
-	for i := range m.NumSlots() {
+	for i := range min(prev.NumSlots(), m.NumSlots()) {
 		from, to := prev.Slot(i), m.Slot(i)
-		if from.ID == to.ID {
+		if from.ID == to.ID || m.IsTwin(i) {
+			// (A twin follows slot s: checked as slot s.)
+			continue
+		}
+		if split[i] {
+			// A split (resize-pace, resize-frozen): a placement, not a
+			// replacement.
+			if t := c.nodes[to.ID]; t.servedStep > t.cleanStep {
+				c.fail(ruleInv2Placement, 0, "%s entered slot %d (a split) without a flush since it last served (last clean at %.3fs)", to.ID, i, t.cleanAt.Seconds())
+			}
 			continue
 		}
 		if frozen {
@@ -134,7 +164,14 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	}
 	for i := range m.NumSlots() {
 		ws := m.Warming(i)
-		if ws == nil || ws.Equal(prev.Warming(i)) {
+		was := (*cachenodes.Warming)(nil)
+		switch {
+		case i < prev.NumSlots():
+			was = prev.Warming(i)
+		case m.IsTwin(i):
+			was = prev.Warming(m.TwinOf(i)) // the doubling copies slot s's
+		}
+		if ws == nil || ws.Equal(was) {
 			continue
 		}
 		if t := c.nodes[ws.NodeID]; t.owe {
@@ -144,7 +181,11 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	}
 	for _, t := range c.order {
 		if id := t.n.id; t.owe && m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0) {
-			t.owe = false // it holds no slot and warms none: its next placement flushes it
+			// It holds no slot and warms none: its next placement flushes
+			// it. A leader that has not read this write yet (its answer
+			// lost) may still carry the flush out as decided: oweEnded
+			// lets it, as after a flush whose answer was lost.
+			t.owe, t.oweEnded = false, w.now
 			w.tr.add(w.now, "the flush %s owed ends: it holds no slot", id)
 		}
 	}
@@ -207,9 +248,9 @@ func (c *checker) massAbsence(prev *cachenodes.SlotMap) string {
 		return ""
 	}
 	holders, absent := 0, 0
-	for _, h := range prev.Slots() {
-		if h.ID == "" {
-			continue
+	for i, h := range prev.Slots() {
+		if h.ID == "" || prev.IsTwin(i) {
+			continue // (a slot and its twin count as one)
 		}
 		holders++
 		s, t := w.consul.services[h.ID], c.nodes[h.ID]

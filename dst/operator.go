@@ -2,9 +2,11 @@ package dst
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -87,6 +89,8 @@ func (w *world) operatorFault(k string) bool {
 			}
 			return err
 		}, 0)
+	case faultResize:
+		w.resizeFault(0)
 	case faultMaintenance:
 		n := w.randomHolder()
 		s := w.consul.services[n.id]
@@ -106,4 +110,65 @@ func (w *world) operatorFault(k string) bool {
 		return false
 	}
 	return true
+}
+
+// resizeFault is an operator's resize: with no resize under way, one
+// doubling the slots (within cachenodes.MaxSlots); while one splits,
+// most often nothing (the splits go on), else a stop; while one is
+// stopped, a resume. A refusal (409: a freeze, a drained zone, twins of
+// another resize, no ready spare; 404: none to stop) is an answer, not a
+// failure: the operator tries the same again a while later, twice at
+// most.
+func (w *world) resizeFault(refused int) {
+	m := w.chk.kvMap
+	if m == nil {
+		return
+	}
+	e := w.chk.resizeEntry()
+	n := m.NumSlots()
+	req := mcribapi.Resize{Reason: "dst: grown past its slots", StepPercent: []int{25, 50, 100}[w.rng.IntN(3)],
+		StepInterval: w.between(5*time.Second, 30*time.Second).Truncate(time.Second)}
+	what := ""
+	switch {
+	case e != nil && e.State == mcribapi.ResizeStopped:
+		req.NumSlots, what = n, fmt.Sprintf("resumes the resize to %d slots", n)
+	case e != nil && e.State != mcribapi.ResizeDone && m.NumTwins() > 0:
+		if w.rng.IntN(3) != 0 {
+			return
+		}
+		what = "stops the resize"
+	case 2*n > cachenodes.MaxSlots:
+		return
+	default:
+		req.NumSlots, what = 2*n, fmt.Sprintf("doubles the slots to %d", 2*n)
+	}
+	if req.NumSlots > 0 {
+		w.fault("an operator %s (splits of %d%% every %v)", what, req.StepPercent, req.StepInterval)
+	} else {
+		w.fault("an operator %s", what)
+	}
+	w.operator("resize", func(p *replicaProc) error {
+		l := w.leaderReplica()
+		if l == nil || (l.proc != p && w.net.send(p.r.host.name, l.host.name, "http", "forward resize") != delivered) {
+			return fmt.Errorf("no leader to forward to")
+		}
+		var doc mcribapi.ResizeDoc
+		var err error
+		if req.NumSlots > 0 {
+			doc, err = l.proc.loop.StartResize(context.Background(), req, "dst")
+		} else {
+			doc, err = l.proc.loop.StopResize(context.Background(), "dst")
+		}
+		switch {
+		case errors.Is(err, mcribapi.ErrRefused) || errors.Is(err, mcribapi.ErrNoResize) || errors.Is(err, mcribapi.ErrBadRequest):
+			w.tr.add(w.now, "resize refused: %v", err)
+			if refused < 2 {
+				w.after(w.between(30*time.Second, 90*time.Second), "resize again", func() { w.resizeFault(refused + 1) })
+			}
+			return nil
+		case err == nil && doc.Resize != nil:
+			w.tr.add(w.now, "resize: %d to %d slots, %s, %d twins", doc.Resize.From, doc.Resize.To, doc.Resize.State, doc.Resize.Twins)
+		}
+		return err
+	}, 0)
 }

@@ -83,7 +83,7 @@ func (r *replica) start() {
 		Consul:                   p.consul,
 		Pool:                     poolName,
 		KVPrefix:                 kvPrefix,
-		NumSlots:                 cfg.Slots,
+		NumSlots:                 w.slotsFlag(),
 		Service:                  memcachedService,
 		Hold:                     w.hold,
 		ProbeInterval:            probeInterval,
@@ -234,4 +234,15 @@ type logWriter struct {
 func (l logWriter) Write(b []byte) (int, error) {
 	fmt.Fprintf(l.w.cfg.Logs, "%10.3fs %s log: %s", l.w.now.Seconds(), l.name, b)
 	return len(b), nil
+}
+
+// slotsFlag is the --slots a replica starts with: the pool's first count,
+// or, once the pool was resized more than once, the count it was last
+// resized from (which serve takes with a warning), as operators update
+// the flag.
+func (w *world) slotsFlag() int {
+	if m := w.chk.kvMap; m != nil && m.ResizedFrom() > w.cfg.Slots {
+		return m.ResizedFrom()
+	}
+	return w.cfg.Slots
 }

@@ -25,6 +25,11 @@ const (
 	ruleStaleRead         = "s7-stale-read"
 	ruleAdmissions        = "inv8-admissions"
 	ruleShareUnfailed     = "inv8-share-without-failure"
+	ruleResizeTwin        = "resize-twin"
+	ruleResizeKeys        = "resize-keys"
+	ruleResizePace        = "resize-pace"
+	ruleResizeFrozen      = "resize-frozen"
+	ruleResizeCount       = "resize-count"
 )
 
 // touch marks p's status as changed by the step under way.

@@ -88,6 +88,9 @@ type Result struct {
 	// Ops counts the client operations, Reads the reads checked
 	// against the history, Faults the faults injected.
 	Ops, Reads, Faults int
+	// Doublings counts the stored map's doubling writes (resizes begun),
+	// Splits the twins split.
+	Doublings, Splits int
 }
 
 // Run runs the simulation of cfg and returns what the checker found.
@@ -95,7 +98,8 @@ func Run(cfg Config) Result {
 	w := newWorld(cfg.withDefaults())
 	w.run()
 	res := Result{Config: w.cfg, Violation: w.chk.violation, Tolerated: w.chk.tolerated, Steps: w.step, SimTime: w.now, TraceHash: w.tr.sum(),
-		Hold: w.hold, FlushAfter: w.flushAfter, Ops: len(w.history), Reads: w.chk.reads, Faults: w.chk.faults}
+		Hold: w.hold, FlushAfter: w.flushAfter, Ops: len(w.history), Reads: w.chk.reads, Faults: w.chk.faults,
+		Doublings: w.chk.resize.doublings, Splits: w.chk.resize.splits}
 	return res
 }
 
