@@ -25,6 +25,10 @@
 #                through mcclient: the zone holding 10 slots drained in 10%
 #                steps (one slot) every 3 s, warm and cold; report in
 #                bench/zone-drain/
+#   make bench-grow  on loopback, Consul, 32 memcached and mcrib serve --slots 16
+#                under a cache-aside load: the pool doubled to 32 slots in 10%
+#                steps every 5 s, warm (--warm-for 2m), cold and the naive
+#                resize to a fresh 32-slot map; report in bench/grow/
 #   make soak    the fault soak on a bed of hosts for 10 minutes
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
@@ -52,7 +56,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONSUL := bin/consul
 MCRIB := bin/mcrib
 
-.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones scale dst dst-selftest fuzz soak clean distclean
+.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones bench-grow scale dst dst-selftest fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -120,6 +124,14 @@ bench-zones: deps
 	MCRIB_BENCH_ZONES=1 MCRIB_BENCH_ZONES_OUT=$(CURDIR)/bench/zone-drain \
 		$(GO) test -count=1 -timeout 20m -run '^TestBenchZoneDrain$$' -v ./e2e/
 
+# Growing the pool (e2e TestBenchGrow, loopback, no root): 16 slots and 16
+# spares doubled to 32 under a cache-aside load, warm, cold and the naive
+# resize that moves the keys to a fresh 32-slot map at once, each on a pool
+# of its own (about 11 minutes in all). Too long for make test.
+bench-grow: deps
+	MCRIB_BENCH_GROW=1 MCRIB_BENCH_GROW_OUT=$(CURDIR)/bench/grow \
+		$(GO) test -count=1 -timeout 20m -run '^TestBenchGrow$$' -v ./e2e/
+
 # The 10,000-node scale run: the real loop and Consul store, 1% churn a
 # minute for 10 minutes, without the race detector (make test runs 15 s).
 scale: deps
@@ -144,8 +156,9 @@ fuzz:
 # The simulator's reports (docs/simulation.md): the 2-hour agent rollout of
 # 500 nodes, every read simulated and then 1 read in 20 (the speed figure),
 # the observer and node faults, the cold-start sweep of static boot
-# limits against the adaptive one, and what the slow start costs a deploy
-# of every client with the caches warm.
+# limits against the adaptive one, what the slow start costs a deploy
+# of every client with the caches warm, and the pool doubled (256 to 512
+# slots of 1,000 nodes) warm, cold and naively.
 bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
@@ -154,6 +167,7 @@ bench-sim: build
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --out bench/sim-zone-drain
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --clients 20000 --db-capacity 24000 --warmup 4m --out bench/sim-zone-drain-busy
 	$(MCRIB) sim --nodes 100 --scenario deploy --policy immediate,adaptive,static:40 --out bench/sim-deploy
+	$(MCRIB) sim --nodes 1000 --scenario grow --policy mcrib,mcrib-cold,naive --out bench/sim-grow
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
 # faults with every invariant checked after each and every client operation

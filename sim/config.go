@@ -26,10 +26,12 @@ const (
 	// Deploy restarts every client at peak with the caches warm: what the
 	// boot limiter's slow start costs a deploy.
 	Deploy = "deploy"
+	// Grow doubles the slots at peak (grow.go).
+	Grow = "grow"
 )
 
 // Scenarios lists every scenario in the report's order.
-var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy, ZoneDrain}
+var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy, ZoneDrain, Grow}
 
 // Policy names (the --policy flag); static boot limits are "static:N".
 const (
@@ -37,7 +39,11 @@ const (
 	PolicyMCrib     = "mcrib"
 	PolicyMCribCold = "mcrib-cold"
 	PolicyAdaptive  = "adaptive"
-	policyStatic    = "static:"
+	// PolicyNaive runs mcrib's loop but grows the pool as a resize
+	// without twins would: the clients switch at once to a plain map of
+	// twice the slots (grow only).
+	PolicyNaive  = "naive"
+	policyStatic = "static:"
 )
 
 // Policy is one way to run the pool: who decides the slot map (mcrib's
@@ -53,6 +59,9 @@ type Policy struct {
 	Static float64
 	// Cold runs mcrib's loop with --warm-for 0s: every move is cold.
 	Cold bool
+	// Naive grows the pool at once without twins (grow only); it runs
+	// cold.
+	Naive bool
 }
 
 // ParsePolicy parses one --policy value.
@@ -64,6 +73,8 @@ func ParsePolicy(s string) (Policy, error) {
 		return Policy{Name: s}, nil
 	case s == PolicyMCribCold:
 		return Policy{Name: s, Cold: true}, nil
+	case s == PolicyNaive:
+		return Policy{Name: s, Cold: true, Naive: true}, nil
 	case strings.HasPrefix(s, policyStatic):
 		n, err := strconv.ParseFloat(strings.TrimPrefix(s, policyStatic), 64)
 		if err != nil || !(n > 0) || n > 1e6 {
@@ -71,7 +82,7 @@ func ParsePolicy(s string) (Policy, error) {
 		}
 		return Policy{Name: s, Static: n}, nil
 	}
-	return Policy{}, fmt.Errorf("%w: unknown policy %q (immediate, mcrib, mcrib-cold, adaptive, static:N)", ErrBadConfig, s)
+	return Policy{}, fmt.Errorf("%w: unknown policy %q (immediate, mcrib, mcrib-cold, naive, adaptive, static:N)", ErrBadConfig, s)
 }
 
 // Config is one simulation run: the pool, its flags, the workload and the
@@ -127,8 +138,9 @@ type Config struct {
 	// packet-loss (default 1e-4).
 	LossRate float64
 
-	// noDrain runs zone-drain without its drain: the twin run its extra
-	// database misses are counted against.
+	// noDrain runs zone-drain without its drain (grow without its
+	// growth): the twin run its extra database misses are counted
+	// against.
 	noDrain bool
 }
 
@@ -158,6 +170,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.Nodes, 64)
 	if c.Slots == 0 {
 		c.Slots = 1 << (bits.Len(uint(max(1, c.Nodes*7/8))) - 1)
+		if c.Scenario == Grow {
+			c.Slots = growSlots(c.Nodes)
+		}
 	}
 	defD(&c.Warmup, 10*time.Minute)
 	defD(&c.Hold, 60*time.Second)
@@ -174,6 +189,9 @@ func (c Config) WithDefaults() Config {
 	defF(&c.ReadsPerClient, 10)
 	def(&c.SampledReads, int(math.Round(float64(c.Clients)*c.ReadsPerClient)))
 	def(&c.ItemsPerNode, 4000)
+	if c.Scenario == Grow {
+		def(&c.Keys, c.Slots*c.ItemsPerNode) // what the slot holders hold: growth gains no hits
+	}
 	def(&c.Keys, 4*c.Slots*c.ItemsPerNode)
 	defF(&c.ZipfS, 1.2)
 	def(&c.BootReads, 200)
@@ -209,8 +227,12 @@ func (c Config) Validate() error {
 		return bad("--warm-for must not be negative")
 	case c.Scenario == ZoneDrain && c.Nodes < len(zones):
 		return bad("zone-drain needs at least %d nodes, one in each zone", len(zones))
+	case c.Scenario == Grow && 2*c.Slots > c.Nodes:
+		return bad("grow needs a spare for every slot: --slots at most half of --nodes")
+	case c.Policy.Naive && !Applies(c.Scenario, c.Policy):
+		return bad("the policy %s is a way to grow the pool: it runs the scenario %s only", c.Policy.Name, Grow)
 	case !Applies(c.Scenario, c.Policy):
-		return bad("%s needs mcrib's loop (policy mcrib, mcrib-cold, adaptive or static:N); %s has no drain", c.Scenario, c.Policy.Name)
+		return bad("%s needs mcrib's loop (policy mcrib, mcrib-cold, adaptive or static:N); %s has no drain nor resize", c.Scenario, c.Policy.Name)
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ type mcribPolicy struct {
 	warm   []warmSource
 	// drain is the zone drain of zone-drain in progress (zonedrain.go).
 	drain zoneDrain
+	// grow is the resize of grow in progress (grow.go).
+	grow growth
 	// wake schedules a pass after d when that comes before the next probe
 	// interval, as Run's step timer does for a drain step; wakeAt is the
 	// time of the pass scheduled so (zero: none).
@@ -101,13 +103,26 @@ func (p *mcribPolicy) pass(ctx context.Context) {
 		}
 	}
 	m := p.loop.SlotMap()
+	p.checkGrowth(m, p.w.clk.Now())
+	if p.grow.naive {
+		return // the clients route by the naive map
+	}
+	p.follow(m)
+}
+
+// follow makes m the map the clients route by.
+func (p *mcribPolicy) follow(m *cachenodes.SlotMap) {
 	if m == nil || m == p.served {
 		return
 	}
 	// A warming begins with a new generation but ends without one.
 	p.served = m
+	resized := m.NumSlots() != len(p.routes)
+	if resized {
+		p.routes, p.warm = make([]int, m.NumSlots()), make([]warmSource, m.NumSlots())
+	}
 	p.followWarming(m)
-	if m.Generation() == p.gen {
+	if m.Generation() == p.gen && !resized {
 		return
 	}
 	p.gen = m.Generation()
@@ -136,7 +151,8 @@ func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
 // every check-and-set write succeeds. It keeps the drain document
-// (drainstore.go) and the flushes owed too.
+// (drainstore.go), the resize document (resizestore.go) and the flushes
+// owed too.
 type memStore struct {
 	m     *cachenodes.SlotMap
 	index uint64
@@ -148,18 +164,26 @@ type memStore struct {
 	// drawn from flushesSeq.
 	flushes                  []controlloop.OwedFlush
 	flushesIndex, flushesSeq uint64
+	// resize is the resize document (nil: none), at resizeIndex (0:
+	// none), drawn from resizeSeq (resizestore.go).
+	resize                 *mcribapi.ResizeDoc
+	resizeIndex, resizeSeq uint64
 }
 
 func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
 	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index, Drain: copyDrain(s.drain), DrainIndex: s.drainIndex,
-		Flushes: slices.Clone(s.flushes), FlushesIndex: s.flushesIndex}, nil
+		Flushes: slices.Clone(s.flushes), FlushesIndex: s.flushesIndex, Resize: s.copyResize(), ResizeIndex: s.resizeIndex}, nil
 }
 
 // WritePool stores w if the slot map, the drain document and the flushes
 // are still at the versions read.
 func (s *memStore) WritePool(_ context.Context, read controlloop.Snapshot, _ leader.Lease, w controlloop.PoolWrite) (bool, error) {
-	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex {
+	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex ||
+		read.ResizeIndex != s.resizeIndex {
 		return false, nil
+	}
+	if w.Resize != nil {
+		s.putResize(w.Resize)
 	}
 	if w.Drain != nil {
 		s.putDrain(w.Drain)

@@ -123,6 +123,10 @@ func WriteTable(w io.Writer, rs []Result) {
 		writeZoneDrainTable(w, rs)
 		return
 	}
+	if len(rs) > 0 && rs[0].Scenario == Grow {
+		writeGrowTable(w, rs)
+		return
+	}
 	fmt.Fprintln(w, "| policy | baseline hit rate | lowest hit rate | DB overload (s) | flushes | replacements | boots refused | back to 95% | speed-up |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
@@ -141,6 +145,11 @@ func fmtRecovery(r Result) string {
 
 func writeMarkdown(b *strings.Builder, rs []Result, meta ReportMeta) {
 	c := meta.Config
+	// The slots and keys the runs had, when they agree: grow's defaults
+	// differ from the other scenarios'.
+	if len(rs) > 0 && rs[0].Keys > 0 && !slices.ContainsFunc(rs, func(r Result) bool { return r.Slots != rs[0].Slots || r.Keys != rs[0].Keys }) {
+		c.Slots, c.Keys = rs[0].Slots, rs[0].Keys
+	}
 	fmt.Fprintf(b, "# mcrib sim report\n\nMade by `%s`.\n\n", meta.Command)
 	fmt.Fprintf(b, "Pool: %s: %d nodes, %d slots; hold %s, probe interval %s, flush after %s unreachable, max absent fraction %.2f, %d replacements a minute, warm for %s; boot limit %g..%g boots/s, hit rate low %.2f, target %.2f, stats interval %s.\n\n",
 		meta.Pool, c.Nodes, c.Slots, c.Hold, c.ProbeInterval, c.FlushAfterUnreachable, c.MaxAbsentFraction, c.MaxReplacementsPerMinute, c.WarmFor,
@@ -173,5 +182,6 @@ var scenarioText = map[string]string{
 	PacketLoss:   "For an hour, a share of the probes (1 in 10,000 unless --loss-rate says otherwise) is lost, and so is the same share of Consul's checks (the node fails its check until the next one, 10 s later).",
 	ColdStart:    "At peak every cache is empty and every client (re)boots.",
 	ZoneDrain:    zoneDrainText,
+	Grow:         growText,
 	Deploy:       "At peak every client (re)boots, the caches warm (a deploy of every client at once); back to 95% is when the last client has booted.",
 }

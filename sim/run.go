@@ -96,13 +96,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := s.drainErr(); err != nil {
 		return Result{}, err
 	}
+	if err := s.growErr(); err != nil {
+		return Result{}, err
+	}
 	r := s.m.result(cfg)
 	s.fillDrain(&r, s.dm)
+	s.fillGrow(&r)
+	r.Keys = cfg.Keys
 	r.Flushes = s.policy.flushes() - s.m.flushesAt0
 	r.Replacements = s.policy.replacements() - s.m.replAt0
 	r.BootsRefused = s.limiter.refused - s.m.refusedAt0
-	if cfg.Scenario == ZoneDrain && !cfg.noDrain {
-		// The same run without the drain: the misses the drain added.
+	if (cfg.Scenario == ZoneDrain || cfg.Scenario == Grow) && !cfg.noDrain {
+		// The same run without the drain (the growth): the misses it
+		// added.
 		twin := cfg
 		twin.noDrain = true
 		t, err := Run(ctx, twin)
@@ -128,6 +134,9 @@ func (s *sim) second() {
 	s.wl.churn()
 	// The second that ends now: its boots were asked for over it.
 	boots := s.limiter.admit(now.Add(-time.Second), s.wl.pending)
+	if p, ok := s.policy.(*mcribPolicy); ok && s.wl.warm != nil {
+		s.wl.warm = p.warming() // a resize gives it an entry per new slot
+	}
 	s.wl.second(s.policy.route(), boots)
 	s.m.second(at, s.wl, s.limiter.limit(now))
 	s.dm.second(at, s.wl)
@@ -139,6 +148,9 @@ type Result struct {
 	Policy   string `json:"policy"`
 	Nodes    int    `json:"nodes"`
 	Slots    int    `json:"slots"`
+	// Keys is the number of keys read (its default depends on the
+	// scenario).
+	Keys int `json:"keys,omitempty"`
 	// Baseline is the hit rate before the scenario (the warmup's last
 	// half); LowestHitRate the lowest one-minute hit rate after its start.
 	Baseline      float64 `json:"baseline_hit_rate"`
@@ -167,9 +179,16 @@ type Result struct {
 	ExtraDBMisses int64         `json:"extra_db_misses,omitempty"`
 	DrainTime     time.Duration `json:"drain_time,omitempty"`
 	Drained       bool          `json:"drained,omitempty"`
-	Simulated     time.Duration `json:"simulated"`
-	Wall          time.Duration `json:"-"`
-	Series        []Point       `json:"series"`
+	// Growth (grow): GrowTime is from the resize request until every twin
+	// was split and no slot warmed, Grown false when that never came (the
+	// naive resize is done at once); GrowBound is its target, the steps'
+	// time plus one warm-for.
+	GrowTime  time.Duration `json:"grow_time,omitempty"`
+	Grown     bool          `json:"grown,omitempty"`
+	GrowBound time.Duration `json:"grow_bound,omitempty"`
+	Simulated time.Duration `json:"simulated"`
+	Wall      time.Duration `json:"-"`
+	Series    []Point       `json:"series"`
 }
 
 // Point is one point of the charts.

@@ -100,6 +100,8 @@ func (s *sim) schedule(rng *rand.Rand) {
 		})
 	case ZoneDrain:
 		s.q.at(t0, s.startDrain)
+	case Grow:
+		s.q.at(t0, s.startGrow)
 	case ColdStart:
 		s.q.at(t0, func() {
 			for _, nd := range w.nodes {

@@ -57,6 +57,7 @@ func Checks(rs []Result) []Check {
 		out = append(out, c)
 	}
 	out = append(out, zoneDrainChecks(rs)...)
+	out = append(out, growChecks(rs)...)
 	return out
 }
 

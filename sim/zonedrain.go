@@ -30,10 +30,17 @@ const (
 	warmExtraShare = 0.25
 )
 
-// Applies reports whether scenario can run under p: zone-drain needs
-// mcrib's loop (the 2022 behaviour had no drain to compare).
+// Applies reports whether scenario can run under p: zone-drain and grow
+// need mcrib's loop (the 2022 behaviour had no drain nor resize to
+// compare), and naive is a way to grow only.
 func Applies(scenario string, p Policy) bool {
-	return scenario != ZoneDrain || !p.Immediate
+	switch {
+	case p.Naive:
+		return scenario == Grow
+	case scenario == ZoneDrain, scenario == Grow:
+		return !p.Immediate
+	}
+	return true
 }
 
 // zoneDrain is a drain the scenario asked for: the zone, when it was

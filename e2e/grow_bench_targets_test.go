@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchGrowTargets checks that the targets of the growth benchmark
+// catch a dip of warm growth's hit rate, warm splits that save too few
+// misses, a naive resize that says nothing and a slow growth; and that the
+// report describes the runs.
+func TestBenchGrowTargets(t *testing.T) {
+	good := func() (warm, cold, naive *growResult) {
+		warm = &growResult{cfg: growConfigFor("warm", "2m", false), steady: 0.97, lowest: 0.955, done: 150 * time.Second, extra: 90}
+		cold = &growResult{cfg: growConfigFor("cold", "0s", false), steady: 0.97, lowest: 0.88, done: 40 * time.Second, extra: 5000}
+		naive = &growResult{cfg: growConfigFor("naive", "0s", true), steady: 0.97, lowest: 0.75, extra: 1000}
+		return warm, cold, naive
+	}
+	if got, want := growStepsTime()+growWarmFor, 160*time.Second; got != want {
+		t.Fatalf("the bound of done is %v; want %v (8 steps of 5 s and the 2m warm-for)", got, want)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(warm, naive *growResult)
+		wants []string
+	}{
+		{"all met", func(_, _ *growResult) {}, nil},
+		{"a warm dip", func(w, _ *growResult) { w.lowest = 0.949 }, []string{"lowest hit rate 94.90%"}},
+		{"too many warm misses", func(w, _ *growResult) { w.extra = 101 }, []string{"101 extra misses"}},
+		{"a naive resize without cost", func(_, n *growResult) { n.extra = 0 }, []string{"says nothing"}},
+		{"a slow warm growth", func(w, _ *growResult) { w.done = 161 * time.Second }, []string{"done in 2m41s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			warm, _, naive := good()
+			tc.edit(warm, naive)
+			missed := growTargets(warm, naive)
+			if len(missed) != len(tc.wants) {
+				t.Fatalf("missed %q, want %d target(s) missed", missed, len(tc.wants))
+			}
+			for i, w := range tc.wants {
+				if !strings.Contains(missed[i], w) {
+					t.Errorf("missed[%d] = %q, want it to contain %q", i, missed[i], w)
+				}
+			}
+		})
+	}
+	warm, cold, naive := good()
+	for i := range 9 {
+		warm.splits = append(warm.splits, growLook{at: time.Duration(i) * 5 * time.Second, split: 2 * i})
+	}
+	dir := t.TempDir()
+	if err := writeGrowReport(dir, warm, cold, naive, growTargets(warm, naive)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"32 memcached (mc-01…32)", "--slots 16 ", "16 slots and 16 spares", "40000 Zipf-distributed keys (2500 a slot",
+		"num_slots 32, step_percent 10, step_interval 5s, under `--warm-for 2m`", "split 2 a step", "plain 32-slot map",
+		"| naive | 0s | 97.00% | at once |", "0.090×", "- warm: 0@0.0s → 2@5.0s", "16@40.0s; done at 150.0 s", "**met**"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the report lacks %q:\n%s", want, b)
+		}
+	}
+}

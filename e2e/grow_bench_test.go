@@ -1,0 +1,402 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcclient"
+	"github.com/mcrib/mcrib/mcribapi"
+)
+
+// growConfig is one run of the growth benchmark.
+type growConfig struct {
+	name    string // "warm", "cold" or "naive"
+	warmFor string // --warm-for
+	// naive switches the clients at once to a plain map of 2×slots whose
+	// slots s + slots are the spares (no twins, no warming), instead of
+	// PUT /v1/resize.
+	naive       bool
+	slots       int // --slots before the growth; as many spares
+	keys        uint64
+	opsPerSec   int
+	warmup      time.Duration // load before the baseline
+	baseline    time.Duration // the steady state measured before the growth
+	stepPercent int
+	interval    time.Duration // step_interval
+	// window is how long after the PUT (or the switch) the misses are
+	// counted, the same for every run: the steps' time plus the warm
+	// run's warm-for plus a tail.
+	window time.Duration
+}
+
+// Growth benchmark constants: 16 slots doubled to 32 in steps of 10%
+// (⌈1.6⌉ = 2 twins a step, so 8 steps) every 5 s, the warm run warming
+// each split for mcrib serve's default --warm-for, 2m.
+const (
+	growSlots    = 16
+	growInterval = 5 * time.Second
+	growWarmFor  = 2 * time.Minute
+	growTail     = 10 * time.Second
+	// growClientTimeout is the load's client timeout.
+	growClientTimeout = time.Second
+)
+
+// growSteps is the number of split steps of the benchmark's resize.
+func growSteps() int {
+	e := mcribapi.ResizeEntry{From: growSlots, StepPercent: 10}
+	return (growSlots + e.StepSize() - 1) / e.StepSize()
+}
+
+// growStepsTime is the steps' time: a step_interval per step.
+func growStepsTime() time.Duration { return time.Duration(growSteps()) * growInterval }
+
+// growConfigFor is the benchmark's configuration of a run: 2,500 keys a
+// slot (as the zone-drain benchmark) at most 1,500 operations/s.
+func growConfigFor(name, warmFor string, naive bool) growConfig {
+	return growConfig{name: name, warmFor: warmFor, naive: naive, slots: growSlots,
+		keys: 2500 * growSlots, opsPerSec: 1500, warmup: 5 * time.Second, baseline: 10 * time.Second,
+		stepPercent: 10, interval: growInterval, window: growStepsTime() + growWarmFor + growTail}
+}
+
+// growResult is what one run measured.
+type growResult struct {
+	cfg         growConfig
+	started     time.Time
+	steady      float64       // hit rate over the baseline
+	readsPerSec float64       // reads a second over the baseline
+	growStart   time.Duration // the PUT (or the switch), since the load began
+	// done is PUT → every twin split and no slot warming (0 for the
+	// naive run, whose switch is the whole of it).
+	done          time.Duration
+	splits        []growLook // the resize entry's split count as seen
+	lowest        float64    // lowest hit rate of a second in the window
+	belowNinety   int        // seconds of the window below 90%
+	reads, misses int64      // in the window
+	extra         float64    // misses above the steady miss rate in the window
+	errs          int64      // client errors over the whole run
+	seconds       []loadSecond
+}
+
+// growLook is a change of the split count seen, and when (since the PUT).
+type growLook struct {
+	at    time.Duration
+	split int
+}
+
+// TestBenchGrow is make bench-grow (its targets in docs/performance.md), run
+// only with MCRIB_BENCH_GROW=1: on loopback, Consul and 32 memcached, mcrib
+// serve --slots 16 (16 spares), a cache-aside load through mcclient, and the
+// pool doubled to 32 slots in steps of 10% every 5 s, three times on a pool
+// of its own: warm (--warm-for 2m), cold (--warm-for 0s), and the naive
+// resize that switches the clients at once to a fresh 32-slot map. With
+// MCRIB_BENCH_GROW_OUT=DIR it writes report.md there.
+func TestBenchGrow(t *testing.T) {
+	if os.Getenv("MCRIB_BENCH_GROW") != "1" {
+		t.Skip("the growth benchmark runs with MCRIB_BENCH_GROW=1 (make bench-grow)")
+	}
+	var warm, cold, naive *growResult
+	t.Run("warm", func(t *testing.T) { warm = runGrow(t, growConfigFor("warm", "2m", false)) })
+	t.Run("cold", func(t *testing.T) { cold = runGrow(t, growConfigFor("cold", "0s", false)) })
+	t.Run("naive", func(t *testing.T) { naive = runGrow(t, growConfigFor("naive", "0s", true)) })
+	if warm == nil || cold == nil || naive == nil {
+		t.Fatal("a run did not complete: no comparison")
+	}
+	for _, r := range []*growResult{warm, cold, naive} {
+		t.Logf("%s: %s", r.cfg.name, r.summary())
+	}
+	missed := growTargets(warm, naive)
+	if dir := os.Getenv("MCRIB_BENCH_GROW_OUT"); dir != "" {
+		if err := writeGrowReport(dir, warm, cold, naive, missed); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("report written to %s", dir)
+	}
+	for _, m := range missed {
+		t.Error(m)
+	}
+}
+
+// growFlags are mcrib serve's flags of a run: probes every second, and a
+// node that misses probes for a moment on a busy machine is not flushed
+// (--flush-after-unreachable 30s), so that what the runs measure is the
+// growth.
+func growFlags(cfg growConfig) []string {
+	return []string{"--slots", fmt.Sprint(cfg.slots), "--warm-for", cfg.warmFor,
+		"--probe-interval", "1s", "--stats-interval", "1s", "--flush-after-unreachable", "30s"}
+}
+
+// naiveMap is the naive resize of sm: a plain map of twice its slots whose
+// slot s + N is sm's spare i = s (sorted by ID), cold, without twins.
+func naiveMap(sm *cachenodes.SlotMap) (*cachenodes.SlotMap, error) {
+	n := sm.NumSlots()
+	if sm.NumSpares() < n {
+		return nil, fmt.Errorf("%d spares for %d slots", sm.NumSpares(), n)
+	}
+	spec := sm.Spec()
+	spares := sm.Spares()
+	spec.Slots = append(spec.Slots, spares[:n]...)
+	spec.Spares = spares[n:]
+	spec.Warming, spec.Twins, spec.ResizedFrom = nil, nil, 0
+	spec.Generation++
+	spec.UpdatedAt = time.Now()
+	return cachenodes.NewSlotMap(spec)
+}
+
+// warmingAt reports whether a slot of sm still warms at now: a warming
+// whose until has passed stays in the map until its next write, and the
+// clients stop using it by their own clock.
+func warmingAt(sm *cachenodes.SlotMap, now time.Time) bool {
+	for i := range sm.NumSlots() {
+		if w := sm.Warming(i); w != nil && now.Before(w.Until) {
+			return true
+		}
+	}
+	return false
+}
+
+// runGrow runs one growth on a pool of its own and returns what it
+// measured, or fails the test.
+func runGrow(t *testing.T, cfg growConfig) *growResult {
+	p := newPool(t, 2*cfg.slots)
+	m := startMcrib(t, p.consul.HTTPAddr, growFlags(cfg)...)
+	before := filled(t, p, m, cfg.slots)
+	api := newAPIClient(m.Addr, apiTimeout)
+	res := &growResult{cfg: cfg}
+
+	// The client waits up to growClientTimeout for memcached: on a
+	// machine shared with other work 200 ms is not always enough.
+	opts := mcclient.Options{Timeout: growClientTimeout}
+	if !cfg.naive {
+		f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + m.Addr, WaitTime: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Source = f
+	}
+	c, err := mcclient.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.naive {
+		if err := c.SetSlotMap(before); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, stopClient := context.WithCancel(context.Background())
+	var cwg sync.WaitGroup
+	if !cfg.naive {
+		cwg.Go(func() { c.Run(runCtx) })
+	}
+	t.Cleanup(func() { stopClient(); cwg.Wait(); c.Close() })
+	testenv.Eventually(t, 10*time.Second, "the client has the map", func() bool { return c.SlotMap() != nil })
+	l := zoneLoad(c, cfg.keys, cfg.opsPerSec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := l.prefill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res.started = time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() { l.run(ctx) })
+	stop := func() { cancel(); wg.Wait() }
+	defer stop()
+
+	time.Sleep(cfg.warmup + cfg.baseline)
+	reads, misses, _ := sum(l.window(cfg.warmup, cfg.warmup+cfg.baseline))
+	if reads == 0 {
+		t.Fatal("no read during the baseline")
+	}
+	res.steady = 1 - float64(misses)/float64(reads)
+	res.readsPerSec = float64(reads) / cfg.baseline.Seconds()
+	t.Logf("%s: steady hit rate %s over %d reads in %v", cfg.name, pct(res.steady), reads, cfg.baseline)
+
+	res.growStart = time.Since(res.started)
+	put := time.Now()
+	if cfg.naive {
+		nm, err := naiveMap(before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetSlotMap(nm); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		body := fmt.Sprintf(`{"num_slots": %d, "reason": "growth benchmark", "step_percent": %d, "step_interval": %q}`,
+			2*cfg.slots, cfg.stepPercent, cfg.interval.String())
+		if code, b := api.do("PUT", "/v1/resize", body, ""); code != 200 {
+			t.Fatalf("PUT /v1/resize: %d %s", code, b)
+		}
+		limit := cfg.window + 30*time.Second
+		var last mcribapi.ResizeEntry
+		if !within(limit, func() bool {
+			st, err := api.status()
+			switch {
+			case err != nil:
+				return false
+			case st.Resize == nil && len(res.splits) == 0:
+				return false // not seen yet
+			case st.Resize != nil:
+				last = *st.Resize
+				if n := len(res.splits); n == 0 || res.splits[n-1].split != last.Split {
+					res.splits = append(res.splits, growLook{at: time.Since(put), split: last.Split})
+				}
+				if last.State != mcribapi.ResizeDone {
+					return false
+				}
+			}
+			// done, or the done entry removed (when the last warming ends)
+			sm, _, err := api.slotMap("")
+			return err == nil && sm.NumSlots() == 2*cfg.slots && sm.NumTwins() == 0 && !warmingAt(sm, time.Now())
+		}) {
+			t.Fatalf("the resize not done within %v: %+v", limit, last)
+		}
+		res.done = time.Since(put)
+	}
+	if rest := cfg.window - time.Since(put); rest > 0 {
+		time.Sleep(rest + 1500*time.Millisecond) // the window's last second counted
+	}
+	stop()
+
+	res.seconds = l.all()
+	_, _, res.errs = sum(res.seconds)
+	win := l.window(res.growStart, res.growStart+cfg.window)
+	res.reads, res.misses, _ = sum(win)
+	res.extra = float64(res.misses) - (1-res.steady)*float64(res.reads)
+	res.lowest = 1
+	for _, s := range win {
+		if h, ok := s.hitRate(); ok {
+			res.lowest = min(res.lowest, h)
+			if h < 0.90 {
+				res.belowNinety++
+			}
+		}
+	}
+	return res
+}
+
+// summary is one line of the run's figures.
+func (r *growResult) summary() string {
+	return fmt.Sprintf("steady %s, done in %v (%s), lowest %s, %d s below 90%%, %d misses of %d reads in the window (%.0f above the steady rate), %d client errors",
+		pct(r.steady), r.done.Round(100*time.Millisecond), r.splitsSeen(), pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, r.errs)
+}
+
+// splitsSeen describes the split counts as seen, with when each was first
+// seen after the PUT.
+func (r *growResult) splitsSeen() string {
+	if r.cfg.naive {
+		return "every key moved at once"
+	}
+	parts := make([]string, len(r.splits))
+	for i, s := range r.splits {
+		parts[i] = fmt.Sprintf("%d@%.1fs", s.split, s.at.Seconds())
+	}
+	return strings.Join(parts, " → ")
+}
+
+// growTargets returns the growth benchmark's targets that the runs missed
+// (cold growth is shown, not judged): warm growth's lowest hit rate within 2 points of the steady state, its
+// extra misses at most a tenth of the naive resize's, and done within the
+// steps' time plus one warm-for.
+func growTargets(warm, naive *growResult) []string {
+	var missed []string
+	if warm.lowest < warm.steady-0.02 {
+		missed = append(missed, fmt.Sprintf("warm growth's lowest hit rate %s is more than 2 points below the steady %s", pct(warm.lowest), pct(warm.steady)))
+	}
+	switch {
+	case naive.extra <= 0:
+		missed = append(missed, fmt.Sprintf("the naive resize cost no extra misses (%.0f): the comparison says nothing", naive.extra))
+	case warm.extra > naive.extra/10:
+		missed = append(missed, fmt.Sprintf("warm growth cost %.0f extra misses, more than a tenth of the naive resize's %.0f", warm.extra, naive.extra))
+	}
+	if most := growStepsTime() + growWarmFor; warm.done > most {
+		missed = append(missed, fmt.Sprintf("warm growth was done in %v, more than the steps' time plus one warm-for (%v)", warm.done.Round(100*time.Millisecond), most))
+	}
+	return missed
+}
+
+// ratio is a/b as "0.123×", or "—" without a baseline.
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f×", a/b)
+}
+
+// writeGrowReport writes report.md for the three runs into dir.
+func writeGrowReport(dir string, warm, cold, naive *growResult, missed []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	c := warm.cfg
+	fmt.Fprintf(&b, "# Growing the pool: warm, cold and naive\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench-grow` (`TestBenchGrow` in `e2e/`), started %s.\n\n", warm.started.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "On loopback: a Consul dev agent, %d memcached (mc-01…%02d) registered in it, and `mcrib serve %s`, so %d slots and %d spares. A load generator does cache-aside reads through `mcclient` "+
+		"(get; on a miss, a read of the \"database\" and a set) of %d Zipf-distributed keys (%d a slot; s = 1.1; every key set but a random 3%% before the load) "+
+		"and 3%% writes that invalidate their key (delete), at most %d operations/s (%.0f, %.0f and %.0f reads/s measured in the baselines). "+
+		"After %s of warmup and a %s baseline (the steady state) the pool grows to %d slots:\n\n",
+		2*c.slots, 2*c.slots, strings.Join(growFlags(growConfig{slots: c.slots, warmFor: "…"}), " "), c.slots, c.slots, c.keys, c.keys/uint64(c.slots), c.opsPerSec,
+		warm.readsPerSec, cold.readsPerSec, naive.readsPerSec, c.warmup, c.baseline, 2*c.slots)
+	fmt.Fprintf(&b, "- warm: `PUT /v1/resize` with num_slots %d, step_percent %d, step_interval %s, under `--warm-for %s`: the twins split %d a step "+
+		"to spares that warm from slot s's holder; the client follows the map (`GET /v1/slotmap` long polls);\n",
+		2*c.slots, c.stepPercent, c.interval, warm.cfg.warmFor, mcribapi.ResizeEntry{From: c.slots, StepPercent: c.stepPercent}.StepSize())
+	fmt.Fprintf(&b, "- cold: the same under `--warm-for %s`, each split a cold move;\n", cold.cfg.warmFor)
+	fmt.Fprintf(&b, "- naive: the baseline of the comparison, a resize without twins: the client switches at once to a plain %d-slot map whose "+
+		"slots s + %d are the spares, so the keys rehash (crc32 %% %d) and the half that land on a spare miss, all at once.\n\n", 2*c.slots, c.slots, 2*c.slots)
+	fmt.Fprintf(&b, "Each run has a pool of its own. Hit rates are the application's, per second. The window, the same for the three runs, is the %v "+
+		"after the PUT (or the switch): the steps' time (%d steps × %s) plus the warm run's warm-for (%s) plus %s; done is the PUT → every twin split and no slot warming.\n\n",
+		c.window, growSteps(), c.interval, growWarmFor, growTail)
+	fmt.Fprintf(&b, "| run | `--warm-for` | steady hit rate | time to done | lowest hit rate (1 s) | seconds below 90%% | misses that reached the database | above the steady rate | vs naive | client errors |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range []*growResult{warm, cold, naive} {
+		done := r.done.Round(100 * time.Millisecond).String()
+		if r.cfg.naive {
+			done = "at once"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d of %d reads | %.0f | %s | %d |\n", r.cfg.name, r.cfg.warmFor, pct(r.steady),
+			done, pct(r.lowest), r.belowNinety, r.misses, r.reads, r.extra, ratio(r.extra, naive.extra), r.errs)
+	}
+	fmt.Fprintf(&b, "\nThe resize entry's split count as `GET /v1/status` showed it (seconds after the PUT):\n\n")
+	for _, r := range []*growResult{warm, cold} {
+		fmt.Fprintf(&b, "- %s: %s; done at %.1f s\n", r.cfg.name, r.splitsSeen(), r.done.Seconds())
+	}
+	most := growStepsTime() + growWarmFor
+	all := strings.Join(missed, "\n")
+	fmt.Fprintf(&b, "\n## Targets\n\n")
+	fmt.Fprintf(&b, "- warm growth's lowest hit rate within 2 points of the steady state (%s vs %s): %s\n", pct(warm.lowest), pct(warm.steady),
+		met(!strings.Contains(all, "lowest hit rate")))
+	fmt.Fprintf(&b, "- warm growth's extra misses at most a tenth of the naive resize's (%.0f vs %.0f, %s): %s\n", warm.extra, naive.extra,
+		ratio(warm.extra, naive.extra), met(!strings.Contains(all, "extra misses")))
+	fmt.Fprintf(&b, "- warm growth done within the steps' time plus one warm-for (%v in %v): %s\n\n", warm.done.Round(100*time.Millisecond), most,
+		met(!strings.Contains(all, "was done in")))
+	for _, m := range missed {
+		fmt.Fprintf(&b, "- missed: %s\n", m)
+	}
+	fmt.Fprintf(&b, "\n## Hit rate per second from 5 s before the growth\n\n")
+	for _, r := range []*growResult{warm, cold, naive} {
+		var parts []string
+		for _, s := range r.seconds {
+			if s.at < r.growStart-5*time.Second {
+				continue
+			}
+			if h, ok := s.hitRate(); ok {
+				mark := ""
+				if s.at > r.growStart && s.at <= r.growStart+r.cfg.window {
+					mark = "*"
+				}
+				parts = append(parts, fmt.Sprintf("%.1f%s", 100*h, mark))
+			}
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", r.cfg.name, strings.Join(parts, " "))
+	}
+	fmt.Fprintf(&b, "\n(* : a second of the window.)\n")
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
+}
