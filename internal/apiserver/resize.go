@@ -44,13 +44,9 @@ func (a *Server) getResize(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *Server) putResize(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	body, req, err := readRequest(r, mcribapi.ParseResizeRequest)
 	if err != nil {
 		return err
-	}
-	req, err := mcribapi.ParseResizeRequest(body)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	z, err := a.resizeReady()
 	if err != nil {

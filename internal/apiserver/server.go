@@ -262,6 +262,19 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// readRequest reads r's body (readBody) and parses it with parse: a body
+// parse refuses is a 400 with its one sentence. The body is returned too,
+// for a handler that forwards the request to the leader.
+func readRequest[T any](r *http.Request, parse func([]byte) (T, error)) (body []byte, req T, err error) {
+	if body, err = readBody(r); err != nil {
+		return nil, req, err
+	}
+	if req, err = parse(body); err != nil {
+		return nil, req, mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
+	}
+	return body, req, nil
+}
+
 // auth wraps a mutating handler with the checks that come before its own,
 // in the order of the browser rule (the 403s come first, from
 // browserGuard): when a token is configured the request needs
@@ -318,13 +331,9 @@ func (a *Server) status() mcribapi.Status {
 }
 
 func (a *Server) putFreeze(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	_, reason, err := readRequest(r, mcribapi.ParseFreezeRequest)
 	if err != nil {
 		return err
-	}
-	reason, err := mcribapi.ParseFreezeRequest(body)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	by := a.who(r)
 	doc, err := a.loop.Freeze(r.Context(), reason, by)

@@ -76,13 +76,9 @@ func (a *Server) putDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	_, req, err := readRequest(r, mcribapi.ParseDrainRequest)
 	if err != nil {
 		return err
-	}
-	req, err := mcribapi.ParseDrainRequest(body)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	z, err := a.zonesReady()
 	if err != nil {
@@ -146,13 +142,9 @@ func (a *Server) postReplace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	body, reason, err := readRequest(r, mcribapi.ParseReplaceRequest)
 	if err != nil {
 		return err
-	}
-	reason, err := mcribapi.ParseReplaceRequest(body)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
 	}
 	z, err := a.zonesReady()
 	if err != nil {
