@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -43,11 +42,9 @@ func (c proc) resize(ctx context.Context, args []string) error {
 		if given(fs, "step") {
 			req.StepPercent = step
 		}
-		if given(fs, "every") {
-			if _, err := time.ParseDuration(*every); err != nil {
-				return usageError("invalid value %q for --every: not a duration (like 30s, 1m or 1m30s)", *every)
-			}
-			req.StepInterval = every
+		var err error
+		if req.StepInterval, err = stepEvery(fs, every); err != nil {
+			return err
 		}
 	}
 	cl, err := c.connect(o)

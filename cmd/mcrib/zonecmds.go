@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"strings"
 	"time"
 
@@ -46,11 +47,8 @@ func (c proc) drain(ctx context.Context, args []string) error {
 	if given(fs, "step") {
 		req.StepPercent = step
 	}
-	if given(fs, "every") {
-		if _, err := time.ParseDuration(*every); err != nil {
-			return usageError("invalid value %q for --every: not a duration (like 30s, 1m or 1m30s)", *every)
-		}
-		req.StepInterval = every
+	if req.StepInterval, err = stepEvery(fs, every); err != nil {
+		return err
 	}
 	cl, err := c.connect(o)
 	if err != nil {
@@ -114,4 +112,16 @@ func onePositional(pos []string, what string) (string, error) {
 		return "", usageError("%s must not be empty", what)
 	}
 	return pos[0], nil
+}
+
+// stepEvery returns --every for a drain's or a resize's request: nil when
+// it is not given, and a usage error when it is no duration.
+func stepEvery(fs *flag.FlagSet, every *string) (*string, error) {
+	if !given(fs, "every") {
+		return nil, nil
+	}
+	if _, err := time.ParseDuration(*every); err != nil {
+		return nil, usageError("invalid value %q for --every: not a duration (like 30s, 1m or 1m30s)", *every)
+	}
+	return every, nil
 }
