@@ -236,6 +236,25 @@ func sum(secs []loadSecond) (reads, misses, errs int64) {
 	return
 }
 
+// windowFigures returns what a bench reports of a window of seconds
+// against the steady hit rate: reads and misses, the misses above the
+// steady miss rate, the lowest hit rate of a second, and the seconds
+// below 90%.
+func windowFigures(win []loadSecond, steady float64) (reads, misses int64, extra, lowest float64, belowNinety int) {
+	reads, misses, _ = sum(win)
+	extra = float64(misses) - (1-steady)*float64(reads)
+	lowest = 1
+	for _, s := range win {
+		if h, ok := s.hitRate(); ok {
+			lowest = min(lowest, h)
+			if h < 0.90 {
+				belowNinety++
+			}
+		}
+	}
+	return reads, misses, extra, lowest, belowNinety
+}
+
 // zoneLoad is the load of the zone tests through c: keys "zd-00000000" …,
 // 3% writes, four workers.
 func zoneLoad(c *mcclient.Client, keys uint64, opsPerSec int) *cacheLoad {

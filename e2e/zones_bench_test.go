@@ -200,17 +200,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	res.seconds = l.all()
 	_, _, res.errs = sum(res.seconds)
 	win := l.window(res.drainStart, res.drainStart+res.drainTook+cfg.tail)
-	res.reads, res.misses, _ = sum(win)
-	res.extra = float64(res.misses) - (1-res.steady)*float64(res.reads)
-	res.lowest = 1
-	for _, s := range win {
-		if h, ok := s.hitRate(); ok {
-			res.lowest = min(res.lowest, h)
-			if h < 0.90 {
-				res.belowNinety++
-			}
-		}
-	}
+	res.reads, res.misses, res.extra, res.lowest, res.belowNinety = windowFigures(win, res.steady)
 	return res
 }
 
