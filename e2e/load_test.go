@@ -255,6 +255,19 @@ func windowFigures(win []loadSecond, steady float64) (reads, misses int64, extra
 	return reads, misses, extra, lowest, belowNinety
 }
 
+// lowestOver returns the lowest hit rate of n consecutive seconds of win
+// (1 when nothing was read): the reads and misses of the n seconds summed,
+// so that a second with few reads weighs little.
+func lowestOver(win []loadSecond, n int) float64 {
+	lowest := 1.0
+	for i := 0; i+n <= len(win); i++ {
+		if reads, misses, _ := sum(win[i : i+n]); reads > 0 {
+			lowest = min(lowest, 1-float64(misses)/float64(reads))
+		}
+	}
+	return lowest
+}
+
 // zoneLoad is the load of the zone tests through c: keys "zd-00000000" …,
 // 3% writes, four workers.
 func zoneLoad(c *mcclient.Client, keys uint64, opsPerSec int) *cacheLoad {
