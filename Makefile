@@ -159,7 +159,8 @@ fuzz:
 # the observer and node faults, the cold-start sweep of static boot
 # limits against the adaptive one, what the slow start costs a deploy
 # of every client with the caches warm, and the pool doubled (256 to 512
-# slots of 1,000 nodes) warm, cold and naively.
+# slots of 1,000 nodes) warm (each split warming 15 minutes), cold and
+# naively.
 bench-sim: build
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --out bench/sim-rollout-500
 	$(MCRIB) sim --nodes 500 --duration 2h --scenario agent-rollout --policy immediate,mcrib --sampled-reads 1000 --out bench/sim-rollout-500-sampled
@@ -168,7 +169,7 @@ bench-sim: build
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --out bench/sim-zone-drain
 	$(MCRIB) sim --nodes 1000 --scenario zone-drain --policy mcrib,mcrib-cold --clients 20000 --db-capacity 24000 --warmup 4m --out bench/sim-zone-drain-busy
 	$(MCRIB) sim --nodes 100 --scenario deploy --policy immediate,adaptive,static:40 --out bench/sim-deploy
-	$(MCRIB) sim --nodes 1000 --scenario grow --policy mcrib,mcrib-cold,naive --out bench/sim-grow
+	$(MCRIB) sim --nodes 1000 --scenario grow --policy mcrib,mcrib-cold,naive --warm-for 15m --out bench/sim-grow
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
 # faults with every invariant checked after each and every client operation

@@ -79,3 +79,20 @@ func TestGrowChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowRunsAsLongAsTheWarmRun: every policy of grow runs the same
+// window, the warm run's steps, its warm-for and a minute in which the
+// keys nobody read while their twin warmed miss, whatever its own
+// warm-for (mcrib-cold and naive run with 0s).
+func TestGrowRunsAsLongAsTheWarmRun(t *testing.T) {
+	for _, policy := range []string{PolicyMCrib, PolicyMCribCold, PolicyNaive} {
+		p, err := ParsePolicy(policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Scenario: Grow, Nodes: 1000, WarmFor: 15 * time.Minute, Policy: p}.WithDefaults()
+		if got, want := scenarioLength(cfg), 10*growStepInterval+15*time.Minute+time.Minute; got != want {
+			t.Errorf("%s: grow of 256 slots with --warm-for 15m runs %v; want %v", policy, got, want)
+		}
+	}
+}

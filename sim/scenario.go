@@ -30,6 +30,11 @@ func scenarioLength(cfg Config) time.Duration {
 		return time.Duration(failureCount(cfg.Nodes))*failureGap + cfg.Hold + tail
 	case PacketLoss:
 		return lossLength + tail
+	case Grow:
+		// The same for every policy, as make bench-grow's window: the
+		// steps' time plus the warm run's warm-for plus a minute in which
+		// the keys nobody read while their twin warmed miss.
+		return growBound(cfg.Slots, cfg.WarmFor) + growTail
 	}
 	return tail
 }
