@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +23,8 @@ import (
 )
 
 // growKeys is how many keys TestGrowRenderersAgree writes through a real
-// nutcracker at each stage (the renderers' unit tests route 100,000 keys
-// without one).
-const growKeys = 10_000
+// nutcracker at each stage, and reads back through the Go client.
+const growKeys = 100_000
 
 // growBed is a pool with mcrib writing a twemproxy and an mcrouter config,
 // and a real nutcracker run on a copy of the twemproxy config taken at each
@@ -110,14 +111,12 @@ func routerServers(path string) ([]string, error) {
 func (b *growBed) holders(sm *cachenodes.SlotMap, prefix string) map[string]string {
 	t := b.t
 	t.Helper()
-	c := memcache.New(b.listen)
-	c.Timeout = 2 * time.Second
 	keys := make([]string, growKeys)
 	for i := range keys {
 		keys[i] = prefix + ":" + strconv.Itoa(i)
-		if err := c.Set(&memcache.Item{Key: keys[i], Value: []byte(keys[i])}); err != nil {
-			t.Fatalf("%s: set %s through nutcracker: %v", prefix, keys[i], err)
-		}
+	}
+	if err := pipelineSets(b.listen, keys); err != nil {
+		t.Fatalf("%s: setting %d keys through nutcracker: %v", prefix, len(keys), err)
 	}
 	at := make(map[string]string, len(keys))
 	seen := map[string]bool{}
@@ -149,6 +148,42 @@ func (b *growBed) holders(sm *cachenodes.SlotMap, prefix string) map[string]stri
 	return at
 }
 
+// pipelineSets sets each key to its own name through the memcached text
+// protocol at addr, every request written before the answers are read (as
+// a proxy's clients pipeline), and fails unless each answer is STORED.
+func pipelineSets(addr string, keys []string) error {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		return err
+	}
+	written := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(conn, 64<<10)
+		for _, k := range keys {
+			if _, err := fmt.Fprintf(w, "set %s 0 0 %d\r\n%s\r\n", k, len(k), k); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- w.Flush()
+	}()
+	r := bufio.NewReader(conn)
+	for i, k := range keys {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("the answer to set %s (%d of %d): %w", k, i+1, len(keys), err)
+		}
+		if line != "STORED\r\n" {
+			return fmt.Errorf("set %s answered %q", k, strings.TrimSpace(line))
+		}
+	}
+	return <-written
+}
+
 // agree checks that the memcached storing each key, written through
 // nutcracker, is the one the slot map's slot names, the one the Go client
 // routes to, and that the Go client reads the key from it.
@@ -164,14 +199,27 @@ func (b *growBed) agree(sm *cachenodes.SlotMap, prefix string) map[string]string
 	if err := c.SetSlotMap(sm); err != nil {
 		t.Fatal(err)
 	}
+	keys := make([]string, 0, len(at))
+	for k := range at {
+		keys = append(keys, k)
+	}
 	bad := 0
-	for k, addr := range at {
-		slot := sm.Slot(cachenodes.KeySlot(k, sm.NumSlots()))
-		node, ok := c.NodeFor(k)
-		it, err := c.Get(k)
-		if slot.Addr != addr || !ok || node.Addr != addr || err != nil || string(it.Value) != k {
-			if bad++; bad <= 5 {
-				t.Errorf("%s: key %s is on %s; the slot map names %s, the Go client %s (%v) and reads it: %v", prefix, k, addr, slot.Addr, node.Addr, ok, err)
+	for len(keys) > 0 {
+		chunk := keys[:min(1000, len(keys))]
+		keys = keys[len(chunk):]
+		got, err := c.GetMulti(chunk)
+		if err != nil {
+			t.Fatalf("%s: reading %d keys through the Go client: %v", prefix, len(chunk), err)
+		}
+		for _, k := range chunk {
+			addr := at[k]
+			slot := sm.Slot(cachenodes.KeySlot(k, sm.NumSlots()))
+			node, ok := c.NodeFor(k)
+			it := got[k]
+			if slot.Addr != addr || !ok || node.Addr != addr || it == nil || string(it.Value) != k {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: key %s is on %s; the slot map names %s, the Go client %s (%v) and reads %v", prefix, k, addr, slot.Addr, node.Addr, ok, it)
+				}
 			}
 		}
 	}
@@ -217,7 +265,7 @@ func (b *growBed) stillThere(sm *cachenodes.SlotMap, what string, at map[string]
 // TestGrowRenderersAgree doubles a pool of 4 slots with mcrib writing a
 // twemproxy and an mcrouter config, and a real nutcracker on the
 // twemproxy one. Before the resize, after its first write and after each
-// split (cold: twemproxy's config switches at once), 10,000 keys written
+// split (cold: twemproxy's config switches at once), 100,000 keys written
 // through nutcracker are each stored on exactly the memcached that the slot
 // map's slot, the Go client and the mcrouter config's server at that index
 // name; the first write keeps every key written before it on its
