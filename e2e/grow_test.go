@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,13 +19,33 @@ import (
 // (the bare selector still finds each), the splits then move the twins to
 // the spares warm (the Go client still reads every key, from slot s's
 // holder on a miss), slot s's holders are never flushed, and the entry
-// says done.
+// says done. Meanwhile four clients (one following Consul KV, three the
+// HTTP API) set, delete and get a shared key space, and no read returns a
+// value that a completed set or delete had replaced (the stale-read check
+// of the simulation and the soak), through the first write, the splits and
+// the warmings.
 func TestGrowOnTheRealStack(t *testing.T) {
 	const keys = 2000
 	p := newPool(t, 8)
 	m := startMcrib(t, p.consul.HTTPAddr, flags("--slots", "4", "--warm-for", "1m")...)
 	before := filled(t, p, m, 4)
 	items := fill(t, before, keys)
+
+	ctx, stopClients := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	clients := newSoakClients(t, ctx, &wg, []*replica{{mcrib: m, name: "mcrib"}}, p.consul.Client, 20)
+	stopped := false
+	stop := func() []string {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		stopClients()
+		wg.Wait()
+		clients.close()
+		return clients.finish()
+	}
+	defer stop()
 
 	code, body, _ := m.call("PUT", "/v1/resize", `{"num_slots": 8, "reason": "grown past its slots", "step_percent": 50, "step_interval": "2s"}`, "")
 	var doc mcribapi.ResizeDoc
@@ -46,6 +68,28 @@ func TestGrowOnTheRealStack(t *testing.T) {
 		final = kvSlotMap(t, p.consul.Client, "default")
 		return final.NumTwins() == 0
 	})
+	// The clients go on while the splits warm, until each has taken the
+	// final map and run a while on it.
+	testenv.Eventually(t, 20*time.Second, "the clients on the final map", func() bool {
+		for _, a := range clients.apps {
+			if generation(a.c.SlotMap()) < final.Generation() {
+				return false
+			}
+		}
+		return true
+	})
+	opsAt := func() int { clients.mu.Lock(); defer clients.mu.Unlock(); return clients.ops }
+	more := opsAt() + 2000
+	testenv.Eventually(t, 20*time.Second, "2,000 client operations on the final map", func() bool { return opsAt() >= more })
+	if !warmingAt(final, time.Now()) {
+		t.Fatalf("no slot warms any more: the clients ran beyond the warmings (--warm-for 1m)")
+	}
+	for _, v := range stop() {
+		t.Error(v)
+	}
+	for _, line := range clients.summary() {
+		t.Log(line)
+	}
 	for s := range 4 {
 		if final.Slot(s).ID != before.Slot(s).ID {
 			t.Errorf("slot %d moved from %s to %s", s, before.Slot(s).ID, final.Slot(s).ID)

@@ -75,9 +75,9 @@ type soakClients struct {
 }
 
 // newSoakClients starts the clients: one following Consul KV, and
-// soakHTTPClients following the replicas' GET /v1/slotmap. They run until
-// ctx ends; wg waits for them.
-func newSoakClients(t *testing.T, ctx context.Context, wg *sync.WaitGroup, p *hostsPool, cc *api.Client, seed uint64) *soakClients {
+// soakHTTPClients following the replicas' GET /v1/slotmap, each starting
+// on a different one. They run until ctx ends; wg waits for them.
+func newSoakClients(t *testing.T, ctx context.Context, wg *sync.WaitGroup, replicas []*replica, cc *api.Client, seed uint64) *soakClients {
 	s := &soakClients{base: time.Now(), hist: staleread.New(), reported: map[*staleread.Op]bool{}}
 	for i := range soakKeys {
 		s.keys = append(s.keys, "soak-"+strconv.Itoa(i))
@@ -92,8 +92,8 @@ func newSoakClients(t *testing.T, ctx context.Context, wg *sync.WaitGroup, p *ho
 	sources, vias = append(sources, kv), append(vias, "Consul KV")
 	for i := range soakHTTPClients {
 		var urls, names []string
-		for j := range p.replicas {
-			r := p.replicas[(i+j)%len(p.replicas)]
+		for j := range replicas {
+			r := replicas[(i+j)%len(replicas)]
 			urls, names = append(urls, "http://"+r.Addr), append(names, r.name)
 		}
 		f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URLs: urls, WaitTime: 5 * time.Second})

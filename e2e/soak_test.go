@@ -91,7 +91,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.clients = newSoakClients(t, ctx, &wg, p, cc, seed)
+	s.clients = newSoakClients(t, ctx, &wg, p.replicas, cc, seed)
 	wg.Go(func() { s.mon.run(ctx, cc) })
 
 	start := time.Now()
