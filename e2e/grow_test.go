@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -131,5 +132,174 @@ func TestGrowOnTheRealStack(t *testing.T) {
 	}
 	if kinds[mcribapi.EventResizeStarted] != 1 || kinds[mcribapi.EventSplitStep] != 4 || kinds[mcribapi.EventResizeOver] != 1 {
 		t.Errorf("events %v", kinds)
+	}
+}
+
+// TestGrowAcrossALeaderKill doubles a pool of 4 slots with 4 spares under
+// two replicas, one twin a step every 8 s, and kills the leader with
+// kill -9 once the first split is seen. The step interval is longer than
+// a takeover (about 6 s: the leader's check TTL, then the lock delay), so
+// the survivor leads before its next step is due and must wait for it
+// from the stored last_step_at. It finishes the splits at the pace: no
+// two steps closer than the step interval (less the delay of a look), one
+// twin each, slot s's holder kept all along and never flushed, each spare
+// flushed once as it enters. Every key filled before the resize is still
+// read through the Go client (from slot s's holder on a miss). Then the
+// whole pool restarts with its old flags (--slots 4): both replicas come
+// up, one leads, and the 8 slots stay on the same nodes, with nothing
+// flushed.
+func TestGrowAcrossALeaderKill(t *testing.T) {
+	const keys = 2000
+	const interval = 8 * time.Second
+	// A look at the map may come up to a poll late: steps are judged a
+	// little closer than the step interval.
+	const window = interval - 700*time.Millisecond
+	p := newPool(t, 8)
+	// The warming outlasts the resize, so that the keys of the first split
+	// are still read from slot s's holder when the last one is made.
+	old := flags("--slots", "4", "--warm-for", "1m")
+	r1 := startMcrib(t, p.consul.HTTPAddr, old...)
+	before := filled(t, p, r1, 4)
+	r2 := startMcrib(t, p.consul.HTTPAddr, old...)
+	w := watchMap(t, liveAPIs(r1, r2))
+	items := fill(t, before, keys)
+	flushes := p.flushes(t)
+
+	lead := zLeader(t, 15*time.Second, r1, r2)
+	start := time.Now()
+	code, body, _ := lead.call("PUT", "/v1/resize", `{"num_slots": 8, "reason": "grown past its slots", "step_percent": 25, "step_interval": "8s"}`, "")
+	if code != 200 {
+		t.Fatalf("PUT /v1/resize to the leader: %d %s", code, body)
+	}
+	w.waitMap(t, 20*time.Second, "the first split", func(m *cachenodes.SlotMap) bool { return m.NumSlots() == 8 && m.NumTwins() < 4 })
+	t.Logf("first split seen %v after the PUT; kill -9 of the leader %s", time.Since(start).Round(time.Millisecond), lead.Addr)
+	lead.Kill(t)
+	survivor := r1
+	if lead == r1 {
+		survivor = r2
+	}
+	final := w.waitMap(t, 40*time.Second, "every twin split after the takeover", func(m *cachenodes.SlotMap) bool { return m.NumTwins() == 0 })
+	if zLeader(t, 20*time.Second, survivor) != survivor {
+		t.Fatal("the survivor does not lead")
+	}
+
+	// The steps as seen: the doubled map, then each change of the count
+	// of twins, when first seen.
+	var steps []mapSample
+	moved := ""
+	for _, s := range w.since(start) {
+		for i := range 4 {
+			if id := s.m.Slot(i).ID; id != before.Slot(i).ID && moved == "" {
+				moved = fmt.Sprintf("slot %d on %s, not %s, in generation %d", i, id, before.Slot(i).ID, s.m.Generation())
+			}
+		}
+		if n := len(steps); s.m.NumSlots() == 8 && (n == 0 || s.m.NumTwins() != steps[n-1].m.NumTwins()) {
+			steps = append(steps, s)
+		}
+	}
+	if moved != "" {
+		t.Errorf("slot s's holder must keep slot s all along: %s", moved)
+	}
+	var seen []string
+	for _, s := range steps {
+		seen = append(seen, fmt.Sprintf("%d@%.1fs", s.m.NumTwins(), s.at.Sub(start).Seconds()))
+	}
+	t.Logf("twins as seen: %s", strings.Join(seen, " → "))
+	if len(steps) == 0 || steps[0].m.NumTwins() != 4 {
+		t.Fatalf("the doubled map with 4 twins was not seen: %s", strings.Join(seen, " → "))
+	}
+	for i := 1; i < len(steps); i++ {
+		a, b := steps[i-1], steps[i]
+		if n := a.m.NumTwins() - b.m.NumTwins(); n != 1 {
+			t.Errorf("twins went from %d to %d in one step (generation %d → %d); a step of 25%% of 4 splits one", a.m.NumTwins(), b.m.NumTwins(), a.m.Generation(), b.m.Generation())
+		}
+		if gap := b.at.Sub(a.at); gap < window {
+			t.Errorf("twins went from %d to %d %v after the step before (generation %d → %d), closer than the step interval %v",
+				a.m.NumTwins(), b.m.NumTwins(), gap.Round(time.Millisecond), a.m.Generation(), b.m.Generation(), interval)
+		}
+	}
+	if final.NumSlots() != 8 || final.ResizedFrom() != 4 {
+		t.Errorf("after the splits: %d slots, resized from %d; want 8 from 4", final.NumSlots(), final.ResizedFrom())
+	}
+	for _, bad := range flushChanges(flushes, p.flushes(t), entered(before, final)) {
+		t.Errorf("the resize: %s", bad)
+	}
+	if bad := w.invalid(); len(bad) > 0 {
+		t.Errorf("%d invalid slot maps seen, first: %s", len(bad), bad[0])
+	}
+
+	kv := kvSlotMap(t, p.consul.Client, "default")
+	if kv == nil || kv.NumTwins() != 0 || kv.NumSlots() != 8 {
+		t.Fatalf("the slot map in KV after the splits: %s", describeMap(kv))
+	}
+	c, err := mcclient.New(mcclient.Options{Timeout: clientTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetSlotMap(kv); err != nil {
+		t.Fatal(err)
+	}
+	miss := 0
+	for k, v := range items {
+		if it, err := c.Get(k); err != nil || string(it.Value) != v {
+			miss++
+		}
+	}
+	if miss != 0 {
+		t.Errorf("%d of %d keys miss through the Go client after the splits (warm from slot s's holder); map %s", miss, keys, describeMap(kv))
+	}
+	api := newAPIClient(survivor.Addr, apiTimeout)
+	var last []byte
+	if !within(10*time.Second, func() bool {
+		d, raw, err := getDoc[mcribapi.ResizeDoc](api, "/v1/resize")
+		last = raw
+		return err == nil && (d.Resize == nil || (d.Resize.State == mcribapi.ResizeDone && d.Resize.Split == 4 && d.Resize.Twins == 0))
+	}) {
+		t.Errorf("GET /v1/resize on the survivor: %s; want state done with split 4, or null", last)
+	}
+
+	// The whole pool restarts with its old flags.
+	if code, _ := survivor.stop(); code != 0 {
+		t.Fatalf("the survivor exited with %d on SIGTERM", code)
+	}
+	split := p.flushes(t)
+	n1 := startMcrib(t, p.consul.HTTPAddr, old...)
+	n2 := startMcrib(t, p.consul.HTTPAddr, old...)
+	again := zLeader(t, 20*time.Second, n1, n2)
+	testenv.Eventually(t, 10*time.Second, "the new leader showing 8 slots in capacity", func() bool {
+		st, err := newAPIClient(again.Addr, apiTimeout).status()
+		return err == nil && st.Capacity != nil && st.Capacity.Slots == 8
+	})
+	steady(t, 2*time.Second, "the pool restarted with --slots 4", func() string {
+		for _, m := range []*mcrib{n1, n2} {
+			if m.Exited() {
+				return fmt.Sprintf("%s exited with %d:\n%s", m.Addr, m.ExitCode(), tail(m.Output(), 5))
+			}
+		}
+		m := kvSlotMap(t, p.consul.Client, "default")
+		if m == nil || m.NumSlots() != 8 || m.NumTwins() != 0 || m.ResizedFrom() != 4 {
+			return "the slot map in KV: " + describeMap(m)
+		}
+		for i := range 8 {
+			if m.Slot(i).ID != kv.Slot(i).ID {
+				return fmt.Sprintf("slot %d moved from %s to %s", i, kv.Slot(i).ID, m.Slot(i).ID)
+			}
+		}
+		if st, err := newAPIClient(again.Addr, apiTimeout).status(); err != nil || st.Capacity == nil || st.Capacity.Slots != 8 {
+			return fmt.Sprintf("status capacity %+v (%v), want 8 slots", st.Capacity, err)
+		}
+		if sm := n1.slotMap(); sm == nil || sm.NumSlots() != 8 {
+			return "GET /v1/slotmap of a restarted replica: " + describeMap(sm)
+		}
+		return ""
+	})
+	for _, bad := range flushChanges(split, p.flushes(t), nil) {
+		t.Errorf("after the restart with --slots 4: %s", bad)
+	}
+	for _, m := range []*mcrib{n1, n2} {
+		if !strings.Contains(m.Output(), "the pool was resized") {
+			t.Errorf("%s logged no warning that the pool was resized:\n%s", m.Addr, tail(m.Output(), 5))
+		}
 	}
 }
