@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
-	"github.com/mcrib/mcrib/mcclient"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -96,22 +95,7 @@ func TestGrowOnTheRealStack(t *testing.T) {
 			t.Errorf("slot %d moved from %s to %s", s, before.Slot(s).ID, final.Slot(s).ID)
 		}
 	}
-	c, err := mcclient.New(mcclient.Options{Timeout: clientTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetSlotMap(final); err != nil {
-		t.Fatal(err)
-	}
-	miss := 0
-	for k, v := range items {
-		it, err := c.Get(k)
-		if err != nil || string(it.Value) != v {
-			miss++
-		}
-	}
-	if miss != 0 {
+	if miss := missingThroughClient(t, final, items); miss != 0 {
 		t.Errorf("%d of %d keys miss through the Go client after the splits (warm from slot s's holder)", miss, keys)
 	}
 	flushes := p.flushes(t)
@@ -232,21 +216,7 @@ func TestGrowAcrossALeaderKill(t *testing.T) {
 	if kv == nil || kv.NumTwins() != 0 || kv.NumSlots() != 8 {
 		t.Fatalf("the slot map in KV after the splits: %s", describeMap(kv))
 	}
-	c, err := mcclient.New(mcclient.Options{Timeout: clientTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetSlotMap(kv); err != nil {
-		t.Fatal(err)
-	}
-	miss := 0
-	for k, v := range items {
-		if it, err := c.Get(k); err != nil || string(it.Value) != v {
-			miss++
-		}
-	}
-	if miss != 0 {
+	if miss := missingThroughClient(t, kv, items); miss != 0 {
 		t.Errorf("%d of %d keys miss through the Go client after the splits (warm from slot s's holder); map %s", miss, keys, describeMap(kv))
 	}
 	api := newAPIClient(survivor.Addr, apiTimeout)

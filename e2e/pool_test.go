@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
+	"github.com/mcrib/mcrib/mcclient"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -190,6 +191,28 @@ func missing(t *testing.T, sm *cachenodes.SlotMap, items map[string]string) int 
 	for k, v := range items {
 		it, err := c.Get(k)
 		if err != nil || string(it.Value) != v {
+			n++
+		}
+	}
+	return n
+}
+
+// missingThroughClient returns how many items the Go client, routed by
+// sm, does not read back: while a slot of sm warms, it reads a miss of the
+// new holder from the old one, as an application does.
+func missingThroughClient(t *testing.T, sm *cachenodes.SlotMap, items map[string]string) int {
+	t.Helper()
+	c, err := mcclient.New(mcclient.Options{Timeout: clientTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetSlotMap(sm); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for k, v := range items {
+		if it, err := c.Get(k); err != nil || string(it.Value) != v {
 			n++
 		}
 	}
