@@ -127,7 +127,7 @@ bench-zones: deps
 # Growing the pool (e2e TestBenchGrow, loopback, no root): 16 slots and 16
 # spares doubled to 32 under a cache-aside load, warm, cold and the naive
 # resize that moves the keys to a fresh 32-slot map at once, each on a pool
-# of its own (about 38 minutes in all: each split warms for 10 minutes).
+# of its own (about 36 minutes in all: each split warms for 10 minutes).
 # Too long for make test.
 bench-grow: deps
 	MCRIB_BENCH_GROW=1 MCRIB_BENCH_GROW_OUT=$(CURDIR)/bench/grow \
