@@ -154,8 +154,12 @@ func (l *Loop) applyResizeLocked(st Snapshot, prev *cachenodes.SlotMap, req *res
 			mcribapi.ErrRefused, l.resizes.err, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Resize())
 	}
 	if req.stop {
-		if e == nil || e.State == mcribapi.ResizeDone {
+		switch {
+		case e == nil || e.State == mcribapi.ResizeDone:
 			return nil, mcribapi.Event{}, fmt.Errorf("%w: no resize runs", mcribapi.ErrNoResize)
+		case e.State == mcribapi.ResizeStopped:
+			return nil, mcribapi.Event{}, fmt.Errorf("%w: no resize runs: the resize from %d to %d slots is stopped with %s left (PUT /v1/resize with num_slots %d resumes it)",
+				mcribapi.ErrNoResize, e.From, e.To, countOf(prev.NumTwins(), "twin"), e.To)
 		}
 		c := *e
 		c.State, c.Blocked = mcribapi.ResizeStopped, ""

@@ -187,6 +187,8 @@ func TestResizeRequestRefusals(t *testing.T) {
 func TestResizeStopResumeAndAnotherWhileTwinsRemain(t *testing.T) {
 	ctx := context.Background()
 	w := fourSlots(t, 0)
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	if _, err := w.resize(8, 25, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +204,20 @@ func TestResizeStopResumeAndAnotherWhileTwinsRemain(t *testing.T) {
 	w.after(time.Minute)
 	if m, _ := w.store.stored(); m.NumTwins() != 3 || m.NumSlots() != 8 {
 		t.Fatalf("a stopped resize split on: %d twins of %d slots", m.NumTwins(), m.NumSlots())
+	}
+	if ev := resizeEvents(log, mcribapi.EventResizeStopped); len(ev) != 1 || ev[0].Who != "ops" ||
+		!strings.Contains(ev[0].Reason, "3 twins stay twins, 1 stay split, and the pool keeps its 8 slots") {
+		t.Errorf("resize stopped events %+v", ev)
+	}
+	// Stopped, none runs: a second stop is refused (404), saying how to
+	// resume, and changes nothing.
+	_, writes := w.store.stored()
+	if _, err := w.loop.StopResize(ctx, "ops"); !errors.Is(err, mcribapi.ErrNoResize) || mcribapi.StatusCode(err) != 404 ||
+		!strings.Contains(err.Error(), "stopped with 3 twins left (PUT /v1/resize with num_slots 8 resumes it)") {
+		t.Errorf("stop of a stopped resize: %v", err)
+	}
+	if _, n := w.store.stored(); n != writes || len(resizeEvents(log, mcribapi.EventResizeStopped)) != 1 {
+		t.Errorf("a refused stop wrote %d times or told another event", n-writes)
 	}
 	if _, err := w.resize(16, 10, time.Second); mcribapi.StatusCode(err) != 409 || !strings.Contains(err.Error(), "still has 3 twins") {
 		t.Errorf("a second resize while twins remain: %v", err)
@@ -293,6 +309,8 @@ func TestResizeCarriedOnByANewLeaderWithTheOldSlots(t *testing.T) {
 
 func TestResizeBlockedWithoutASpare(t *testing.T) {
 	w := leadingWorld(t, []string{"a1", "b1"}, "c1")
+	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
+	w.loop.opts.Events = eventlog.Recorder{Log: log}
 	if _, err := w.resize(4, 100, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +321,9 @@ func TestResizeBlockedWithoutASpare(t *testing.T) {
 	m, _ := w.store.stored()
 	if m.NumTwins() != 1 {
 		t.Fatalf("%d twins after a step with one spare", m.NumTwins())
+	}
+	if ev := resizeEvents(log, mcribapi.EventLastSpare); len(ev) != 1 || ev[0].Node != "c1" || !strings.Contains(ev[0].Reason, "no ready spare left") {
+		t.Errorf("the split that took the last ready spare told %+v", ev)
 	}
 	if s := w.store.storedResize(t); !strings.Contains(s.Blocked, "no ready spare for the next split") {
 		t.Errorf("stored blocked %q", s.Blocked)
@@ -385,5 +406,47 @@ func TestResumeTwinsWithoutAnEntry(t *testing.T) {
 	w.after(10 * time.Second)
 	if m, _ := w.store.stored(); m.NumTwins() != 2 {
 		t.Fatalf("after the resumed step: %d twins", m.NumTwins())
+	}
+}
+
+// TestResizePausedByADrain: a drain set while twins remain pauses the
+// splits, and the entry's blocked names the drained zone; the splits go on
+// at their pace once the zone is undrained.
+func TestResizePausedByADrain(t *testing.T) {
+	ctx := context.Background()
+	w := leadingWorld(t, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, "a3", "b3", "c3", "a4", "b4", "c4", "a5", "b5", "c5")
+	if _, err := w.resize(12, 20, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.after(10 * time.Second)
+	m, _ := w.store.stored()
+	twins := m.NumTwins()
+	if twins != 4 {
+		t.Fatalf("after the first step of 2: %d twins", twins)
+	}
+	if _, err := w.loop.Drain(ctx, "az-c", mcribapi.Drain{Reason: "link flapping", Percent: 100, StepPercent: 100, StepInterval: time.Second}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		w.after(10 * time.Second)
+	}
+	if m, _ := w.store.stored(); m.NumTwins() != twins {
+		t.Fatalf("%d twins split while zone az-c was drained", twins-m.NumTwins())
+	}
+	r := w.loop.ResizeDoc().Resize
+	if r == nil || r.State != mcribapi.ResizeSplitting || !strings.Contains(r.Blocked, `zone "az-c" is drained: the splits wait until it is undrained`) {
+		t.Fatalf("entry while zone az-c is drained: %+v", r)
+	}
+	if _, err := w.loop.Undrain(ctx, "az-c"); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		w.after(10 * time.Second)
+	}
+	if m, _ := w.store.stored(); m.NumTwins() != 0 {
+		t.Fatalf("the splits did not go on after the undrain: %d twins", m.NumTwins())
+	}
+	if r := w.loop.ResizeDoc().Resize; r != nil && (r.State != mcribapi.ResizeDone || r.Blocked != "") {
+		t.Errorf("entry after the undrain: %+v", r)
 	}
 }
