@@ -27,7 +27,7 @@
 #                bench/zone-drain/
 #   make bench-grow  on loopback, Consul, 32 memcached and mcrib serve --slots 16
 #                under a cache-aside load: the pool doubled to 32 slots in 10%
-#                steps every 5 s, warm (--warm-for 2m), cold and the naive
+#                steps every 5 s, warm (--warm-for 10m), cold and the naive
 #                resize to a fresh 32-slot map; report in bench/grow/
 #   make soak    the fault soak on a bed of hosts for 10 minutes
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
