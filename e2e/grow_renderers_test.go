@@ -186,7 +186,8 @@ func pipelineSets(addr string, keys []string) error {
 
 // agree checks that the memcached storing each key, written through
 // nutcracker, is the one the slot map's slot names, the one the Go client
-// routes to, and that the Go client reads the key from it.
+// and the bare selector (cachenodes.Selector, for gomemcache) route to,
+// and that the Go client reads the key from it.
 func (b *growBed) agree(sm *cachenodes.SlotMap, prefix string) map[string]string {
 	t := b.t
 	t.Helper()
@@ -197,6 +198,10 @@ func (b *growBed) agree(sm *cachenodes.SlotMap, prefix string) map[string]string
 	}
 	defer c.Close()
 	if err := c.SetSlotMap(sm); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := cachenodes.NewSelector(sm)
+	if err != nil {
 		t.Fatal(err)
 	}
 	keys := make([]string, 0, len(at))
@@ -215,10 +220,11 @@ func (b *growBed) agree(sm *cachenodes.SlotMap, prefix string) map[string]string
 			addr := at[k]
 			slot := sm.Slot(cachenodes.KeySlot(k, sm.NumSlots()))
 			node, ok := c.NodeFor(k)
+			picked, perr := sel.PickServer(k)
 			it := got[k]
-			if slot.Addr != addr || !ok || node.Addr != addr || it == nil || string(it.Value) != k {
+			if slot.Addr != addr || !ok || node.Addr != addr || perr != nil || picked.String() != addr || it == nil || string(it.Value) != k {
 				if bad++; bad <= 5 {
-					t.Errorf("%s: key %s is on %s; the slot map names %s, the Go client %s (%v) and reads %v", prefix, k, addr, slot.Addr, node.Addr, ok, it)
+					t.Errorf("%s: key %s is on %s; the slot map names %s, the Go client %s (%v) and reads %v, the selector %v (%v)", prefix, k, addr, slot.Addr, node.Addr, ok, it, picked, perr)
 				}
 			}
 		}
