@@ -262,6 +262,18 @@ func (m *SlotMap) Warming(i int) *Warming {
 // AnyWarming reports whether some slot is being warmed.
 func (m *SlotMap) AnyWarming() bool { return m.warming != nil }
 
+// WarmsAt reports whether some slot still warms at now: a warming whose
+// until has passed stays in the map until its next write, while the
+// clients stop using it by their own clocks.
+func (m *SlotMap) WarmsAt(now time.Time) bool {
+	for _, w := range m.warming {
+		if w != nil && now.Before(w.Until) {
+			return true
+		}
+	}
+	return false
+}
+
 // WarmingOf returns the slot that node id is the warm source of, or -1.
 // It takes constant time.
 func (m *SlotMap) WarmingOf(id string) int {

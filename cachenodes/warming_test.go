@@ -69,3 +69,26 @@ func TestWarmingRefusesBadSources(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmsAt: a warming counts until its until, not at or after it, and a
+// map without one never warms.
+func TestWarmsAt(t *testing.T) {
+	spec := warmSpec()
+	until := spec.Warming[0].Until
+	m, err := NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.WarmsAt(until.Add(-time.Nanosecond)) || m.WarmsAt(until) || m.WarmsAt(until.Add(time.Minute)) {
+		t.Errorf("WarmsAt just before, at and after until: %v %v %v; want true false false",
+			m.WarmsAt(until.Add(-time.Nanosecond)), m.WarmsAt(until), m.WarmsAt(until.Add(time.Minute)))
+	}
+	spec.Warming = nil
+	plain, err := NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.WarmsAt(until.Add(-time.Hour)) {
+		t.Error("a map without warming warms")
+	}
+}

@@ -20,11 +20,11 @@ import (
 // clientTimeout is the socket timeout of the clients of these tests.
 const clientTimeout = 200 * time.Millisecond
 
-// followingClient returns an mcclient following src, running until the
-// test ends.
-func followingClient(t *testing.T, src mcclient.Source) *mcclient.Client {
+// followingClient returns an mcclient following src, waiting up to timeout
+// for memcached, running until the test ends.
+func followingClient(t *testing.T, src mcclient.Source, timeout time.Duration) *mcclient.Client {
 	t.Helper()
-	c, err := mcclient.New(mcclient.Options{Source: src, Timeout: clientTimeout})
+	c, err := mcclient.New(mcclient.Options{Source: src, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestClientReplaysDeletesAcrossAPause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := followingClient(t, f)
+		c := followingClient(t, f, clientTimeout)
 		testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return before.Equal(c.SlotMap()) })
 		ks := slotKeys("client", 1, slots, keys)
 		for _, k := range ks {
@@ -246,7 +246,7 @@ func TestClientFollowsReplacementAndVacancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := followingClient(t, f)
+	c := followingClient(t, f, clientTimeout)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return before.Equal(c.SlotMap()) })
 
 	old := before.Slot(2)

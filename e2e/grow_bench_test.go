@@ -1,19 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcclient"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/sim"
 )
 
 // growConfig is one run of the growth benchmark.
@@ -161,35 +159,6 @@ func growFlags(cfg growConfig) []string {
 		"--probe-interval", "1s", "--stats-interval", "1s", "--flush-after-unreachable", "30s"}
 }
 
-// naiveMap is the naive resize of sm: a plain map of twice its slots whose
-// slot s + N is sm's spare i = s (sorted by ID), cold, without twins.
-func naiveMap(sm *cachenodes.SlotMap) (*cachenodes.SlotMap, error) {
-	n := sm.NumSlots()
-	if sm.NumSpares() < n {
-		return nil, fmt.Errorf("%d spares for %d slots", sm.NumSpares(), n)
-	}
-	spec := sm.Spec()
-	spares := sm.Spares()
-	spec.Slots = append(spec.Slots, spares[:n]...)
-	spec.Spares = spares[n:]
-	spec.Warming, spec.Twins, spec.ResizedFrom = nil, nil, 0
-	spec.Generation++
-	spec.UpdatedAt = time.Now()
-	return cachenodes.NewSlotMap(spec)
-}
-
-// warmingAt reports whether a slot of sm still warms at now: a warming
-// whose until has passed stays in the map until its next write, and the
-// clients stop using it by their own clock.
-func warmingAt(sm *cachenodes.SlotMap, now time.Time) bool {
-	for i := range sm.NumSlots() {
-		if w := sm.Warming(i); w != nil && now.Before(w.Until) {
-			return true
-		}
-	}
-	return false
-}
-
 // runGrow runs one growth on a pool of its own and returns what it
 // measured, or fails the test.
 func runGrow(t *testing.T, cfg growConfig) *growResult {
@@ -201,55 +170,32 @@ func runGrow(t *testing.T, cfg growConfig) *growResult {
 
 	// The client waits up to growClientTimeout for memcached: on a
 	// machine shared with other work 200 ms is not always enough.
-	opts := mcclient.Options{Timeout: growClientTimeout}
-	if !cfg.naive {
+	var c *mcclient.Client
+	if cfg.naive {
+		var err error
+		if c, err = mcclient.New(mcclient.Options{Timeout: growClientTimeout}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.SetSlotMap(before); err != nil {
+			t.Fatal(err)
+		}
+	} else {
 		f, err := mcclient.NewHTTPFollower(mcclient.HTTPFollowerOptions{URL: "http://" + m.Addr, WaitTime: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Source = f
+		c = followingClient(t, f, growClientTimeout)
 	}
-	c, err := mcclient.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.naive {
-		if err := c.SetSlotMap(before); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runCtx, stopClient := context.WithCancel(context.Background())
-	var cwg sync.WaitGroup
-	if !cfg.naive {
-		cwg.Go(func() { c.Run(runCtx) })
-	}
-	t.Cleanup(func() { stopClient(); cwg.Wait(); c.Close() })
 	testenv.Eventually(t, 10*time.Second, "the client has the map", func() bool { return c.SlotMap() != nil })
-	l := zoneLoad(c, cfg.keys, cfg.opsPerSec)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := l.prefill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	res.started = time.Now()
-	var wg sync.WaitGroup
-	wg.Go(func() { l.run(ctx) })
-	stop := func() { cancel(); wg.Wait() }
-	defer stop()
-
-	time.Sleep(cfg.warmup + cfg.baseline)
-	reads, misses, _ := sum(l.window(cfg.warmup, cfg.warmup+cfg.baseline))
-	if reads == 0 {
-		t.Fatal("no read during the baseline")
-	}
-	res.steady = 1 - float64(misses)/float64(reads)
-	res.readsPerSec = float64(reads) / cfg.baseline.Seconds()
-	t.Logf("%s: steady hit rate %s over %d reads in %v", cfg.name, pct(res.steady), reads, cfg.baseline)
+	l := startMeasuredLoad(t, cfg.name, c, cfg.keys, cfg.opsPerSec, cfg.warmup, cfg.baseline)
+	defer l.stop()
+	res.started, res.steady, res.readsPerSec = l.started, l.steady, l.readsPerSec
 
 	res.growStart = time.Since(res.started)
 	put := time.Now()
 	if cfg.naive {
-		nm, err := naiveMap(before)
+		nm, err := sim.NaiveMap(before, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +228,7 @@ func runGrow(t *testing.T, cfg growConfig) *growResult {
 			}
 			// done, or the done entry removed (when the last warming ends)
 			sm, _, err := api.slotMap("")
-			return err == nil && sm.NumSlots() == 2*cfg.slots && sm.NumTwins() == 0 && !warmingAt(sm, time.Now())
+			return err == nil && sm.NumSlots() == 2*cfg.slots && sm.NumTwins() == 0 && !sm.WarmsAt(time.Now())
 		}) {
 			t.Fatalf("the resize not done within %v: %+v", limit, last)
 		}
@@ -291,7 +237,7 @@ func runGrow(t *testing.T, cfg growConfig) *growResult {
 	if rest := cfg.window - time.Since(put); rest > 0 {
 		time.Sleep(rest + 1500*time.Millisecond) // the window's last second counted
 	}
-	stop()
+	l.stop()
 
 	res.seconds = l.all()
 	_, _, res.errs = sum(res.seconds)

@@ -81,7 +81,7 @@ func TestGrowOnTheRealStack(t *testing.T) {
 	opsAt := func() int { clients.mu.Lock(); defer clients.mu.Unlock(); return clients.ops }
 	more := opsAt() + 2000
 	testenv.Eventually(t, 20*time.Second, "2,000 client operations on the final map", func() bool { return opsAt() >= more })
-	if !warmingAt(final, time.Now()) {
+	if !final.WarmsAt(time.Now()) {
 		t.Fatalf("no slot warms any more: the clients ran beyond the warmings (--warm-for 1m)")
 	}
 	for _, v := range stop() {

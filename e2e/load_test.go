@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -253,6 +254,43 @@ func windowFigures(win []loadSecond, steady float64) (reads, misses int64, extra
 		}
 	}
 	return reads, misses, extra, lowest, belowNinety
+}
+
+// measuredLoad is a benchmark's cache-aside load: prefilled, then run
+// until stop, its steady state measured first.
+type measuredLoad struct {
+	*cacheLoad
+	started     time.Time // when the load began
+	steady      float64   // the hit rate over the baseline
+	readsPerSec float64   // reads a second over the baseline
+	stop        func()    // ends the load and waits for it
+}
+
+// startMeasuredLoad prefills the zone tests' load of keys through c, runs
+// it at opsPerSec, and returns once warmup and then baseline have passed,
+// the steady state measured over the baseline. The caller stops it.
+func startMeasuredLoad(t *testing.T, name string, c *mcclient.Client, keys uint64, opsPerSec int, warmup, baseline time.Duration) *measuredLoad {
+	t.Helper()
+	m := &measuredLoad{cacheLoad: zoneLoad(c, keys, opsPerSec)}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.prefill(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	m.started = time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() { m.run(ctx) })
+	m.stop = func() { cancel(); wg.Wait() }
+	time.Sleep(warmup + baseline)
+	reads, misses, _ := sum(m.window(warmup, warmup+baseline))
+	if reads == 0 {
+		m.stop()
+		t.Fatal("no read during the baseline")
+	}
+	m.steady = 1 - float64(misses)/float64(reads)
+	m.readsPerSec = float64(reads) / baseline.Seconds()
+	t.Logf("%s: steady hit rate %s over %d reads in %v", name, pct(m.steady), reads, baseline)
+	return m
 }
 
 // lowestOver returns the lowest hit rate of n consecutive seconds of win

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,28 +141,11 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := followingClient(t, f)
+	c := followingClient(t, f, clientTimeout)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return c.SlotMap() != nil })
-	l := zoneLoad(c, cfg.keys, cfg.opsPerSec)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := l.prefill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	res.started = time.Now()
-	var wg sync.WaitGroup
-	wg.Go(func() { l.run(ctx) })
-	stop := func() { cancel(); wg.Wait() }
-	defer stop()
-
-	time.Sleep(cfg.warmup + cfg.baseline) // the measured steady state
-	reads, misses, _ := sum(l.window(cfg.warmup, cfg.warmup+cfg.baseline))
-	if reads == 0 {
-		t.Fatalf("no read during the baseline")
-	}
-	res.steady = 1 - float64(misses)/float64(reads)
-	res.readsPerSec = float64(reads) / cfg.baseline.Seconds()
-	t.Logf("%s: steady hit rate %s over %d reads in %v", cfg.name, pct(res.steady), reads, cfg.baseline)
+	l := startMeasuredLoad(t, cfg.name, c, cfg.keys, cfg.opsPerSec, cfg.warmup, cfg.baseline)
+	defer l.stop()
+	res.started, res.steady, res.readsPerSec = l.started, l.steady, l.readsPerSec
 
 	warm0, _ := api.moves("warm")
 	cold0, _ := api.moves("cold")
@@ -195,7 +176,7 @@ func runZoneDrain(t *testing.T, cfg zoneDrainConfig) *zoneDrainResult {
 	cold1, _ := api.moves("cold")
 	res.warmMoves, res.coldMoves = warm1-warm0, cold1-cold0
 	time.Sleep(cfg.tail)
-	stop()
+	l.stop()
 
 	res.seconds = l.all()
 	_, _, res.errs = sum(res.seconds)

@@ -79,7 +79,7 @@ func TestWarmDrainUnderLoadHoldsTheBootLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := followingClient(t, f)
+	c := followingClient(t, f, clientTimeout)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool { return c.SlotMap() != nil })
 	l := zoneLoad(c, 100_000, 2000)
 	ctx, cancel := context.WithCancel(context.Background())

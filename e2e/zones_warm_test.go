@@ -73,7 +73,7 @@ func TestWarmReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := followingClient(t, f)
+	c := followingClient(t, f, clientTimeout)
 	testenv.Eventually(t, 10*time.Second, "the client follows the map", func() bool {
 		n, ok := c.NodeFor(slotKeys("probe", slot, slots, 1)[0])
 		return ok && n.ID == victim.ID

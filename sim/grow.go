@@ -65,23 +65,11 @@ func (p *mcribPolicy) checkGrowth(m *cachenodes.SlotMap, now time.Time) {
 	if g.asked.IsZero() || !g.done.IsZero() || g.naive || m == nil {
 		return
 	}
-	if m.NumSlots() == 2*g.from && m.NumTwins() == 0 && !warmingAt(m, now) {
+	if m.NumSlots() == 2*g.from && m.NumTwins() == 0 && !m.WarmsAt(now) {
 		if e := p.loop.ResizeDoc().Resize; e == nil || e.State == mcribapi.ResizeDone {
 			g.done = now
 		}
 	}
-}
-
-// warmingAt reports whether a slot of m still warms at now: a warming
-// whose until has passed stays in the map until its next write, and the
-// clients stop using it by their own clock.
-func warmingAt(m *cachenodes.SlotMap, now time.Time) bool {
-	for i := range m.NumSlots() {
-		if w := m.Warming(i); w != nil && now.Before(w.Until) {
-			return true
-		}
-	}
-	return false
 }
 
 // startGrow asks mcrib's loop to double the slots, as PUT /v1/resize
@@ -95,7 +83,7 @@ func (s *sim) startGrow() {
 	m := p.loop.SlotMap()
 	p.grow = growth{asked: s.clk.Now(), from: m.NumSlots()}
 	if s.cfg.Policy.Naive {
-		nm, err := naiveMap(m, s.clk.Now())
+		nm, err := NaiveMap(m, s.clk.Now())
 		if err != nil {
 			p.grow.err = err
 			return
@@ -113,9 +101,10 @@ func (s *sim) startGrow() {
 	p.pass(s.ctx)
 }
 
-// naiveMap is the naive resize of m: a plain map of twice its slots whose
+// NaiveMap is the naive resize of m (the baseline of the growth
+// benchmarks, here and in make bench-grow): a plain map of twice its slots whose
 // slot s + N is m's spare s, without twins or warming.
-func naiveMap(m *cachenodes.SlotMap, now time.Time) (*cachenodes.SlotMap, error) {
+func NaiveMap(m *cachenodes.SlotMap, now time.Time) (*cachenodes.SlotMap, error) {
 	n := m.NumSlots()
 	if m.NumSpares() < n {
 		return nil, fmt.Errorf("the naive resize of %d slots needs %d spares, the pool has %d", n, n, m.NumSpares())
