@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,16 +19,7 @@ import (
 // listed newest first with their markup shown as text.
 func TestDashboardShowsWaitsAndUnknowns(t *testing.T) {
 	bin := testenv.ChromiumBinary(t)
-	fake := &dashFakeAPI{}
-	dash := dashboardHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		dash.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	fake, srv := dashServer(t)
 
 	status := dashStatusDoc(time.Second, func(m map[string]any) {
 		m["hit_rate"] = nil

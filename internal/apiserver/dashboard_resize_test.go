@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -33,16 +32,7 @@ const dashResizeSlotMapDoc = `{"pool":"payments-east","num_slots":8,"generation"
 // slot table marks each twin "twin of s" and slot s's row its twin.
 func TestDashboardShowsResize(t *testing.T) {
 	bin := testenv.ChromiumBinary(t)
-	fake := &dashFakeAPI{}
-	dash := dashboardHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		dash.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	fake, srv := dashServer(t)
 
 	resize := func(blocked string) dashSource {
 		return dashStatusDoc(time.Second, func(m map[string]any) {

@@ -166,6 +166,22 @@ func dashFetch(t *testing.T, h http.Handler, path string) string {
 // that path since the fake was last set, from 1.
 type dashSource func(n int, now time.Time) (code int, body string)
 
+// dashServer serves the dashboard in front of a fake of the read API it
+// polls, until the test ends.
+func dashServer(t *testing.T) (*dashFakeAPI, *httptest.Server) {
+	fake := &dashFakeAPI{}
+	dash := dashboardHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			fake.ServeHTTP(w, r)
+			return
+		}
+		dash.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return fake, srv
+}
+
 // dashFakeAPI is a fake of the read API the dashboard polls. Answers are
 // built per request, so times can be relative to now.
 type dashFakeAPI struct {
@@ -274,16 +290,7 @@ const dashRateLimitDoc = `{"mode":"manual","limit":250,"burst":25,"hit_rate":0.7
 
 func TestDashboardInChromium(t *testing.T) {
 	bin := testenv.ChromiumBinary(t)
-	fake := &dashFakeAPI{}
-	dash := dashboardHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		dash.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	fake, srv := dashServer(t)
 
 	frozenPool := dashStatusDoc(45*time.Second, nil)
 	tests := []struct {

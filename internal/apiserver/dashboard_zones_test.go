@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -26,16 +25,7 @@ const dashZoneSlotMapDoc = `{"pool":"payments-east","num_slots":4,"generation":4
 // warming slot naming its source.
 func TestDashboardShowsZones(t *testing.T) {
 	bin := testenv.ChromiumBinary(t)
-	fake := &dashFakeAPI{}
-	dash := dashboardHandler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		dash.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	fake, srv := dashServer(t)
 
 	alert := `more than half of zone b's slot holders are unreachable (2 of 3); to take the cache off it: mcrib drain b --reason "…"`
 	status := dashStatusDoc(time.Second, func(m map[string]any) {
