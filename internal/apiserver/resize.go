@@ -97,9 +97,7 @@ func resizeError(err error, what string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, mcribapi.ErrNoResize):
-		return mcribapi.Errorf(http.StatusNotFound, "no resize runs")
-	case errors.Is(err, mcribapi.ErrRefused), errors.Is(err, mcribapi.ErrBadRequest):
+	case errors.Is(err, mcribapi.ErrNoResize), errors.Is(err, mcribapi.ErrRefused), errors.Is(err, mcribapi.ErrBadRequest):
 		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
 	}
 	return mcribapi.Errorf(http.StatusServiceUnavailable, "%s could not be carried out: %v", what, err)

@@ -129,6 +129,8 @@ func TestResizeAPI(t *testing.T) {
 		in     string
 	}{
 		{fmt.Errorf("%w: no resize runs", mcribapi.ErrNoResize), "DELETE", 404, "no resize runs"},
+		{fmt.Errorf("%w: no resize runs: the resize from 16 to 32 slots is stopped with 9 twins left (PUT /v1/resize with num_slots 32 resumes it)", mcribapi.ErrNoResize),
+			"DELETE", 404, "stopped with 9 twins left (PUT /v1/resize with num_slots 32 resumes it)"},
 		{fmt.Errorf("%w: cannot resize the pool now: zone \"b\" is drained", mcribapi.ErrRefused), "PUT", 409, `zone "b" is drained`},
 		{fmt.Errorf("%w: \"num_slots\" must be exactly twice the pool's 16 slots (32), not 48", mcribapi.ErrBadRequest), "PUT", 400, "exactly twice"},
 		{mcribapi.ErrNotLeader, "PUT", http.StatusServiceUnavailable, "no leader is known to carry out the resize"},
