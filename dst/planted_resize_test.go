@@ -135,6 +135,19 @@ func TestPlantedResizeFrozen(t *testing.T) {
 	wantRule(t, res, ruleResizeFrozen)
 }
 
+func TestPlantedResizeDrained(t *testing.T) {
+	// A split, at its pace, while a drain is stored.
+	res := plantedRun(t, at(60*time.Second, func(w *world) {
+		startResize(t, w, 25, 20*time.Second)
+		w.after(2*time.Second, "plant", func() {
+			w.consul.put(kvlayout.For(kvPrefix, poolName).Drain(),
+				[]byte(`{"zones":{"a":{"percent":100,"step_percent":10,"step_interval":"30s","reason":"plant","state":"draining"}}}`), 0, w.consul.bump())
+		})
+		w.after(30*time.Second, "plant", func() { rogueSplit(t, w, true) })
+	}), 2*time.Minute, nil)
+	wantRule(t, res, ruleResizeFrozen)
+}
+
 func TestPlantedResizeCount(t *testing.T) {
 	// The slot count halved.
 	res := plantedRun(t, at(60*time.Second, func(w *world) {

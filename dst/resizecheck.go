@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -177,6 +179,10 @@ func (c *checker) checkResize(prev, m *cachenodes.SlotMap) map[int]bool {
 	rt.splits += len(split)
 	if w.consul.kv[poolKeys.Freeze()] != nil {
 		c.fail(ruleResizeFrozen, 0, "%d twins split while an operator's freeze is stored", len(split))
+		return nil
+	}
+	if zones := c.drainedZones(); len(zones) > 0 {
+		c.fail(ruleResizeFrozen, 0, "%d twins split while a drain is stored (zones %v): a drain pauses the splits", len(split), slices.Sorted(maps.Keys(zones)))
 		return nil
 	}
 	e := c.resizeEntry()
