@@ -20,11 +20,18 @@ var ErrInvalidSlotMap = errors.New("cachenodes: invalid slot map")
 type SlotMap struct {
 	pool       string
 	generation uint64
+	revision   uint64
 	updatedAt  time.Time
 	slots      []Node
 	spares     []Node
 	// warming[i] is slot i's warm source; nil when no slot warms.
 	warming []*Warming
+	// incoming[i] is the node announced to take slot i (announce.go);
+	// nil when no slot has one.
+	incoming []*Incoming
+	// incomingOf maps each incoming node's ID to the slot it is announced
+	// to (slot s, not its twin); nil when no slot has one.
+	incomingOf map[string]int
 	// sourceOf maps each warm source's ID to the slot it warms; nil when
 	// no slot warms.
 	sourceOf map[string]int
@@ -46,13 +53,21 @@ type SlotMap struct {
 type SlotMapSpec struct {
 	Pool       string
 	Generation uint64
-	UpdatedAt  time.Time
-	Slots      []Node
-	Spares     []Node
+	// Revision rises by one with every write of the map (a change of
+	// warming, incoming or spares included), so that two maps of one
+	// generation are ordered (MapOrder); 0 in a map of an older mcrib.
+	Revision  uint64
+	UpdatedAt time.Time
+	Slots     []Node
+	Spares    []Node
 	// Warming, when not nil, has one entry per slot: the warm source of a
 	// slot whose new holder is being warmed from its previous one
 	// (docs/api.md, "Warm moves"), nil for a slot that does not warm.
 	Warming []*Warming
+	// Incoming, when not nil, has one entry per slot: the node announced
+	// to take the slot (docs/api.md, "Announce, then serve"), nil for a
+	// slot without one.
+	Incoming []*Incoming
 	// ResizedFrom is the slot count before the last resize (half of
 	// len(Slots)); 0 when the pool was never resized.
 	ResizedFrom int
@@ -65,12 +80,34 @@ type SlotMapSpec struct {
 // Warming names the previous holder of a slot that serves as its new
 // holder's warm source until Until (docs/api.md, "Warm moves"). Clients read
 // the new holder and, on a miss, this node; they stop at Until by their own
-// clock.
+// clock, or at once on seeing EndedAt, and send the slot's sets and
+// deletes to this node too until WritesUntil.
 type Warming struct {
 	NodeID string    `json:"node_id"`
 	Addr   string    `json:"addr"`
 	Until  time.Time `json:"until"`
+	// EndedAt is set when the warming ended before Until (docs/api.md, "An
+	// ended warming still protects lagging readers"): the object stays in
+	// the map for WarmWriteGrace more, for the writes only.
+	EndedAt time.Time `json:"ended_at,omitzero"`
 }
+
+// Ended reports whether the warming ended before its until.
+func (w *Warming) Ended() bool { return !w.EndedAt.IsZero() }
+
+// ReadsUntil returns when clients stop reading the warm source: EndedAt
+// when the warming ended early, else Until.
+func (w *Warming) ReadsUntil() time.Time {
+	if w.Ended() && w.EndedAt.Before(w.Until) {
+		return w.EndedAt
+	}
+	return w.Until
+}
+
+// WritesUntil returns when clients stop sending the slot's sets and
+// deletes to the warm source: ReadsUntil plus WarmWriteGrace. The leader
+// removes the object then, never sooner.
+func (w *Warming) WritesUntil() time.Time { return w.ReadsUntil().Add(WarmWriteGrace) }
 
 // Node returns the warm source as a Node (without its zone).
 func (w *Warming) Node() Node { return Node{ID: w.NodeID, Addr: w.Addr} }
@@ -117,6 +154,10 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 	if err != nil {
 		return nil, err
 	}
+	incoming, incomingOf, err := checkIncoming(spec, seen, addrs, sources, warming)
+	if err != nil {
+		return nil, err
+	}
 	// Spares sorted by ID (as mcrib writes them) are checked for
 	// duplicates among themselves by their neighbours; others by a set.
 	sorted := slices.IsSortedFunc(spec.Spares, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
@@ -134,6 +175,9 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 		if w, ok := sources[n.ID]; ok {
 			return nil, fmt.Errorf("%w: spare %q is also the warm source of slot %d", ErrInvalidSlotMap, n.ID, w)
 		}
+		if at, ok := incomingOf[n.ID]; ok {
+			return nil, fmt.Errorf("%w: spare %q is also the node announced to slot %d", ErrInvalidSlotMap, n.ID, at)
+		}
 		if (sorted && k > 0 && spec.Spares[k-1].ID == n.ID) || spareSet[n.ID] {
 			return nil, fmt.Errorf("%w: spare %q also appears in the spares", ErrInvalidSlotMap, n.ID)
 		}
@@ -144,11 +188,14 @@ func NewSlotMap(spec SlotMapSpec) (*SlotMap, error) {
 	m := &SlotMap{
 		pool:        spec.Pool,
 		generation:  spec.Generation,
+		revision:    spec.Revision,
 		updatedAt:   spec.UpdatedAt.UTC(),
 		slots:       append([]Node(nil), spec.Slots...),
 		spares:      append([]Node(nil), spec.Spares...),
 		warming:     warming,
 		sourceOf:    sources,
+		incoming:    incoming,
+		incomingOf:  incomingOf,
 		slotOf:      seen,
 		resizedFrom: spec.ResizedFrom,
 		numTwins:    numTwins,
@@ -182,9 +229,7 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 				if out == nil {
 					out = make([]*Warming, len(spec.Slots))
 				}
-				c := *w
-				c.Until = c.Until.UTC()
-				out[i] = &c
+				out[i] = w.utc()
 			}
 			continue
 		}
@@ -211,9 +256,7 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 		if out == nil {
 			out = make([]*Warming, len(spec.Slots))
 		}
-		c := *w
-		c.Until = c.Until.UTC()
-		out[i] = &c
+		out[i] = w.utc()
 	}
 	if out == nil {
 		return nil, nil, nil
@@ -221,15 +264,27 @@ func checkWarming(spec SlotMapSpec, seen map[string]int) ([]*Warming, map[string
 	return out, sources, nil
 }
 
+// utc returns a copy of w with its instants in UTC.
+func (w *Warming) utc() *Warming {
+	c := *w
+	c.Until = c.Until.UTC()
+	if !c.EndedAt.IsZero() {
+		c.EndedAt = c.EndedAt.UTC()
+	}
+	return &c
+}
+
 // Spec returns a copy of the map's description, for building the next map.
 func (m *SlotMap) Spec() SlotMapSpec {
 	return SlotMapSpec{
 		Pool:        m.pool,
 		Generation:  m.generation,
+		Revision:    m.revision,
 		UpdatedAt:   m.updatedAt,
 		Slots:       append([]Node(nil), m.slots...),
 		Spares:      append([]Node(nil), m.spares...),
 		Warming:     m.copyWarming(),
+		Incoming:    m.copyIncoming(),
 		ResizedFrom: m.resizedFrom,
 		Twins:       m.copyTwins(),
 	}
@@ -262,12 +317,13 @@ func (m *SlotMap) Warming(i int) *Warming {
 // AnyWarming reports whether some slot is being warmed.
 func (m *SlotMap) AnyWarming() bool { return m.warming != nil }
 
-// WarmsAt reports whether some slot still warms at now: a warming whose
-// until has passed stays in the map until its next write, while the
-// clients stop using it by their own clocks.
+// WarmsAt reports whether some slot still warms at now: its warming has
+// not ended and its until has not passed (a warming that ended stays in
+// the map for its writes, while the clients stop reading it by their own
+// clocks).
 func (m *SlotMap) WarmsAt(now time.Time) bool {
 	for _, w := range m.warming {
-		if w != nil && now.Before(w.Until) {
+		if w != nil && !w.Ended() && now.Before(w.Until) {
 			return true
 		}
 	}
@@ -292,6 +348,10 @@ func (m *SlotMap) NumSlots() int { return len(m.slots) }
 // Generation returns the map's generation; it rises by one with every
 // change of any slot's node.
 func (m *SlotMap) Generation() uint64 { return m.generation }
+
+// Revision returns the map's revision; it rises by one with every write of
+// the map (0 in a map of an older mcrib).
+func (m *SlotMap) Revision() uint64 { return m.revision }
 
 // UpdatedAt returns when the map was last changed.
 func (m *SlotMap) UpdatedAt() time.Time { return m.updatedAt }
@@ -341,12 +401,12 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 	if m == nil || o == nil {
 		return m == o
 	}
-	if m.pool != o.pool || m.generation != o.generation || len(m.slots) != len(o.slots) || len(m.spares) != len(o.spares) ||
+	if m.pool != o.pool || m.generation != o.generation || m.revision != o.revision || len(m.slots) != len(o.slots) || len(m.spares) != len(o.spares) ||
 		m.resizedFrom != o.resizedFrom || m.numTwins != o.numTwins {
 		return false
 	}
 	for i := range m.slots {
-		if m.slots[i] != o.slots[i] || !m.Warming(i).Equal(o.Warming(i)) || m.IsTwin(i) != o.IsTwin(i) {
+		if m.slots[i] != o.slots[i] || !m.Warming(i).Equal(o.Warming(i)) || !m.Incoming(i).Equal(o.Incoming(i)) || m.IsTwin(i) != o.IsTwin(i) {
 			return false
 		}
 	}
@@ -359,12 +419,12 @@ func (m *SlotMap) Equal(o *SlotMap) bool {
 }
 
 // Equal reports whether w and o name the same warm source with the same
-// until; two nils are equal (neither slot warms).
+// until and ended_at; two nils are equal (neither slot warms).
 func (w *Warming) Equal(o *Warming) bool {
 	if w == nil || o == nil {
 		return w == o
 	}
-	return w.NodeID == o.NodeID && w.Addr == o.Addr && w.Until.Equal(o.Until)
+	return w.NodeID == o.NodeID && w.Addr == o.Addr && w.Until.Equal(o.Until) && w.EndedAt.Equal(o.EndedAt)
 }
 
 // slotMapDoc is the JSON slot map document (docs/api.md, "Slot map document").
@@ -373,6 +433,7 @@ type slotMapDoc struct {
 	NumSlots    int       `json:"num_slots"`
 	ResizedFrom int       `json:"resized_from,omitempty"`
 	Generation  uint64    `json:"generation"`
+	Revision    uint64    `json:"revision"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Slots       []slotDoc `json:"slots"`
 	Spares      []Node    `json:"spares"`
@@ -381,7 +442,8 @@ type slotMapDoc struct {
 type slotDoc struct {
 	Slot int `json:"slot"`
 	Node
-	Warming *Warming `json:"warming,omitempty"`
+	Warming  *Warming  `json:"warming,omitempty"`
+	Incoming *Incoming `json:"incoming,omitempty"`
 	// TwinOf is slot s for a twin s + resized_from; absent otherwise.
 	TwinOf *int `json:"twin_of,omitempty"`
 }
@@ -393,6 +455,7 @@ func (m *SlotMap) MarshalJSON() ([]byte, error) {
 		NumSlots:    len(m.slots),
 		ResizedFrom: m.resizedFrom,
 		Generation:  m.generation,
+		Revision:    m.revision,
 		UpdatedAt:   m.updatedAt,
 		Slots:       make([]slotDoc, len(m.slots)),
 		Spares:      m.spares,
@@ -401,7 +464,7 @@ func (m *SlotMap) MarshalJSON() ([]byte, error) {
 		doc.Spares = []Node{}
 	}
 	for i, n := range m.slots {
-		doc.Slots[i] = slotDoc{Slot: i, Node: n, Warming: m.Warming(i)}
+		doc.Slots[i] = slotDoc{Slot: i, Node: n, Warming: m.Warming(i), Incoming: m.Incoming(i)}
 		if m.IsTwin(i) {
 			s := i - m.resizedFrom
 			doc.Slots[i].TwinOf = &s
@@ -426,7 +489,7 @@ func ParseSlotMap(data []byte) (*SlotMap, error) {
 	if doc.NumSlots != len(doc.Slots) {
 		return nil, fmt.Errorf("%w: num_slots is %d but %d slots are listed", ErrInvalidSlotMap, doc.NumSlots, len(doc.Slots))
 	}
-	spec := SlotMapSpec{Pool: doc.Pool, Generation: doc.Generation, UpdatedAt: doc.UpdatedAt, Spares: doc.Spares, ResizedFrom: doc.ResizedFrom}
+	spec := SlotMapSpec{Pool: doc.Pool, Generation: doc.Generation, Revision: doc.Revision, UpdatedAt: doc.UpdatedAt, Spares: doc.Spares, ResizedFrom: doc.ResizedFrom}
 	for i, s := range doc.Slots {
 		if s.Slot != i {
 			return nil, fmt.Errorf("%w: entry %d names slot %d", ErrInvalidSlotMap, i, s.Slot)
@@ -446,6 +509,12 @@ func ParseSlotMap(data []byte) (*SlotMap, error) {
 				spec.Warming = make([]*Warming, len(doc.Slots))
 			}
 			spec.Warming[i] = s.Warming
+		}
+		if s.Incoming != nil {
+			if spec.Incoming == nil {
+				spec.Incoming = make([]*Incoming, len(doc.Slots))
+			}
+			spec.Incoming[i] = s.Incoming
 		}
 	}
 	return NewSlotMap(spec)

@@ -105,21 +105,21 @@ func TestSlotMapMarshalJSONShape(t *testing.T) {
 	}{
 		{
 			name: "contract example",
-			spec: SlotMapSpec{Pool: "default", Generation: 7, UpdatedAt: at, Slots: []Node{mc1, {}}, Spares: []Node{mc9}},
-			want: `{"pool":"default","num_slots":2,"generation":7,"updated_at":"2026-11-29T13:00:00Z",` +
+			spec: SlotMapSpec{Pool: "default", Generation: 7, Revision: 31, UpdatedAt: at, Slots: []Node{mc1, {}}, Spares: []Node{mc9}},
+			want: `{"pool":"default","num_slots":2,"generation":7,"revision":31,"updated_at":"2026-11-29T13:00:00Z",` +
 				`"slots":[{"slot":0,"node_id":"mc-1","addr":"127.0.0.1:11211","az":"a"},{"slot":1,"node_id":"","addr":"","az":""}],` +
 				`"spares":[{"node_id":"mc-9","addr":"127.0.0.1:11219","az":"b"}]}`,
 		},
 		{
 			name: "no spares is an empty list",
 			spec: SlotMapSpec{Pool: "p", Generation: 1, UpdatedAt: at, Slots: []Node{mc3}},
-			want: `{"pool":"p","num_slots":1,"generation":1,"updated_at":"2026-11-29T13:00:00Z",` +
+			want: `{"pool":"p","num_slots":1,"generation":1,"revision":0,"updated_at":"2026-11-29T13:00:00Z",` +
 				`"slots":[{"slot":0,"node_id":"mc-3","addr":"127.0.0.1:11213","az":""}],"spares":[]}`,
 		},
 		{
 			name: "updated_at in another zone is written in UTC",
 			spec: SlotMapSpec{Pool: "p", UpdatedAt: at.In(time.FixedZone("X", 3600)), Slots: []Node{{}}, Spares: []Node{}},
-			want: `{"pool":"p","num_slots":1,"generation":0,"updated_at":"2026-11-29T13:00:00Z",` +
+			want: `{"pool":"p","num_slots":1,"generation":0,"revision":0,"updated_at":"2026-11-29T13:00:00Z",` +
 				`"slots":[{"slot":0,"node_id":"","addr":"","az":""}],"spares":[]}`,
 		},
 	}

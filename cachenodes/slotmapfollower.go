@@ -22,22 +22,20 @@ import (
 var ErrSlotMapNotStored = errors.New("cachenodes: no slot map is stored")
 
 // ErrOlderGeneration is wrapped by the error reported for a slot map whose
-// generation is lower than that of a map already taken. By the generation
-// order a client following the slot map never takes such a map: it may
-// route a slot back to a node that nobody invalidates any more (a replica
-// cut off from Consul serves its last map, or Consul's KV was restored
-// from an older snapshot). A map of the same generation is taken: warming
-// and spares change without a new generation.
-var ErrOlderGeneration = errors.New("cachenodes: the slot map's generation is lower than one already taken")
+// (generation, revision) is lower than that of a map already taken
+// (MapOrder). By this order a client following the slot map never takes
+// such a map: it may route a slot back to a node that nobody invalidates
+// any more (a replica cut off from Consul serves its last map, or Consul's
+// KV was restored from an older snapshot), or forget an incoming node or
+// an ended warming it must still write.
+var ErrOlderGeneration = errors.New("cachenodes: the slot map is older than one already taken")
 
 // CheckGeneration returns nil when a client that routes by current (nil:
-// no map yet) may take next by the generation order, else an error
-// wrapping ErrOlderGeneration.
+// no map yet) may take next or already has it, else the error of MapOrder
+// (wrapping ErrOlderGeneration).
 func CheckGeneration(current, next *SlotMap) error {
-	if current == nil || next.Generation() >= current.Generation() {
-		return nil
-	}
-	return fmt.Errorf("%w: generation %d after %d", ErrOlderGeneration, next.Generation(), current.Generation())
+	_, err := MapOrder(current, next)
+	return err
 }
 
 // SlotMapFollowerOptions configures a SlotMapFollower. Client and Key are

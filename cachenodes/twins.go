@@ -86,8 +86,10 @@ func (m *SlotMap) TwinSlot(s int) int {
 
 // Double returns the first write of a resize from N to 2N slots
 // (docs/api.md, "Growing the pool"): slot s + N is a twin of slot s,
-// naming the same node, address and zone and carrying the same warming;
-// resized_from is N; the generation rises by one and updated_at is now.
+// naming the same node, address and zone and carrying the same warming
+// and incoming node;
+// resized_from is N; the generation and the revision rise by one and
+// updated_at is now.
 // Every key keeps its memcached: crc32(key) % 2N is s or s + N when
 // crc32(key) % N is s. It refuses a map whose twins of an earlier resize
 // remain, and a result above MaxSlots.
@@ -111,12 +113,16 @@ func (m *SlotMap) Double(now time.Time) (*SlotMap, error) {
 		}
 		spec.Warming = append(spec.Warming, twins...)
 	}
+	if spec.Incoming != nil {
+		spec.Incoming = append(spec.Incoming, m.copyIncoming()...)
+	}
 	spec.Twins = make([]bool, 2*n)
 	for i := n; i < 2*n; i++ {
 		spec.Twins[i] = true
 	}
 	spec.ResizedFrom = n
 	spec.Generation = m.generation + 1
+	spec.Revision = m.revision + 1
 	spec.UpdatedAt = now
 	return NewSlotMap(spec)
 }
