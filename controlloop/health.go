@@ -16,6 +16,10 @@ type health struct {
 	corrupt []string
 	// lastPass is when the last pass completed.
 	lastPass time.Time
+	// mapReadAt is when this process last read the slot map from the
+	// store successfully (the start of the read), or wrote it (the start
+	// of the write): what the map it serves is fresh as of.
+	mapReadAt time.Time
 	// blocked counts the evictions the last decision held back (the
 	// freeze, the ceiling, a maintenance waiting for a spare).
 	blocked int
@@ -23,6 +27,26 @@ type health struct {
 
 // passed records a pass that completed at now.
 func (h *health) passed(now time.Time) { h.lastPass, h.passErr = now, nil }
+
+// readMap records a successful read (or write) of the slot map that
+// began at at.
+func (h *health) readMap(at time.Time) {
+	if at.After(h.mapReadAt) {
+		h.mapReadAt = at
+	}
+}
+
+// SlotMapReadAt returns when this process last read the slot map it
+// serves from Consul successfully (the leader's successful write counts
+// as a read), by its clock; zero before the first. GET /v1/slotmap
+// answers the map's age from it (X-Mcrib-Map-Age), so that clients judge
+// whether their map is fresh (docs/api.md, "Fresh maps"). Run reads the
+// map at least every cachenodes.MapReadEvery.
+func (l *Loop) SlotMapReadAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.health.mapReadAt
+}
 
 // setPassError records err as the last pass's error, and as the last
 // error reaching Consul when consul is set.

@@ -130,6 +130,7 @@ func New(opts Options) (*Loop, error) {
 // and the store's error when it cannot be read (the caller may go on: Run
 // keeps trying).
 func (l *Loop) Load(ctx context.Context) error {
+	readAt := l.clock.Now()
 	st, err := l.store.Read(ctx)
 	if err != nil {
 		l.mu.Lock()
@@ -148,6 +149,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.health.readMap(readAt)
 	l.current, l.freeze.doc, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
@@ -200,7 +202,8 @@ func (l *Loop) Kick() {
 }
 
 // Run follows discovery, probes the nodes and schedules reconcile passes
-// until ctx ends: a pass on every Kick and every probe interval, at most
+// until ctx ends: a pass on every Kick and every probe interval (at least
+// every cachenodes.MapReadEvery, so that the map served stays fresh), at most
 // 50 a second (bursts of 10), and after a failed pass a backoff (100ms
 // doubling up to 5s, jittered) before the next. It never returns early on
 // an error: it logs, counts, backs off and retries. All its waits are on
@@ -211,7 +214,7 @@ func (l *Loop) Run(ctx context.Context) {
 	wg.Go(func() { l.probeLoop(ctx) })
 	defer wg.Wait()
 
-	tick := l.clock.NewTicker(l.opts.ProbeInterval)
+	tick := l.clock.NewTicker(min(l.opts.ProbeInterval, cachenodes.MapReadEvery))
 	defer tick.Stop()
 	var steps stepTimer
 	defer steps.stop()

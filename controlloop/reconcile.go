@@ -96,6 +96,7 @@ type decision struct {
 // decides the next one (decideLocked). It tells in r what it found. An
 // error means the pass failed before deciding anything.
 func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
+	readAt := l.clock.Now()
 	st, err := l.store.Read(ctx)
 	now := l.clock.Now()
 	if err != nil {
@@ -119,6 +120,7 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.health.readMap(readAt)
 	l.setCorruptLocked(st.Corrupt)
 	if err := l.checkStored(st.SlotMap, l.current); err != nil {
 		r.log(slog.LevelError, "refusing the stored slot map", "err", err)

@@ -78,7 +78,13 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	w, owed, resizeEvents := l.poolWriteLocked(st, d, next, done, flushed, len(replaced), now, r)
 	l.mu.Unlock()
 	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil || w.Resize != nil {
+		wroteAt := l.clock.Now()
 		ok, err := l.store.WritePool(ctx, st, lease, w)
+		if err == nil && ok {
+			l.mu.Lock()
+			l.health.readMap(wroteAt)
+			l.mu.Unlock()
+		}
 		if err != nil {
 			var noAnswer *url.Error
 			if w.Flushes != nil && errors.As(err, &noAnswer) {

@@ -56,6 +56,12 @@ func CheckNodeID(id string) error {
 // equal indexes on every replica.
 const IndexHeader = "X-Mcrib-Index"
 
+// MapAgeHeader carries the age of a slot map answer, in whole
+// milliseconds: how long before the answer the replica last read that
+// document from Consul successfully (docs/api.md, "Fresh maps"). A client
+// counts its map's age from it.
+const MapAgeHeader = "X-Mcrib-Map-Age"
+
 // Bounds of ?wait= on GET /v1/slotmap.
 const (
 	DefaultSlotMapWait = 60 * time.Second
