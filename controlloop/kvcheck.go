@@ -28,15 +28,10 @@ var ErrForeignSlotMap = errors.New("controlloop: the stored slot map belongs to 
 // to adopt the stored one).
 var ErrOlderSlotMap = errors.New("controlloop: the stored slot map is older than the one this process knows")
 
-// CorruptDocuments lists the documents CorruptError and Snapshot.Corrupt
-// name, the label values of mcrib_kv_corrupt_documents.
-var CorruptDocuments = []string{"slotmap", "freeze", "drain", "flushes"}
-
 // CorruptError is the error of a read that found corrupt documents. Its
 // message starts "the slotmap document in Consul KV is corrupt".
 type CorruptError struct {
-	// Keys are the corrupt documents' names ("slotmap", "freeze", "drain",
-	// "flushes").
+	// Keys are the corrupt documents' names (of kvlayout.Checked).
 	Keys []string
 	// Err is why the first one does not parse.
 	Err error

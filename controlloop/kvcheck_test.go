@@ -1,7 +1,9 @@
 package controlloop
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
@@ -125,4 +128,35 @@ func TestStoredDocumentsChecked(t *testing.T) {
 			t.Errorf("the older map was overwritten: %s", got)
 		}
 	})
+}
+
+// TestEveryCheckedDocumentIsReportedCorrupt writes a corrupt copy of each
+// document kvlayout.Checked names into a real Consul, one at a time, and
+// reads the pool through ConsulStore: each is named in Snapshot.Corrupt
+// (the status's corrupt_documents, the gauge's label), and nothing else is.
+func TestEveryCheckedDocumentIsReportedCorrupt(t *testing.T) {
+	consul := testenv.StartConsul(t)
+	c := consul.Client
+	store := NewConsulStore(c, "mcrib", "p")
+	keys := kvlayout.For("mcrib", "p")
+	for _, name := range kvlayout.Checked() {
+		t.Run(name, func(t *testing.T) {
+			if _, err := c.KV().DeleteTree(keys.Prefix(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.KV().Put(&api.KVPair{Key: keys.Key(name), Value: []byte("{not json")}, nil); err != nil {
+				t.Fatal(err)
+			}
+			st, err := store.Read(context.Background())
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				st.Corrupt = ce.Keys
+			} else if err != nil {
+				t.Fatalf("reading: %v", err)
+			}
+			if !slices.Equal(st.Corrupt, []string{name}) {
+				t.Fatalf("a corrupt %s document: Corrupt = %v, want [%s]", name, st.Corrupt, name)
+			}
+		})
+	}
 }

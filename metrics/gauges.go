@@ -64,7 +64,7 @@ type Gauges struct {
 	ConfigGenerations map[string]uint64
 	// CorruptDocuments names the documents in Consul KV that do not parse
 	// (mcrib_kv_corrupt_documents{key}: 1 for each, 0 for the others of
-	// controlloop.CorruptDocuments).
+	// kvlayout.Checked()).
 	CorruptDocuments []string
 	// Zones has one entry per zone known (mcrib_zone_slots,
 	// mcrib_zone_unreachable_nodes, mcrib_zone_hit_ratio, mcrib_zone_alert,

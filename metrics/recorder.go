@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -279,7 +280,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 					metric.WithAttributes(attribute.String("state", string(state))))
 			}
 		}
-		for _, key := range controlloop.CorruptDocuments {
+		for _, key := range kvlayout.Checked() {
 			o.ObserveInt64(ig["mcrib_kv_corrupt_documents"], boolValue(slices.Contains(g.CorruptDocuments, key)),
 				metric.WithAttributes(attribute.String("key", key)))
 		}

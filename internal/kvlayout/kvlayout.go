@@ -33,6 +33,17 @@ const (
 	Resize = "resize"
 )
 
+// Checked returns the names of the documents that a read of the pool's
+// keys parses and reports when one does not (the status's
+// corrupt_documents, the gauge mcrib_kv_corrupt_documents{key}, each
+// label created at 0): every document above but the leader lock and the
+// votes (held by sessions, read for their holders only), the replacement
+// times (unreadable times are none) and the boot limit (the limiter keeps
+// its last good document). A document added here is checked everywhere.
+func Checked() []string {
+	return []string{SlotMap, Freeze, Drain, Flushes, Resize}
+}
+
 // Pool names the keys of one pool. The zero value names keys under "/";
 // build one with For. A Pool is a plain value, safe for concurrent use.
 type Pool struct {
