@@ -20,9 +20,9 @@ const bufSize = 64 << 10
 type node interface {
 	// serverTime returns the node's clock (stats time), Unix seconds.
 	serverTime() (int64, error)
-	// metadump lists the node's items (`lru_crawler metadump all`),
-	// calling fn for each; ctx ending stops it.
-	metadump(ctx context.Context, fn func(Entry)) error
+	// metadump lists the node's items (`lru_crawler metadump <mode>`,
+	// mode hash or all), calling fn for each; ctx ending stops it.
+	metadump(ctx context.Context, mode string, fn func(Entry)) error
 	// gets returns the values of keys found (one `gets` of them all), in
 	// the order asked; values over maxValue bytes are skipped over.
 	gets(keys []string, maxValue int) ([]item, error)
@@ -83,8 +83,8 @@ func (c *conn) serverTime() (int64, error) {
 	return readStatsTime(c.r)
 }
 
-func (c *conn) metadump(ctx context.Context, fn func(Entry)) error {
-	c.w.WriteString("lru_crawler metadump all\r\n")
+func (c *conn) metadump(ctx context.Context, mode string, fn func(Entry)) error {
+	c.w.WriteString("lru_crawler metadump " + mode + "\r\n")
 	if err := c.send(); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ const lockPoll = 100 * time.Millisecond
 
 // Copy copies m's hot keys from m.Source into m.Target (docs/concepts.md,
 // "The leader copies the hot keys"): it lists the source's items with
-// `lru_crawler metadump all`, picks the keys of the slot as Pick does
+// `lru_crawler metadump hash` (`all` on a memcached without it), picks the keys of the slot as Pick does
 // (most recently used first), and copies them in batches, each at most
 // the rate allows: one gets of the batch at the source; for each key
 // found unchanged since the dump, an add into B with the item's flags and
@@ -133,8 +133,12 @@ func (r *run) sourceNow(now time.Time) time.Time {
 }
 
 // list connects to the source, reads its clock and its metadump, and
-// returns the keys to copy in order. A busy crawler is asked again every
-// busyRetry until ctx ends.
+// returns the keys to copy in order. The dump walks the hash table
+// (`metadump hash`): a walk of the LRU queues (`metadump all`) misses the
+// items that move between them meanwhile, and a source that serves
+// reads moves its hot items, the very ones to copy; a memcached without
+// the hash walk (BADCLASS) is asked for `all`. A busy crawler is asked
+// again every busyRetry until ctx ends.
 func (r *run) list(ctx context.Context) ([]Entry, error) {
 	clk := r.c.clock
 	src, err := r.c.open(ctx, r.m.Source)
@@ -142,6 +146,7 @@ func (r *run) list(ctx context.Context) ([]Entry, error) {
 		return nil, r.srcErr("connecting to", err)
 	}
 	r.src = src
+	mode := "hash"
 	for {
 		at, err := src.serverTime()
 		if err != nil {
@@ -149,10 +154,13 @@ func (r *run) list(ctx context.Context) ([]Entry, error) {
 		}
 		r.srcAt, r.srcRead = at, clk.Now()
 		pk := newPicker(r.m.Slot, r.m.NumSlots, time.Unix(at, 0), r.c.opts.MaxKeys)
-		err = src.metadump(ctx, pk.offer)
+		err = src.metadump(ctx, mode, pk.offer)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, errBadClass) && mode == "hash":
+			mode = "all"
+			continue
 		case errors.Is(err, ErrBusy):
 			if !clock.Sleep(ctx, clk, busyRetry) {
 				return nil, ctx.Err()

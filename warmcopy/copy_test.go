@@ -72,9 +72,9 @@ func (bd *bed) fill(n, size int) []string {
 }
 
 // copyDriven runs Copy to its end, moving the fake clock on by step
-// whenever the copy waits on it, and returns its error and how far the
-// clock moved.
-func (bd *bed) copyDriven(ctx context.Context, p *Progress, step time.Duration) (error, time.Duration) {
+// whenever the copy waits on it, and returns how far the clock moved
+// and its error.
+func (bd *bed) copyDriven(ctx context.Context, p *Progress, step time.Duration) (time.Duration, error) {
 	start := bd.clk.Now()
 	drive, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -86,7 +86,8 @@ func (bd *bed) copyDriven(ctx context.Context, p *Progress, step time.Duration) 
 	for bd.clk.BlockUntil(drive, 1) {
 		bd.clk.Advance(step)
 	}
-	return <-done, bd.clk.Now().Sub(start)
+	err := <-done
+	return bd.clk.Now().Sub(start), err
 }
 
 // TestCopyCopiesMostRecentFirst copies the slot's keys, and only those,
@@ -118,6 +119,10 @@ func TestCopyCopiesMostRecentFirst(t *testing.T) {
 	// down; each batch is gets, adds, gets.
 	var asked []string
 	cmds := bd.a.commands()
+	if cmds[0] != "lru_crawler metadump hash" {
+		t.Errorf("the dump is %q, want the hash table's walk", cmds[0])
+	}
+	cmds = cmds[1:]
 	for i, c := range cmds {
 		ks := strings.Fields(strings.TrimPrefix(c, "gets "))
 		if i%2 == 0 {
@@ -346,7 +351,7 @@ func TestCopyHoldsTheRate(t *testing.T) {
 	bd := newBed(t, Options{Rate: 1000})
 	bd.fill(20, 100)
 	p := new(Progress)
-	err, took := bd.copyDriven(context.Background(), p, time.Millisecond)
+	took, err := bd.copyDriven(context.Background(), p, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +385,7 @@ func TestCopyHalvesWhenTheSourceIsSlow(t *testing.T) {
 			p := new(Progress)
 			bd.c.afterAdd = func([]string) { halved = halved || p.Stats().Halved }
 			bd.a.getsTakes = tc.takes
-			err, took := bd.copyDriven(context.Background(), p, time.Millisecond)
+			took, err := bd.copyDriven(context.Background(), p, time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -409,7 +414,7 @@ func TestCopyRestoresTheRate(t *testing.T) {
 	}
 	bd.a.getsTakes = 60 * time.Millisecond
 	p := new(Progress)
-	err, took := bd.copyDriven(context.Background(), p, time.Millisecond)
+	took, err := bd.copyDriven(context.Background(), p, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,8 +447,8 @@ func TestCopyStopsWithTheContext(t *testing.T) {
 	if it, _ := bd.b.get(keys[len(keys)-1]); string(it.value) != cachenodes.TombstoneValue {
 		t.Errorf("the key deleted as the copy stopped is %q in B, want the tombstone", it.value)
 	}
-	if len(bd.a.commands()) != 2 {
-		t.Errorf("A was sent %d commands after the stop, want the batch's two gets", len(bd.a.commands()))
+	if len(bd.a.commands()) != 3 {
+		t.Errorf("A was sent %q, want the dump and the batch's two gets", bd.a.commands())
 	}
 }
 
@@ -454,9 +459,24 @@ func TestCopyRetriesABusyCrawler(t *testing.T) {
 	bd.fill(3, 10)
 	bd.a.busy = 2
 	p := new(Progress)
-	err, took := bd.copyDriven(context.Background(), p, 100*time.Millisecond)
+	took, err := bd.copyDriven(context.Background(), p, 100*time.Millisecond)
 	if err != nil || p.Stats().CopiedKeys != 3 || took != 2*busyRetry {
 		t.Errorf("Copy = %v after %v, stats %+v; want 3 copied after 2 s", err, took, p.Stats())
+	}
+}
+
+// TestCopyFallsBackToTheLRUWalk dumps with metadump all a memcached
+// that has no metadump hash.
+func TestCopyFallsBackToTheLRUWalk(t *testing.T) {
+	bd := newBed(t, Options{})
+	bd.fill(3, 10)
+	bd.a.noHashDump = true
+	p := new(Progress)
+	if err := bd.c.Copy(context.Background(), move, p); err != nil || p.Stats().CopiedKeys != 3 {
+		t.Fatalf("Copy = %v, stats %+v", err, p.Stats())
+	}
+	if cmds := bd.a.commands(); cmds[0] != "lru_crawler metadump hash" || cmds[1] != "lru_crawler metadump all" {
+		t.Errorf("A was sent %q", cmds[:2])
 	}
 }
 

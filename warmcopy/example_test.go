@@ -1,7 +1,11 @@
 package warmcopy_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcrib/mcrib/warmcopy"
@@ -26,4 +30,45 @@ func ExamplePick() {
 	// user:3
 	// user:1
 	// expiring: 1
+}
+
+// ExampleCopier_Copy shows how a leader runs the copy of one warming
+// move: one Copier for the process, a Copy per move in a goroutine of its
+// own, stopped by its context when the warming ends, its Progress read
+// for the status while it runs. (It needs two memcacheds, so it is not
+// run.)
+func ExampleCopier_Copy() {
+	var lockConfirmedAt atomic.Int64 // set by the leader's lock keepalive
+	lockConfirmedAt.Store(time.Now().UnixNano())
+	c, err := warmcopy.New(warmcopy.Options{
+		Rate:            20_000_000, // --warm-copy-rate
+		WarmTTL:         time.Hour,  // --warm-ttl
+		LockConfirmedAt: func() time.Time { return time.Unix(0, lockConfirmedAt.Load()) },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	warming, warmingOver := context.WithCancel(context.Background())
+	p := new(warmcopy.Progress)
+	done := make(chan error, 1)
+	go func() {
+		// Slot 5 of 8: a split's twin, warming from slot 1's holder.
+		done <- c.Copy(warming, warmcopy.Move{Source: "10.0.0.1:11211", Target: "10.0.0.7:11211", Slot: 5, NumSlots: 8}, p)
+	}()
+
+	s := p.Stats() // copied_keys and copied_bytes of the new holder's entry
+	fmt.Println(s.CopiedKeys, s.CopiedBytes)
+
+	warmingOver() // the warming ended
+	var unverified *warmcopy.UnverifiedError
+	switch err := <-done; {
+	case err == nil, errors.Is(err, context.Canceled):
+	case errors.As(err, &unverified):
+		// Set the tombstones again before the warming object goes.
+		_ = c.Tombstone(context.Background(), unverified.Target, unverified.Keys...)
+	default:
+		log.Print(err) // a failed copy: the next pass may start it again
+	}
+	tot := c.Totals() // mcrib_warm_copied_keys_total, mcrib_warm_copied_bytes_total
+	fmt.Println(tot.CopiedKeys, tot.CopiedBytes)
 }

@@ -37,6 +37,8 @@ type fakeNode struct {
 	beforeGets func(keys []string)
 	// dumpTakes is how far a metadump moves the fake clock.
 	dumpTakes time.Duration
+	// noHashDump makes it a memcached without metadump hash.
+	noHashDump bool
 	// busy is how many metadumps to answer BUSY.
 	busy int
 	// fail maps a command (gets, add, set, dial) to the error its next
@@ -134,9 +136,14 @@ var errClosed = errors.New("fake: use of a closed connection")
 
 func (c *fakeConn) serverTime() (int64, error) { return c.n.clk.Now().Unix(), nil }
 
-func (c *fakeConn) metadump(ctx context.Context, fn func(Entry)) error {
+func (c *fakeConn) metadump(ctx context.Context, mode string, fn func(Entry)) error {
 	n := c.n
 	n.mu.Lock()
+	n.log = append(n.log, "lru_crawler metadump "+mode)
+	if n.noHashDump && mode == "hash" {
+		n.mu.Unlock()
+		return fmt.Errorf("%w: fake", errBadClass)
+	}
 	if n.busy > 0 {
 		n.busy--
 		n.mu.Unlock()

@@ -54,10 +54,14 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	return line, nil
 }
 
+// errBadClass is the crawler's BADCLASS, a protocol error: what a
+// memcached that has no `lru_crawler metadump hash` answers it.
+var errBadClass = fmt.Errorf("%w: BADCLASS", ErrProtocol)
+
 // answerError turns a line that is not the answer expected into an
-// error: SERVER_ERROR wraps ErrServer, the crawler's BUSY wraps ErrBusy,
-// anything else (ERROR, CLIENT_ERROR, BADCLASS, a line of no command)
-// wraps ErrProtocol.
+// error: SERVER_ERROR wraps ErrServer, the crawler's BUSY wraps ErrBusy
+// and its BADCLASS errBadClass, anything else (ERROR, CLIENT_ERROR, a
+// line of no command) wraps ErrProtocol.
 func answerError(line []byte) error {
 	s := strconv.Quote(string(line))
 	switch {
@@ -65,6 +69,8 @@ func answerError(line []byte) error {
 		return fmt.Errorf("%w: %s", ErrServer, s)
 	case bytes.HasPrefix(line, []byte("BUSY")):
 		return fmt.Errorf("%w: %s", ErrBusy, s)
+	case bytes.HasPrefix(line, []byte("BADCLASS")):
+		return fmt.Errorf("%w: %s", errBadClass, s)
 	}
 	return fmt.Errorf("%w: %s", ErrProtocol, s)
 }

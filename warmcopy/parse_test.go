@@ -68,6 +68,7 @@ func TestReadMetadump(t *testing.T) {
 		err    error
 	}{
 		{"BUSY currently processing crawler request\r\n", ErrBusy},
+		{"BADCLASS invalid class id\r\n", errBadClass},
 		{"BADCLASS invalid class id\r\n", ErrProtocol},
 		{"ERROR\r\n", ErrProtocol},
 		{"CLIENT_ERROR bad command line format\r\n", ErrProtocol},
