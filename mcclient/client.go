@@ -45,7 +45,7 @@ type Source interface {
 // default.
 type Options struct {
 	// Source is followed by Run; nil means the caller sets maps with
-	// SetSlotMap.
+	// SetSlotMap or TakeReading.
 	Source Source
 	// Timeout is the socket read/write timeout of every node; zero means
 	// gomemcache's (500ms). It is how long an unreachable node holds up
@@ -65,8 +65,9 @@ type Options struct {
 	ReplayInterval time.Duration
 	// Meter receives the replay metrics; nil means a no-op meter.
 	Meter metric.Meter
-	// Clock times the replay backoff and the background replays; nil
-	// means the real clock.
+	// Clock times the replay backoff and the background replays, the
+	// map's freshness and the phases of a slot's move (until, ended_at,
+	// the writes' end); nil means the real clock.
 	Clock clock.Clock
 	// Logger receives the source's failures and slot map changes; nil
 	// discards them.
