@@ -77,9 +77,9 @@ func ExampleSlotMapFollower() {
 	mc := memcache.NewFromSelector(&selector)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	go follower.Run(ctx, func(m *cachenodes.SlotMap) {
-		if err := selector.SetSlotMap(m); err != nil {
-			log.Printf("slot map generation %d not applied: %v", m.Generation(), err)
+	go follower.Run(ctx, func(r cachenodes.SlotMapReading) {
+		if err := selector.SetSlotMap(r.Map); err != nil {
+			log.Printf("slot map generation %d not applied: %v", r.Map.Generation(), err)
 		}
 	}, func(err error) {
 		log.Printf("following the slot map: %v", err)

@@ -42,43 +42,57 @@ func CheckGeneration(current, next *SlotMap) error {
 // required; the zero value of every other field selects its default.
 type SlotMapFollowerOptions struct {
 	// Client is the Consul API client. Its HTTP client must not time out
-	// requests sooner than WaitTime plus WaitTime/16.
+	// requests sooner than WaitTime plus WaitTime/16 plus 10s.
 	Client *api.Client
 	// Key is the KV key of the slot map document,
 	// "<kv-prefix>/<pool>/slotmap".
 	Key string
 	// WaitTime bounds how long one blocking query waits for a change;
-	// zero means consulwatch.DefaultWaitTime (1 minute).
+	// zero, or anything above FollowWait (5s), means FollowWait: a map
+	// that does not change is read again that often, so that the client
+	// knows it is still fresh.
 	WaitTime time.Duration
 	// MinInterval is the least time between the starts of two queries
 	// (jittered up by as much as half); zero means
 	// consulwatch.DefaultMinInterval (50ms).
 	MinInterval time.Duration
-	// Clock times Run's waits; nil means the real clock.
+	// Clock times Run's waits and the readings' ReadAt; nil means the
+	// real clock.
 	Clock clock.Clock
 	// Logger receives a warning for every failed query; nil discards.
 	Logger *slog.Logger
 	// Reverted turns fixes off, for the simulation's self-test;
 	// production leaves it zero. With revert.GenerationOrder the follower
-	// delivers a map of a lower generation too.
+	// takes a map of a lower generation too.
 	Reverted revert.Set
 }
 
 // SlotMapFollower follows the slot map document in Consul KV with blocking
 // queries (internal/consulwatch), for clients that route keys by it: each
-// change of the map reaches them within a query's round trip. It keeps the
-// last valid map: a value that cannot be parsed, or a deleted key, is
-// reported and changes nothing, so that clients go on routing by the last
-// good map.
+// change of the map reaches them within a query's round trip, and a map
+// that does not change is read again every WaitTime (at most FollowWait),
+// each successful read delivered as a SlotMapReading so that the client
+// knows how fresh its map is. It keeps the last valid map: a value that
+// cannot be parsed, or a deleted key, is reported and changes nothing, so
+// that clients go on routing by the last good map (which then ages).
 //
 // Build one with NewSlotMapFollower; the zero value is not usable. Current
 // is safe for concurrent use; Run must not be called twice at a time.
 type SlotMapFollower struct {
 	key     string
 	order   bool // the generation order holds (not reverted)
+	clock   clock.Clock
 	get     consulwatch.Query[*api.KVPair]
-	watch   consulwatch.Options[*api.KVPair]
+	watch   consulwatch.Options[kvAnswer]
 	current atomic.Pointer[SlotMap]
+}
+
+// kvAnswer is one answer of the followed key and what Run made of it.
+type kvAnswer struct {
+	pair *api.KVPair
+	// err says why the answer delivered nothing (no key, not a valid map,
+	// an older map); nil when it was delivered.
+	err error
 }
 
 // NewSlotMapFollower checks opts and returns a follower; nothing is read
@@ -92,10 +106,14 @@ func NewSlotMapFollower(opts SlotMapFollowerOptions) (*SlotMapFollower, error) {
 	case opts.WaitTime < 0 || opts.MinInterval < 0:
 		return nil, errors.New("cachenodes: SlotMapFollowerOptions durations must not be negative")
 	}
+	if opts.WaitTime == 0 || opts.WaitTime > FollowWait {
+		opts.WaitTime = FollowWait
+	}
 	kv := opts.Client.KV()
 	return &SlotMapFollower{
 		key:   opts.Key,
 		order: !opts.Reverted.Reverted(revert.GenerationOrder),
+		clock: clock.Or(opts.Clock),
 		get: func(_ context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
 			pair, meta, err := kv.Get(opts.Key, q)
 			if err != nil {
@@ -103,11 +121,11 @@ func NewSlotMapFollower(opts SlotMapFollowerOptions) (*SlotMapFollower, error) {
 			}
 			return pair, meta, nil
 		},
-		watch: consulwatch.Options[*api.KVPair]{
+		watch: consulwatch.Options[kvAnswer]{
 			Name:        opts.Key,
 			WaitTime:    opts.WaitTime,
 			MinInterval: opts.MinInterval,
-			Equal:       sameValue,
+			Equal:       func(a, b kvAnswer) bool { return sameValue(a.pair, b.pair) },
 			Clock:       opts.Clock,
 			Logger:      opts.Logger,
 		},
@@ -127,44 +145,63 @@ func sameValue(a, b *api.KVPair) bool {
 func (f *SlotMapFollower) Current() *SlotMap { return f.current.Load() }
 
 // Run follows the key until ctx ends, retrying failed queries forever. It
-// calls onChange with every valid map that differs from the current one
-// (by SlotMap.Equal: a new updated_at alone does not count), once Current
-// returns it. It never delivers a map whose generation is lower than the
-// current one's (the generation order). onError receives every failed
-// query, every stored value that is not a valid slot map (the error wraps
-// ErrInvalidSlotMap), a missing key (ErrSlotMapNotStored) and a map of a
-// lower generation (ErrOlderGeneration), each once; the current map stays.
-// Both callbacks run on Run's goroutine; either may be nil.
-func (f *SlotMapFollower) Run(ctx context.Context, onChange func(*SlotMap), onError func(error)) {
+// calls onRead after every query that read a valid map not older than the
+// current one, changed or not, with the current map (the one read, when
+// MapOrder takes it) and the time the answer arrived by Options.Clock:
+// the client's map is as fresh as that. It never takes a map whose
+// (generation, revision) is lower than the current one's (MapOrder).
+// onError receives every failed query, every stored value that is not a
+// valid slot map (the error wraps ErrInvalidSlotMap), a missing key
+// (ErrSlotMapNotStored) and an older map (ErrOlderGeneration), each once
+// while the stored value stays; such an answer delivers no reading, and
+// the current map stays. Both callbacks run on Run's goroutine; either may
+// be nil.
+func (f *SlotMapFollower) Run(ctx context.Context, onRead func(SlotMapReading), onError func(error)) {
 	report := func(err error) {
 		if onError != nil {
 			onError(err)
 		}
 	}
-	consulwatch.Run(ctx, f.watch, f.get, func(pair *api.KVPair, _ uint64) error {
-		if pair == nil {
-			report(fmt.Errorf("reading %s: %w; keeping the last map", f.key, ErrSlotMapNotStored))
-			return nil
+	query := func(ctx context.Context, q *api.QueryOptions) (kvAnswer, *api.QueryMeta, error) {
+		pair, meta, err := f.get(ctx, q)
+		if err != nil || meta == nil {
+			return kvAnswer{}, meta, err
 		}
-		m, err := ParseSlotMap(pair.Value)
-		if err != nil {
-			report(fmt.Errorf("reading %s: %w; keeping the last map", f.key, err))
-			return nil
+		at := f.clock.Now()
+		a := kvAnswer{pair: pair, err: f.take(pair)}
+		if a.err == nil && onRead != nil {
+			onRead(SlotMapReading{Map: f.current.Load(), ReadAt: at})
 		}
-		cur := f.current.Load()
-		if m.Equal(cur) {
-			return nil
-		}
-		if f.order {
-			if err := CheckGeneration(cur, m); err != nil {
-				report(fmt.Errorf("reading %s: %w; keeping the last map", f.key, err))
-				return nil
-			}
-		}
-		f.current.Store(m)
-		if onChange != nil {
-			onChange(m)
+		return a, meta, nil
+	}
+	consulwatch.Run(ctx, f.watch, query, func(a kvAnswer, _ uint64) error {
+		if a.err != nil {
+			report(a.err) // once per stored value: consulwatch skips an equal one
 		}
 		return nil
 	}, report)
+}
+
+// take makes the map in pair current when MapOrder takes it, and returns
+// why it delivers nothing: no key, not a valid map, or a map older than
+// the current one; nil for a map that is current now (taken, or the same).
+func (f *SlotMapFollower) take(pair *api.KVPair) error {
+	if pair == nil {
+		return fmt.Errorf("reading %s: %w; keeping the last map", f.key, ErrSlotMapNotStored)
+	}
+	m, err := ParseSlotMap(pair.Value)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w; keeping the last map", f.key, err)
+	}
+	cur := f.current.Load()
+	take := !m.Equal(cur)
+	if f.order {
+		if take, err = MapOrder(cur, m); err != nil {
+			return fmt.Errorf("reading %s: %w; keeping the last map", f.key, err)
+		}
+	}
+	if take {
+		f.current.Store(m)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -30,15 +31,15 @@ func slotMapJSON(t *testing.T, gen uint64, second Node, updated time.Time) []byt
 
 // followRecorder runs a SlotMapFollower and records what it reports.
 type followRecorder struct {
-	mu      sync.Mutex
-	changes []*SlotMap
-	errs    []error
+	mu       sync.Mutex
+	readings []SlotMapReading
+	errs     []error
 }
 
-func (r *followRecorder) onChange(m *SlotMap) {
+func (r *followRecorder) onRead(rd SlotMapReading) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.changes = append(r.changes, m)
+	r.readings = append(r.readings, rd)
 }
 
 func (r *followRecorder) onError(err error) {
@@ -47,10 +48,25 @@ func (r *followRecorder) onError(err error) {
 	r.errs = append(r.errs, err)
 }
 
+// snapshot returns the maps delivered, each once (a reading of the map
+// delivered before is not a change), and the errors.
 func (r *followRecorder) snapshot() ([]*SlotMap, []error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*SlotMap(nil), r.changes...), append([]error(nil), r.errs...)
+	var changes []*SlotMap
+	for _, rd := range r.readings {
+		if len(changes) == 0 || changes[len(changes)-1] != rd.Map {
+			changes = append(changes, rd.Map)
+		}
+	}
+	return changes, append([]error(nil), r.errs...)
+}
+
+// allReadings returns every reading delivered.
+func (r *followRecorder) allReadings() []SlotMapReading {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]SlotMapReading(nil), r.readings...)
 }
 
 // generations returns the generations of the maps delivered.
@@ -70,7 +86,7 @@ func startFollower(t *testing.T, f *SlotMapFollower) *followRecorder {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.Run(ctx, r.onChange, r.onError)
+		f.Run(ctx, r.onRead, r.onError)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -158,6 +174,78 @@ func TestSlotMapFollowerKeepsTheLastGoodMap(t *testing.T) {
 	}
 	if !strings.Contains(errs[1].Error(), "mcrib/default/slotmap") {
 		t.Errorf("error %q does not name the key", errs[1])
+	}
+	// Every answer that read a valid map not older than the current one is
+	// a reading, changed or not, timed when it arrived: gen1 at 5, 6, 7
+	// (updated_at alone moved: the same map) and 9, gen2 at 10.
+	var got []string
+	for _, rd := range r.allReadings() {
+		got = append(got, fmt.Sprintf("%d@%s", rd.Map.Generation(), rd.ReadAt.Sub(t0)))
+	}
+	if want := []string{"1@4s", "1@6s", "1@8s", "1@12s", "2@14s"}; !slices.Equal(got, want) {
+		t.Errorf("readings %v, want %v", got, want)
+	}
+}
+
+// TestSlotMapFollowerReadsEveryAnswer: a blocking query that ends without a
+// change (the same index) still delivers a reading, so that a client
+// knows its map is fresh; and the wait asked is at most FollowWait.
+func TestSlotMapFollowerReadsEveryAnswer(t *testing.T) {
+	leakcheck.Check(t)
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	gen1 := slotMapJSON(t, 1, mc2, t0)
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		want time.Duration
+	}{
+		{"default", 0, FollowWait},
+		{"a minute asked", time.Minute, FollowWait},
+		{"two seconds asked", 2 * time.Second, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			f, err := NewSlotMapFollower(SlotMapFollowerOptions{Client: &api.Client{}, Key: "mcrib/default/slotmap", MinInterval: time.Second, WaitTime: tc.wait, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu    sync.Mutex
+				waits []time.Duration
+				n     int
+			)
+			f.get = func(ctx context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
+				mu.Lock()
+				n++
+				if n > 3 {
+					mu.Unlock()
+					<-ctx.Done()
+					return nil, nil, ctx.Err()
+				}
+				if q.WaitIndex != 0 {
+					waits = append(waits, q.WaitTime)
+				}
+				mu.Unlock()
+				clk.Advance(q.WaitTime + 2*time.Second) // the wait ran out (and the next may start at once): nothing changed
+				return &api.KVPair{Key: "mcrib/default/slotmap", Value: gen1}, &api.QueryMeta{LastIndex: 5}, nil
+			}
+			r := startFollower(t, f)
+			testenv.Eventually(t, 5*time.Second, "three readings", func() bool { return len(r.allReadings()) == 3 })
+			rds := r.allReadings()
+			for i, rd := range rds {
+				if rd.Map != rds[0].Map || rd.Map.Generation() != 1 {
+					t.Errorf("reading %d: map %p generation %d, want the first map again", i, rd.Map, rd.Map.Generation())
+				}
+			}
+			if want := t0.Add(2 * time.Second).Add(2 * (tc.want + 2*time.Second)); !rds[2].ReadAt.Equal(want) {
+				t.Errorf("the third reading was read at %v, want %v (when its answer came)", rds[2].ReadAt, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(waits) != 2 || waits[0] != tc.want || waits[1] != tc.want {
+				t.Errorf("blocking queries asked to wait %v, want %v each", waits, tc.want)
+			}
+		})
 	}
 }
 

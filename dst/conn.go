@@ -99,7 +99,7 @@ func (k *conn) Get(key string) (*memcache.Item, error) {
 		if !ok {
 			return memcache.ErrCacheMiss
 		}
-		out = &memcache.Item{Key: key, Value: slices.Clone(it.value), Flags: it.flags}
+		out = &memcache.Item{Key: key, Value: slices.Clone(it.value), Flags: it.flags, CasID: it.cas}
 		if cl := k.c.client; cl != nil {
 			cl.servedBy(n, key, it)
 		}
@@ -130,7 +130,24 @@ func (k *conn) store(op string, it *memcache.Item, when func(n *mcNode) bool) er
 		if !when(n) {
 			return memcache.ErrNotStored
 		}
-		n.items[it.Key] = item{value: slices.Clone(it.Value), flags: it.Flags, exp: n.expiry(it.Expiration), writer: k.c.writing(op, it)}
+		n.stores++
+		n.items[it.Key] = item{value: slices.Clone(it.Value), flags: it.Flags, exp: n.expiry(it.Expiration), writer: k.c.writing(op, it), cas: n.stores}
+		return nil
+	})
+}
+
+// CompareAndSwap is memcached's cas: stored only while the item is the
+// one read with it.CasID.
+func (k *conn) CompareAndSwap(it *memcache.Item) error {
+	return k.c.call(k.addr, "cas", it.Key, func(n *mcNode) error {
+		switch {
+		case !n.has(it.Key):
+			return memcache.ErrCacheMiss
+		case n.items[it.Key].cas != it.CasID:
+			return memcache.ErrCASConflict
+		}
+		n.stores++
+		n.items[it.Key] = item{value: slices.Clone(it.Value), flags: it.Flags, exp: n.expiry(it.Expiration), writer: k.c.writing("cas", it), cas: n.stores}
 		return nil
 	})
 }

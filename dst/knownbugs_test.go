@@ -22,10 +22,10 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 6, 43224 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 17, 59373 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 21, 200642 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 6, 42753 * time.Millisecond, ruleStaleRead},
+	{revert.FollowerFlush, 14, 54222 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 16, 68457 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 192, 187725 * time.Millisecond, ruleStaleRead},
 	{revert.CeilingAfterTakeover, 26, 93493 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
 	{revert.GenerationOrder, 14, 22610 * time.Millisecond, ruleClientGeneration},

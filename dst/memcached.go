@@ -29,6 +29,9 @@ type item struct {
 	// writer names the write that stored it (the client operation), for
 	// the trace and the checker.
 	writer string
+	// cas is its CAS unique: a new one with every store (the node's
+	// count of stores).
+	cas uint64
 }
 
 // mcNode is one simulated memcached process: its items (expiring by its
@@ -48,6 +51,8 @@ type mcNode struct {
 	items   map[string]item
 
 	hits, misses, flushes uint64
+	// stores counts the stores, for the items' CAS uniques.
+	stores uint64
 	// gone is set once the node left the pool for good.
 	gone bool
 	// aliases are the other service IDs it is registered under.

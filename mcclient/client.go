@@ -33,18 +33,19 @@ const (
 var ErrVacantSlot = cachenodes.ErrVacantSlot
 
 // Source delivers the slot map: Run follows it until ctx ends, calling
-// onChange with every new valid map and onError with every failure.
+// onRead with every successful read of a valid map (changed or not: the
+// reading says how fresh the map is) and onError with every failure.
 // *cachenodes.SlotMapFollower (Consul KV) and *HTTPFollower (mcrib's API)
 // are sources.
 type Source interface {
-	Run(ctx context.Context, onChange func(*cachenodes.SlotMap), onError func(error))
+	Run(ctx context.Context, onRead func(cachenodes.SlotMapReading), onError func(error))
 }
 
 // Options configures a Client. The zero value of every field selects its
 // default.
 type Options struct {
 	// Source is followed by Run; nil means the caller sets maps with
-	// SetSlotMap.
+	// SetSlotMap or TakeReading.
 	Source Source
 	// Timeout is the socket read/write timeout of every node; zero means
 	// gomemcache's (500ms). It is how long an unreachable node holds up
@@ -64,8 +65,9 @@ type Options struct {
 	ReplayInterval time.Duration
 	// Meter receives the replay metrics; nil means a no-op meter.
 	Meter metric.Meter
-	// Clock times the replay backoff and the background replays; nil
-	// means the real clock.
+	// Clock times the replay backoff and the background replays, the
+	// map's freshness and the phases of a slot's move (until, ended_at,
+	// the writes' end); nil means the real clock.
 	Clock clock.Clock
 	// Logger receives the source's failures and slot map changes; nil
 	// discards them.
@@ -144,7 +146,7 @@ func New(opts Options) (*Client, error) {
 	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}),
 		durable: !opts.Reverted.Reverted(revert.WarmWriteDurable),
 		order:   !opts.Reverted.Reverted(revert.GenerationOrder)}
-	m, err := newMetrics(opts.Meter, c.queueLengths)
+	m, err := newMetrics(opts.Meter, c.queueLengths, c.MapAge)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +160,9 @@ func (c *Client) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if c.opts.Source != nil {
 		wg.Go(func() {
-			c.opts.Source.Run(ctx, func(m *cachenodes.SlotMap) {
-				if err := c.SetSlotMap(m); err != nil {
-					c.opts.Logger.Warn("mcclient: cannot route by the new slot map; keeping the last", "generation", m.Generation(), "err", err)
+			c.opts.Source.Run(ctx, func(r cachenodes.SlotMapReading) {
+				if err := c.TakeReading(r); err != nil {
+					c.opts.Logger.Warn("mcclient: cannot route by the new slot map; keeping the last", "generation", r.Map.Generation(), "revision", r.Map.Revision(), "err", err)
 				}
 			}, func(err error) {
 				c.opts.Logger.Warn("mcclient: following the slot map failed", "err", err)
@@ -238,11 +240,12 @@ func (c *Client) queued() []*node {
 func slotOf(key string, slots int) int { return cachenodes.KeySlot(key, slots) }
 
 // Get reads key from the node of its slot. A vacant slot answers
-// memcache.ErrCacheMiss, and so does a node with queued deletes that are
-// not replayed first: the node still fails, its backoff has not passed, or
-// another goroutine is replaying them (a Get never waits for a replay).
-// While the slot warms, a miss is read again from the slot's old holder
-// and a hit there is copied into the node (see the package doc).
+// memcache.ErrCacheMiss, and so does a tombstone (see tombstone.go) and a
+// node with queued deletes that are not replayed first: the node still
+// fails, its backoff has not passed, or another goroutine is replaying
+// them (a Get never waits for a replay). While the slot warms and the
+// map is fresh, a miss is read again from the slot's old holder and a hit
+// there is copied into the node (see the package doc).
 func (c *Client) Get(key string) (*memcache.Item, error) {
 	r := c.route.Load()
 	if r == nil {
@@ -253,18 +256,24 @@ func (c *Client) Get(key string) (*memcache.Item, error) {
 	if n == nil || !n.ready() {
 		return nil, memcache.ErrCacheMiss
 	}
-	if r.warm == nil {
-		return n.be.Get(key)
+	w := r.warmOf(i)
+	if w == nil {
+		return missIfTombstone(n.be.Get(key))
 	}
-	w := r.warm[i]
 	mark := c.markFills(w, key)
 	it, err := n.be.Get(key)
-	if err == nil && c.suspectHit(mark) {
+	if err == nil {
+		if cachenodes.IsTombstone(it) {
+			return nil, memcache.ErrCacheMiss // a delete's: the old holder is not read
+		}
+		if !c.suspectHit(mark) {
+			return it, nil
+		}
 		it, err = nil, memcache.ErrCacheMiss // ask the old holder, below
 	}
 	if errors.Is(err, memcache.ErrCacheMiss) {
-		if w := c.activeWarm(r, i); w != nil {
-			return c.warmGet(n, w, key)
+		if now := c.sh.clock.Now(); c.readsSource(r, w, now) {
+			return c.warmGet(r, n, w, key)
 		}
 	}
 	return it, err
@@ -274,62 +283,38 @@ func (c *Client) Get(key string) (*memcache.Item, error) {
 // it was not there (or the slot is vacant: no node holds it). When the
 // node is unreachable the delete is queued for replay and the error wraps
 // ErrQueued (and the network error, when there was one). While the slot
-// warms, the delete goes to the slot's old holder first, then to the
-// node; the key was there when either had it; when the old holder did not
-// take it the error wraps ErrWarmSourceMissed (see the package doc).
+// changes holder the delete goes to the slot's holder, or old holder, and
+// sets the key's tombstone in the incoming node or new holder (see
+// warmwrite.go); when the slot has a warming object it returns nil
+// without telling whether the key was there. When the old holder did not
+// take it the error wraps ErrWarmSourceMissed, when the incoming node did
+// not, ErrIncomingMissed (see the package doc).
 func (c *Client) Delete(key string) error {
-	r := c.route.Load()
-	if r == nil {
-		return ErrNoSlotMap
-	}
-	i := slotOf(key, len(r.slots))
-	n := r.slots[i]
-	if n == nil {
-		return memcache.ErrCacheMiss
-	}
-	op := func(be Conn) error { return be.Delete(key) }
-	if r.warm != nil && c.durable {
-		defer c.beginWrite(r, i, key)()
-	}
-	warm := c.writeWarmSource(r, i, key, writeDelete, op)
-	if !n.ready() {
-		n.enqueue(key)
-		return withWarm(ErrQueued, warm.err)
-	}
-	err := op(n.be)
-	if Unreachable(err) {
-		n.unreachable(key)
-		return withWarm(fmt.Errorf("%w: %w", ErrQueued, err), warm.err)
-	}
-	if warm.err != nil {
-		return warm.err
-	}
-	if warm.had && errors.Is(err, memcache.ErrCacheMiss) {
-		return nil
-	}
-	return err
+	return c.write(key, writeDelete, func(be Conn) error { return be.Delete(key) })
 }
 
 // Set writes item to the node of its slot. It is an invalidating write:
 // when the node is unreachable a delete of the key is queued (the node may
 // hold an older value) and the error wraps ErrQueued. While the slot
-// warms, the item is set on the slot's old holder first, then on the node;
-// when the old holder did not take it the error wraps ErrWarmSourceMissed.
+// changes holder it goes to both holders, or leaves a tombstone (see
+// Delete).
 func (c *Client) Set(item *memcache.Item) error {
-	return c.write(item, writeSet, (Conn).Set)
+	return c.write(item.Key, writeSet, func(be Conn) error { return be.Set(item) })
 }
 
 // Replace is memcached's replace on the node of the item's slot; like Set,
 // an invalidating write, sent to a warming slot's old holder too. It is
 // stored when either had the key.
 func (c *Client) Replace(item *memcache.Item) error {
-	return c.write(item, writeReplace, (Conn).Replace)
+	return c.write(item.Key, writeReplace, func(be Conn) error { return be.Replace(item) })
 }
 
 // Add is memcached's add on the node of the item's slot (memcache.
-// ErrNotStored when the key is there). It only fills a miss, so a failed
-// Add queues nothing, and a warming slot's old holder does not get it:
-// the node answers reads first, and the old holder's own copy, if any, is
+// ErrNotStored when the key is there): during an announce the slot's
+// holder, while the slot warms its new holder. A tombstone is replaced,
+// by cas on it, as a miss would be. It only fills a miss, so a failed Add
+// queues nothing, and a warming slot's old holder does not get it: the
+// node answers reads first, and the old holder's own copy, if any, is
 // kept in step by the sets and deletes it gets.
 func (c *Client) Add(item *memcache.Item) error {
 	r := c.route.Load()
@@ -343,60 +328,33 @@ func (c *Client) Add(item *memcache.Item) error {
 	if !n.ready() {
 		return memcache.ErrNotStored
 	}
-	return n.be.Add(item)
+	return addOverTombstone(n.be, item)
 }
 
-// write runs op, an invalidating write of kind, on the node of item's
-// slot, queuing a delete of the key when the node is unreachable. It runs
-// on the slot's warm source first, while the client writes it.
-func (c *Client) write(item *memcache.Item, kind warmWriteKind, op func(Conn, *memcache.Item) error) error {
+// write runs op, an invalidating write of key of kind, in the key's slot:
+// on its holder, queuing a delete of the key when the holder is
+// unreachable, and, while the slot changes holder, on the other node as
+// warmwrite.go says.
+func (c *Client) write(key string, kind warmWriteKind, op func(Conn) error) error {
 	r := c.route.Load()
 	if r == nil {
 		return ErrNoSlotMap
 	}
-	i := slotOf(item.Key, len(r.slots))
+	i := slotOf(key, len(r.slots))
 	n := r.slots[i]
+	if b := r.incomingOf(i); b != nil {
+		return c.writeAnnounced(n, b, key, kind, op)
+	}
 	if n == nil {
+		if kind == writeDelete {
+			return memcache.ErrCacheMiss
+		}
 		return ErrVacantSlot
 	}
-	if r.warm != nil && c.durable {
-		defer c.beginWrite(r, i, item.Key)()
+	if w := r.warmOf(i); w != nil {
+		return c.writeMoving(n, w, key, kind, op, c.sh.clock.Now())
 	}
-	warm := c.writeWarmSource(r, i, item.Key, kind, func(be Conn) error { return op(be, item) })
-	if !n.ready() {
-		n.enqueue(item.Key)
-		return withWarm(ErrQueued, warm.err)
-	}
-	err := op(n.be, item)
-	if Unreachable(err) {
-		n.unreachable(item.Key)
-		return withWarm(fmt.Errorf("%w: %w", ErrQueued, err), warm.err)
-	}
-	if warm.err != nil {
-		return warm.err
-	}
-	if warm.had && errors.Is(err, memcache.ErrNotStored) {
-		return nil // a replace of a key only the old holder had yet
-	}
-	return err
-}
-
-// withWarm returns err, joined with warmErr (the warm source's) when
-// there is one.
-func withWarm(err, warmErr error) error {
-	if warmErr == nil {
-		return err
-	}
-	return errors.Join(err, warmErr)
-}
-
-// beginWrite marks a write of key in slot i under way for the fills of
-// the slot's warming (see warmGuard), until the returned func runs.
-func (c *Client) beginWrite(r *routing, i int, key string) func() {
-	if w := r.warm[i]; w != nil {
-		return w.st.guard.beginWrite(key)
-	}
-	return func() {}
+	return c.writeNode(n, key, op)
 }
 
 // NodeFor returns the node of key's slot, and false when the slot is

@@ -6,15 +6,29 @@
 // sends a key to another slot's node. Until it has a map every operation
 // fails with ErrNoSlotMap; Client.WaitForSlotMap waits for the first.
 //
-// # Generation order
+// # Map order and freshness
 //
-// The client never takes a map whose generation is lower than that of the
-// map it routes by: SetSlotMap refuses it with ErrOlderGeneration and
-// changes nothing, and both followers skip it (reporting the error), the
+// A Source delivers a cachenodes.SlotMapReading on every successful read,
+// changed or not: the map and when the answering replica last read it
+// from Consul (HTTPFollower: the answer's arrival less its X-Mcrib-Map-Age;
+// SlotMapFollower: its own query's answer). Client.TakeReading takes the
+// map only when its (generation, revision) is higher than that of the map
+// it routes by (cachenodes.MapOrder): a lower one is refused with
+// ErrOlderGeneration and changes nothing, and the followers skip it, the
 // HTTP follower moving on to another replica. A replica cut off from
-// Consul serves its last map; routing by it would send a slot back to a
-// node that nobody invalidates any more. A map of the same generation is
-// taken: warming and spares change without a new generation.
+// Consul serves its last map; routing by an older map would send a slot
+// back to a node that nobody invalidates any more. The same map read again
+// only counts as fresh again. SetSlotMap takes a map as read now.
+//
+// The map is fresh while it is under cachenodes.FreshFor (10 s) old by the
+// client's clock (Options.Clock), counted from that read (a reading of
+// unknown age is not fresh): Client.MapAge, Client.MapFresh and the gauge
+// mcrib_client_map_age_seconds say so. Both followers ask with a wait of at
+// most cachenodes.FollowWait (5 s), so a map that does not change stays
+// fresh while a replica reaches Consul; the HTTP follower leaves a replica
+// whose map is older than that (ErrStaleReplica). A client whose map is not
+// fresh reads no warming slot's old holder and makes no warm fill; it
+// routes everything else alike.
 //
 // # Delete replay
 //
@@ -38,12 +52,17 @@
 //     is sent; the next replay waits a
 //     backoff on the injected clock. Run also replays queues in the
 //     background, so a queue drains even when nothing reads its node.
+//   - While the map names a node as a slot's incoming node, or as the new
+//     holder of a slot with a warming object, its queue is replayed as
+//     tombstones (see below), not deletes.
 //   - Slot moves: a node that leaves every slot keeps its queue and is
 //     still replayed to in the background (a client with an earlier map may
-//     still read it; this one does not). When it is placed in a slot again
-//     mcrib has flushed it (every placement flushes the spare), so its queue
-//     is dropped (reason="node_flushed"); so is the queue of a node that
-//     leaves the map altogether (reason="node_gone").
+//     still read it; this one does not). When it is announced or placed in
+//     a slot again mcrib has flushed it (every placement flushes the spare
+//     before its announce), so its queue is dropped (reason="node_flushed");
+//     so is the queue of a node that leaves the map altogether
+//     (reason="node_gone"). An incoming node that becomes the slot's holder
+//     keeps its queue: its tombstones are still owed.
 //   - Client.Replay replays every queue in the caller's goroutine, for
 //     callers that drive the client without Run.
 //
@@ -51,58 +70,75 @@
 // long as no key was dropped: with this client, and only then, mcrib's
 // --flush-after-unreachable may be raised above 0s (see the README).
 //
-// # Warm moves
+// # Moves without a stale read
 //
-// While a slot warms (the slot map names its previous holder in a warming
-// object) the client keeps the client guarantee: no client reads a value
-// that a completed delete or set replaced.
+// A slot changes holder in steps: its new node B is announced (the map's
+// incoming) for 12 s, then the slot moves to it, warm from its old holder
+// A (the map's warming object) or cold; a warming ends at its until or
+// sooner (ended_at), and its object stays in the map 12 s more. The client
+// keeps the guarantee that no client whose map is fresh reads a value that
+// a completed delete or set replaced, whichever map the other routes by.
+// By the client's clock (docs/clients.md, "Moves without a stale read"):
 //
-//   - Get reads the slot's new holder and, on a miss, the old one, until
-//     the warming's until by the client's clock (Options.Clock). A hit
-//     there is stored into the new holder with memcached's add (never
-//     over a value the new holder got meanwhile) and the expiry
-//     Options.WarmTTL (default DefaultWarmTTL, one hour: set it to the
-//     --warm-ttl of `mcrib serve`), then the old holder is read once more
-//     and, if the key is gone from it (a delete raced with the copy), the
-//     copy is deleted from the new holder and the Get misses. GetMulti does
-//     the same per key, one request per old holder.
-//   - Set, Replace and Delete go to the old holder first, then to the new
-//     one, until until plus ClockSkew by the client's clock (a client whose
-//     clock is behind still reads the old holder); after until, and for a
-//     warming that a later map ended early while the slot kept its holder,
-//     the old holder gets a delete of the key. The result is the new
-//     holder's (a Delete or Replace counts the key as there when either had
-//     it), and success only when the old holder acknowledged too: when it
-//     did not (it did not answer, or has deletes queued it cannot take
-//     first), the new holder still gets the write, a delete of the key is
-//     queued for the old holder and replayed when it answers, and the
-//     error wraps ErrWarmSourceMissed and ErrQueued. Add goes to the new
-//     holder only: it fills a miss, and the new holder answers reads
-//     first.
-//   - The client stops reading the old holder at until, or at once when a
+//   - Announce: Get and Add go to the slot's holder A only. Set, Replace
+//     and Delete go to A (a delete as a delete) and leave the key's
+//     tombstone in B; they succeed only when both took their part (else
+//     the error wraps ErrQueued, and ErrIncomingMissed when B did not).
+//   - Warming (the object there, before until, no ended_at): Get reads B
+//     and, on a miss (not a tombstone) while the map is fresh, A. A hit
+//     there is stored into B with memcached's add (never over a value or a
+//     tombstone) and the expiry Options.WarmTTL (default DefaultWarmTTL,
+//     one hour: set it to the --warm-ttl of `mcrib serve`), sent within
+//     cachenodes.FillWithin of the read of A and while the map is fresh
+//     (else dropped); then A is read once more and a copy it no longer
+//     holds as it was is undone with a tombstone, and the Get misses.
+//     GetMulti does the same per key, one request per old holder. Set and
+//     Replace go to A first, then to B; Delete deletes at A and leaves the
+//     tombstone in B; success only when both took it. Add goes to B only.
+//   - Ended (ended_at, or until passed) until ended_at (or until) plus
+//     cachenodes.WarmWriteGrace: Get reads B only; Set and Replace go to B
+//     and send A a delete of the key; Delete deletes at A and leaves the
+//     tombstone in B; a failure at A fails the write. After that, until
+//     the object is removed, B only, a delete still as a tombstone.
+//   - When A does not take its part (it did not answer, or has deletes
+//     queued it cannot take first), B still gets the write, a delete of
+//     the key is queued for A and replayed when it answers, and the error
+//     wraps ErrWarmSourceMissed and ErrQueued. A Delete in a slot with a
+//     warming object answers nil when it is done, found or not (B got a
+//     tombstone and cannot tell).
+//   - The client stops reading A at until or ended_at, or at once when a
 //     write to it failed, it did not answer a read, or it has queued
-//     deletes it cannot replay first. This is remembered per slot and old
-//     holder across slot maps.
-//   - Within the client a fill and a write of the same key do not trust
-//     each other: a fill does not copy over a write under way or begun
-//     since it read the old holder, and a hit on the new holder while a
-//     fill of the key is unchecked is read through the old holder instead.
-//     Between clients the check after the copy is all there is: another
-//     client's read in the instant between one client's add and its check
-//     can still see a copy of a value deleted meanwhile (memcached cannot
-//     make the add conditional on the old holder's state).
+//     deletes it cannot replay first. That is shared by every table in
+//     which the same A warms the same B (a slot and its twin, the tables
+//     before and after a resize's doubling write), and so are the fills
+//     and writes under way: within the client a fill does not copy over a
+//     write of its key under way or begun since it read A, and a hit on B
+//     while a fill of the key is unchecked is read through A instead.
+//   - A map that removes a warming object sooner (an older leader did) does
+//     not end the writes to A: they go on until the warming's until plus
+//     WarmWriteGrace, also when A keeps a slot of its own (a split's
+//     source) and in a table of another length.
 //
-// So a key deleted during the warming never comes back from the old
-// holder: the delete reached it, or the Delete returned an error and the
-// replay will.
+// # Tombstones
+//
+// From the announce until the warming object is removed nothing sends
+// delete to B: a delete there (the client's own, a replay, the undo of a
+// copy) sets the key's tombstone, cachenodes.TombstoneItem (the value
+// "mcrib-tombstone", flags 0, 15 s), so that no copy made with add lands
+// over it. The client reads a tombstone as a miss in every slot at any time
+// (Get, GetMulti; a Get that finds one does not read A), and its Add
+// replaces one only by cas on it (Conn.CompareAndSwap). Other clients
+// (mcrouter, twemproxy, plain gomemcache) read a tombstone as a value for
+// up to its 15 s.
 //
 // gomemcache's CompareAndSwap, Touch, Increment and Decrement are not
 // offered by the client, so there is nothing more to route.
 //
 // # Hot path
 //
-// The routing table is immutable and swapped with one atomic pointer store
-// when the map changes: a Get takes no lock (a warm fill looks at the old
-// holder's queue under its lock, briefly), allocates nothing beyond what
-// gomemcache allocates, and is never held up by a map change.
+// The routing table is immutable (but for its map's freshness, one atomic
+// word) and swapped with one atomic pointer store when the map changes: a
+// Get takes no lock (a warm fill looks at the old holder's queue under its
+// lock, briefly), allocates nothing beyond what gomemcache allocates, and
+// is never held up by a map change.
 package mcclient

@@ -15,7 +15,8 @@ import (
 // not reach its node because the node is unreachable (or still has
 // invalidations waiting): a delete of the key is queued and will be
 // replayed when the node answers, and before this client reads the node
-// again. The write did not complete: until the replay, another client
+// again (a tombstone instead of the delete while the node is a slot's
+// incoming node or a warming slot's new holder). The write did not complete: until the replay, another client
 // that reaches the node may still read the value it replaced there. A
 // caller that only wants the key invalidated in time may treat it as
 // success; one that needs the replaced value gone everywhere retries.
@@ -31,6 +32,16 @@ var ErrQueued = errors.New("mcclient: the node is unreachable; a delete of the k
 // replaced. Retry the write until it returns nil, or treat the key as not
 // yet invalidated.
 var ErrWarmSourceMissed = errors.New("mcclient: the warming slot's old holder did not take the write")
+
+// ErrIncomingMissed is wrapped, beside ErrQueued, by the error of a
+// Delete, Set or Replace of a key in a slot announced to a new node
+// (the map's incoming) when that node did not take the key's tombstone:
+// it did not answer, or had tombstones queued that it could not take
+// first. The slot's holder has the write; the tombstone is queued for the
+// incoming node and replayed when it answers. Until then a copy of the
+// value the write replaced may be made into the node once it serves.
+// Retry the write until it returns nil.
+var ErrIncomingMissed = errors.New("mcclient: the slot's incoming node did not take the tombstone")
 
 // ErrNoSlotMap is returned by every operation before the client has a slot
 // map; Client.WaitForSlotMap waits for the first.

@@ -33,16 +33,21 @@ type fakeNode struct {
 	addr     string
 	down     bool
 	items    map[string][]byte
-	exps     map[string]int32 // the expiry each item was stored with
-	deletes  []string         // every delete that reached the node, in order
-	calls    int              // every call, answered or not
-	onDelete chan string      // when set, gets every delete that reached the node
+	exps     map[string]int32  // the expiry each item was stored with
+	cas      map[string]uint64 // each item's CAS unique
+	casSeq   uint64
+	deletes  []string    // every delete that reached the node, in order
+	calls    int         // every call, answered or not
+	onDelete chan string // when set, gets every delete that reached the node
 	// beforeAdd, when set, runs at the start of every Add, outside the
 	// lock: tests race other operations with a warm fill there.
 	beforeAdd func(key string)
 	// afterAdd, when set, runs after every Add that stored, outside the
 	// lock, before the Add returns.
 	afterAdd func(key string)
+	// afterGet, when set, runs after every Get that answered, outside
+	// the lock, before the Get returns.
+	afterGet func(key string)
 }
 
 func (f *fakeNode) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
@@ -56,6 +61,14 @@ func (f *fakeNode) call() error {
 }
 
 func (f *fakeNode) Get(key string) (*memcache.Item, error) {
+	it, err := f.get(key)
+	if f.afterGet != nil && (err == nil || err == memcache.ErrCacheMiss) {
+		f.afterGet(key)
+	}
+	return it, err
+}
+
+func (f *fakeNode) get(key string) (*memcache.Item, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call(); err != nil {
@@ -65,7 +78,7 @@ func (f *fakeNode) Get(key string) (*memcache.Item, error) {
 	if !ok {
 		return nil, memcache.ErrCacheMiss
 	}
-	return &memcache.Item{Key: key, Value: v}, nil
+	return &memcache.Item{Key: key, Value: v, CasID: f.cas[key]}, nil
 }
 
 func (f *fakeNode) GetMulti(keys []string) (map[string]*memcache.Item, error) {
@@ -90,10 +103,40 @@ func (f *fakeNode) Set(it *memcache.Item) error {
 	}
 	f.items[it.Key] = it.Value
 	if f.exps == nil {
-		f.exps = map[string]int32{}
+		f.exps, f.cas = map[string]int32{}, map[string]uint64{}
 	}
 	f.exps[it.Key] = it.Expiration
+	f.casSeq++
+	f.cas[it.Key] = f.casSeq
 	return nil
+}
+
+// CompareAndSwap stores it when the key's CAS unique is still it.CasID.
+func (f *fakeNode) CompareAndSwap(it *memcache.Item) error {
+	f.mu.Lock()
+	if err := f.call(); err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	f.calls-- // counted again by Set
+	_, ok := f.items[it.Key]
+	cas := f.cas[it.Key]
+	f.mu.Unlock()
+	switch {
+	case !ok:
+		return memcache.ErrCacheMiss
+	case cas != it.CasID:
+		return memcache.ErrCASConflict
+	}
+	return f.Set(it)
+}
+
+// tombstoned reports whether the node holds key's tombstone.
+func (f *fakeNode) tombstoned(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.items[key]
+	return ok && string(v) == cachenodes.TombstoneValue
 }
 
 func (f *fakeNode) Add(it *memcache.Item) error {
@@ -154,6 +197,22 @@ func (f *fakeFleet) node(addr string) *fakeNode {
 		f.nodes[addr] = n
 	}
 	return n
+}
+
+// expireTombstones takes every tombstone out of every node of the fleet,
+// as memcached does once cachenodes.TombstoneTTL has passed.
+func (f *fakeFleet) expireTombstones() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.nodes {
+		n.mu.Lock()
+		for k, v := range n.items {
+			if string(v) == cachenodes.TombstoneValue {
+				delete(n.items, k)
+			}
+		}
+		n.mu.Unlock()
+	}
 }
 
 // testClient is a client over fake nodes, on a fake clock, with a metric

@@ -5,16 +5,19 @@ import (
 	"sync"
 
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // GetMulti reads keys, each from the node of its slot, one request per
-// node, the nodes in parallel. Keys of vacant slots, and of nodes whose
-// queued deletes cannot be replayed first, are misses: they are absent
-// from the map. While a slot warms, the keys its node answered as misses
-// are read again from the slot's old holder, one request per old holder,
-// and each hit is copied into the node as Get does. The map holds every
-// hit even when some node fails; the error is then the failures joined.
-// It is non-nil when the error is nil.
+// node, the nodes in parallel. Keys of vacant slots, keys whose value is
+// a tombstone, and keys of nodes whose queued deletes cannot be replayed
+// first, are misses: they are absent from the map. While a slot warms and
+// the map is fresh, the keys its node answered as misses (not those it
+// answered with a tombstone) are read again from the slot's old holder,
+// one request per old holder, and each hit is copied into the node as Get
+// does. The map holds every hit even when some node fails; the error is
+// then the failures joined. It is non-nil when the error is nil.
 func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 	r := c.route.Load()
 	if r == nil {
@@ -49,20 +52,25 @@ func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			for k, it := range items {
-				out[k] = it
+				if !cachenodes.IsTombstone(it) {
+					out[k] = it
+				}
 			}
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			if r.warm != nil {
-				for j, k := range ks {
-					if items[k] == nil {
-						missed = append(missed, k)
-					} else if c.suspectHit(marks[j]) {
-						delete(out, k) // read through the old holder, as Get does
-						missed = append(missed, k)
-					}
+			if r.warm == nil {
+				return
+			}
+			for j, k := range ks {
+				switch it := items[k]; {
+				case r.warm[slotOf(k, len(r.slots))] == nil, cachenodes.IsTombstone(it):
+				case it == nil:
+					missed = append(missed, k)
+				case c.suspectHit(marks[j]):
+					delete(out, k) // read through the old holder, as Get does
+					missed = append(missed, k)
 				}
 			}
 		})
@@ -75,19 +83,20 @@ func (c *Client) GetMulti(keys []string) (map[string]*memcache.Item, error) {
 }
 
 // warmGetMulti reads keys, misses of their slots' nodes, from the slots'
-// warm sources in use, one request per source in parallel, and adds to out
-// every hit that fill lets through. Keys with a write under way in this
-// client are not read (see warmGet).
+// warm sources the client reads now, one request per source in parallel,
+// and adds to out every hit that fill lets through. Keys with a write
+// under way in this client are not read (see warmGet).
 func (c *Client) warmGetMulti(r *routing, keys []string, out map[string]*memcache.Item) {
 	type group struct {
 		n     *node
 		keys  []string
 		marks map[string]guardMark
 	}
+	now := c.sh.clock.Now()
 	bySource := map[*warmSource]*group{}
 	for _, k := range keys {
 		i := slotOf(k, len(r.slots))
-		if w := c.activeWarm(r, i); w != nil {
+		if w := r.warm[i]; c.readsSource(r, w, now) {
 			g := bySource[w]
 			if g == nil {
 				g = &group{n: r.slots[i], marks: map[string]guardMark{}}
@@ -118,12 +127,13 @@ func (c *Client) warmGetMulti(r *routing, keys []string, out map[string]*memcach
 					return
 				}
 			}
+			readAt := c.sh.clock.Now()
 			items, err := w.n.be.GetMulti(ks)
 			if Unreachable(err) {
 				w.st.off.Store(true)
 			}
 			for _, it := range items {
-				if c.fill(g.n, w, it, g.marks[it.Key]) {
+				if !cachenodes.IsTombstone(it) && c.fill(r, g.n, w, it, g.marks[it.Key], readAt) {
 					mu.Lock()
 					out[it.Key] = it
 					mu.Unlock()

@@ -23,7 +23,8 @@ type fakeSlotMapAPI struct {
 	mu      sync.Mutex
 	body    []byte
 	index   uint64
-	down    bool // answer 503
+	age     string // X-Mcrib-Map-Age; "" is "0", "-" none
+	down    bool   // answer 503
 	changed chan struct{}
 	queries []string
 }
@@ -64,7 +65,7 @@ func (f *fakeSlotMapAPI) set(t *testing.T, m *cachenodes.SlotMap, index uint64) 
 func (f *fakeSlotMapAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.queries = append(f.queries, r.URL.RawQuery)
-	body, index, changed, down := f.body, f.index, f.changed, f.down
+	body, index, changed, down, age := f.body, f.index, f.changed, f.down, f.age
 	f.mu.Unlock()
 	if down {
 		http.Error(w, "down", http.StatusServiceUnavailable)
@@ -86,7 +87,40 @@ func (f *fakeSlotMapAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("X-Mcrib-Index", strconv.FormatUint(index, 10))
+	switch age {
+	case "":
+		w.Header().Set("X-Mcrib-Map-Age", "0")
+	case "-":
+	default:
+		w.Header().Set("X-Mcrib-Map-Age", age)
+	}
 	w.Write(body)
+}
+
+// setAge sets the X-Mcrib-Map-Age the replica answers ("-": none).
+func (f *fakeSlotMapAPI) setAge(age string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.age = age
+}
+
+// changes returns onRead for a follower's Run that sends every map that
+// differs from the last one sent on maps, and every reading on readings
+// (when not nil; dropped when full).
+func changes(maps chan<- *cachenodes.SlotMap, readings chan<- cachenodes.SlotMapReading) func(cachenodes.SlotMapReading) {
+	var last *cachenodes.SlotMap
+	return func(r cachenodes.SlotMapReading) {
+		if readings != nil {
+			select {
+			case readings <- r:
+			default:
+			}
+		}
+		if r.Map != last {
+			last = r.Map
+			maps <- r.Map
+		}
+	}
 }
 
 func TestHTTPFollower(t *testing.T) {
@@ -104,7 +138,7 @@ func TestHTTPFollower(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.Run(ctx, func(m *cachenodes.SlotMap) { maps <- m }, func(err error) {
+		f.Run(ctx, changes(maps, nil), func(err error) {
 			select {
 			case errs <- err:
 			default:
@@ -149,17 +183,25 @@ func TestHTTPFollower(t *testing.T) {
 	}
 }
 
-// follow runs f until the test ends and returns the maps it delivers and
-// the errors it reports (the first 100).
+// follow runs f until the test ends and returns the maps it delivers
+// (each once) and the errors it reports (the first 100).
 func follow(t *testing.T, f *HTTPFollower) (<-chan *cachenodes.SlotMap, <-chan error) {
+	t.Helper()
+	maps, _, errs := followReadings(t, f)
+	return maps, errs
+}
+
+// followReadings is follow, with every reading (the first 100) too.
+func followReadings(t *testing.T, f *HTTPFollower) (<-chan *cachenodes.SlotMap, <-chan cachenodes.SlotMapReading, <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	maps := make(chan *cachenodes.SlotMap, 10)
+	readings := make(chan cachenodes.SlotMapReading, 100)
 	errs := make(chan error, 100)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.Run(ctx, func(m *cachenodes.SlotMap) { maps <- m }, func(err error) {
+		f.Run(ctx, changes(maps, readings), func(err error) {
 			select {
 			case errs <- err:
 			default:
@@ -167,7 +209,7 @@ func follow(t *testing.T, f *HTTPFollower) (<-chan *cachenodes.SlotMap, <-chan e
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return maps, errs
+	return maps, readings, errs
 }
 
 // delivered returns the next map delivered, failing after 10s.
@@ -338,4 +380,131 @@ func TestNewHTTPFollowerChecksOptions(t *testing.T) {
 			t.Errorf("NewHTTPFollower(%+v) accepted", o)
 		}
 	}
+}
+
+// TestHTTPFollowerReadings: every answer is a reading, changed or not (a
+// blocking read whose wait ran out too), timed when it arrived less its
+// X-Mcrib-Map-Age; and a wait above FollowWait is asked as FollowWait.
+func TestHTTPFollowerReadings(t *testing.T) {
+	leakcheck.Check(t)
+	api := &fakeSlotMapAPI{}
+	api.setAge("1500")
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	api.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
+	f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, readings, errs := followReadings(t, f)
+	var got []cachenodes.SlotMapReading
+	for len(got) < 3 {
+		select {
+		case r := <-readings:
+			got = append(got, r)
+		case err := <-errs:
+			t.Fatalf("reported %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d readings, want 3 (one per answer, changed or not)", len(got))
+		}
+	}
+	for i, r := range got {
+		if r.Map != got[0].Map || r.Map.Generation() != 4 {
+			t.Errorf("reading %d: map %p generation %d, want the first map again", i, r.Map, r.Map.Generation())
+		}
+		if lo, hi := start.Add(-1500*time.Millisecond), time.Now().Add(-1500*time.Millisecond); r.ReadAt.Before(lo) || r.ReadAt.After(hi) {
+			t.Errorf("reading %d: read at %v, want the answer's arrival less 1.5 s (between %v and %v)", i, r.ReadAt, lo, hi)
+		}
+	}
+	for _, q := range api.queried() {
+		if strings.Contains(q, "index=") && !strings.HasSuffix(q, "&wait=100ms") {
+			t.Errorf("query %q, want wait=100ms", q)
+		}
+	}
+
+	long, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.watch.WaitTime != cachenodes.FollowWait {
+		t.Errorf("WaitTime of a minute asked as %v, want FollowWait", long.watch.WaitTime)
+	}
+	if def, _ := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL}); def.watch.WaitTime != cachenodes.FollowWait {
+		t.Errorf("the default WaitTime is %v, want FollowWait", def.watch.WaitTime)
+	}
+}
+
+// TestHTTPFollowerStaleReplica: an answer whose map is older than
+// FollowWait, or of unknown age, is delivered with its age (none: not
+// fresh) and reported as ErrStaleReplica; with several replicas the
+// follower moves on to one whose map is fresh and sticks to it, with one
+// it follows that one all the same.
+func TestHTTPFollowerStaleReplica(t *testing.T) {
+	leakcheck.Check(t)
+	for _, age := range []string{"6000", "-", "soon"} {
+		t.Run("age "+age, func(t *testing.T) {
+			cut, ok := &fakeSlotMapAPI{}, &fakeSlotMapAPI{}
+			cut.setAge(age)
+			s1, s2 := httptest.NewServer(cut), httptest.NewServer(ok)
+			t.Cleanup(s1.Close)
+			t.Cleanup(s2.Close)
+			cut.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
+			ok.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
+			f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{s1.URL, s2.URL}, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, readings, errs := followReadings(t, f)
+			first := <-readings
+			if want := age == "6000"; first.ReadAt.IsZero() == want || (want && time.Since(first.ReadAt) < 6*time.Second) {
+				t.Errorf("the stale replica's reading was read at %v, want %s", first.ReadAt, map[bool]string{true: "6 s before it arrived", false: "zero (unknown)"}[want])
+			}
+			if err := reported(t, errs, ErrStaleReplica); !strings.Contains(err.Error(), s1.URL) {
+				t.Errorf("reported %q, want it to name the stale replica", err)
+			}
+			for range 3 {
+				if r := <-readings; r.ReadAt.IsZero() || time.Since(r.ReadAt) > time.Second {
+					t.Fatalf("a reading after the move read at %v, want the fresh replica's", r.ReadAt)
+				}
+			}
+			before := len(cut.queried())
+			for range 2 {
+				<-readings
+			}
+			if n := len(cut.queried()); n != before {
+				t.Errorf("the follower went back to the stale replica (%d more queries) while the other answered fresh", n-before)
+			}
+		})
+	}
+	t.Run("one replica", func(t *testing.T) {
+		cut := &fakeSlotMapAPI{}
+		cut.setAge("-")
+		srv := httptest.NewServer(cut)
+		t.Cleanup(srv.Close)
+		cut.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps, readings, errs := followReadings(t, f)
+		delivered(t, maps, "the map of unknown age")
+		reported(t, errs, ErrStaleReplica)
+		cut.set(t, slotMap(t, 5, []string{"b", "a"}), 4)
+		if m := delivered(t, maps, "the next map from the one replica"); m.Generation() != 5 {
+			t.Fatalf("delivered generation %d, want 5", m.Generation())
+		}
+		if r := <-readings; !r.ReadAt.IsZero() {
+			t.Errorf("a reading without X-Mcrib-Map-Age was read at %v, want zero", r.ReadAt)
+		}
+		blocking := 0
+		for _, q := range cut.queried() {
+			if strings.Contains(q, "index=") {
+				blocking++
+			}
+		}
+		if blocking == 0 {
+			t.Errorf("no blocking read of the one replica among %q", cut.queried())
+		}
+	})
 }

@@ -4,22 +4,27 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/backoff"
 )
 
 // Conn is what the client needs of one node's memcache connection;
 // *memcache.Client has it. Options.Dial makes one per node address; tests
-// and simulators pass their own.
+// and simulators pass their own. Get and GetMulti answer each item with
+// its CAS unique (CasID, memcached's gets), which CompareAndSwap takes
+// back: the client's Add replaces a tombstone only so.
 type Conn interface {
 	Get(key string) (*memcache.Item, error)
 	GetMulti(keys []string) (map[string]*memcache.Item, error)
 	Set(item *memcache.Item) error
 	Add(item *memcache.Item) error
 	Replace(item *memcache.Item) error
+	CompareAndSwap(item *memcache.Item) error
 	Delete(key string) error
 	Close() error
 }
@@ -46,6 +51,11 @@ type node struct {
 	be       Conn
 	q        *replayQueue
 	sh       *shared
+	// tombs is set while the client's map names the node as a slot's
+	// incoming node or as the new holder of a slot with a warming object:
+	// nothing sends it a delete then, and its queue is replayed as
+	// tombstones (see replay).
+	tombs atomic.Bool
 
 	// replayMu is held by the one goroutine replaying the queue; others do
 	// not wait for it.
@@ -73,9 +83,10 @@ func (n *node) ready() bool {
 }
 
 // replay sends the queued deletes in order until the queue is empty (true)
-// or the node fails to answer (false: the next try waits a backoff). It
-// returns false at once while another goroutine replays or the backoff
-// has not passed.
+// or the node fails to answer (false: the next try waits a backoff), each
+// as a tombstone (cachenodes.TombstoneItem) while the node takes
+// tombstones instead of deletes (see node.tombs). It returns false at once
+// while another goroutine replays or the backoff has not passed.
 func (n *node) replay() bool {
 	if !n.replayMu.TryLock() {
 		return false
@@ -90,7 +101,7 @@ func (n *node) replay() bool {
 			n.bo.Reset()
 			return true
 		}
-		err := n.be.Delete(key)
+		err := n.invalidate(key)
 		if err != nil && (Unreachable(err) || errors.Is(err, memcache.ErrServerError)) {
 			n.retryAt = n.sh.clock.Now().Add(n.bo.Next())
 			return false
@@ -98,6 +109,15 @@ func (n *node) replay() bool {
 		n.q.Pop(key)
 		n.sh.metrics.replayed(n.id)
 	}
+}
+
+// invalidate sends the node what takes key's value out of it: a delete,
+// or a tombstone while the node takes tombstones.
+func (n *node) invalidate(key string) error {
+	if n.tombs.Load() {
+		return n.be.Set(cachenodes.TombstoneItem(key))
+	}
+	return n.be.Delete(key)
 }
 
 // unreachable queues a delete of key after an operation found the node

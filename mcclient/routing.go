@@ -1,74 +1,66 @@
 package mcclient
 
 import (
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
 )
 
-// routing is the immutable routing table of one slot map.
+// routing is the routing table of one slot map. It is immutable but for
+// readAt, the map's freshness, which a reading of the same map moves on.
 type routing struct {
 	m       *cachenodes.SlotMap
 	slots   []*node // by slot; nil when vacant
 	holders []*node // every node with a slot, once
-	// warm is each slot's warm source (see warm.go); nil when no slot
-	// warms, else nil for each slot that does not.
+	// warm is each slot's warming object (see warm.go); nil when no slot
+	// has one, else nil for each slot that has none.
 	warm []*warmSource
+	// incoming is each slot's incoming node (an announce); nil when no
+	// slot has one, else nil for each slot that has none.
+	incoming []*node
+	// readAt is when the map was last read from Consul, in Unix
+	// nanoseconds by the client's clock (see fresh.go).
+	readAt atomic.Int64
 }
 
-// SetSlotMap makes the client route by m, with one atomic swap: operations
-// under way finish on the table they started with, and none waits for the
-// swap. A node keeps its connections while its ID and address stay the
-// same, and its replay queue while its ID does (a queue follows its node
-// to a new address). A node that leaves every slot keeps its queue (Run
-// and Replay still replay it); when it is placed again (mcrib flushed it
-// first) or leaves the map, its queue is dropped. A slot's warm source (the map's warming
-// object) is kept as a node too, with its connections and queue, and
-// remembers across maps, for as long as the same node warms the same slot,
-// that a write to it failed; when a later map ends the warming early while
-// the slot keeps its holder, the client goes on sending the slot's writes
-// to the old holder until the warming's until plus ClockSkew (a client
-// with the earlier map may still read it). On an error (an address that
-// does not resolve, a nil map, a map of a lower generation than the
-// current one: ErrOlderGeneration) nothing changes. A map of the same
-// generation is taken: warming and spares change without a new one.
-func (c *Client) SetSlotMap(m *cachenodes.SlotMap) error {
-	if m == nil {
-		return errors.New("mcclient: setting a nil slot map")
-	}
-	retired, err := c.setSlotMap(m)
-	// Outside the lock (a Conn may call the client), in the order of the
-	// nodes' IDs (a simulation replays the same calls every time).
-	slices.SortFunc(retired, func(a, b *node) int { return strings.Compare(a.id, b.id) })
-	for _, n := range retired {
-		n.be.Close()
-	}
-	return err
-}
-
-// setSlotMap is SetSlotMap under the client's lock; it returns the nodes
-// whose connections the new table no longer uses, for the caller to
-// close.
-func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) {
+// setSlotMap is TakeReading under the client's lock: m read at at
+// (ageKnown: the reader said when; else at is a made-up time that is not
+// fresh), now
+// by the client's clock. It returns the nodes whose connections the new
+// table no longer uses, for the caller to close.
+func (c *Client) setSlotMap(m *cachenodes.SlotMap, at time.Time, ageKnown bool, now time.Time) (retired []*node, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.route.Load()
+	take := old == nil || !old.m.Equal(m)
 	if c.order && old != nil {
-		if err := cachenodes.CheckGeneration(old.m, m); err != nil {
+		if take, err = cachenodes.MapOrder(old.m, m); err != nil {
 			return nil, fmt.Errorf("mcclient: setting the slot map: %w", err)
 		}
 	}
-	held := map[string]bool{} // IDs with a slot in the old map
+	if !take {
+		// The map the client routes by, read again.
+		if ageKnown && at.UnixNano() > old.readAt.Load() {
+			old.readAt.Store(at.UnixNano())
+		}
+		return nil, nil
+	}
+	held := map[string]bool{} // IDs with a slot, or announced to one, in the old map
 	if old != nil {
 		for _, n := range old.holders {
 			held[n.id] = true
 		}
+		for _, n := range old.incoming {
+			if n != nil {
+				held[n.id] = true
+			}
+		}
 	}
 
 	r := &routing{m: m, slots: make([]*node, m.NumSlots())}
+	r.readAt.Store(at.UnixNano())
 	fresh := map[string]*node{} // nodes made for this map, not yet known
 	// known returns the node of nd: the client's own while its address
 	// stays, else a fresh one (which takes over its queue).
@@ -113,8 +105,39 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) 
 		r.slots[i] = n
 		r.holders = append(r.holders, n)
 	}
-	inMap := map[string]bool{}   // spares and warm sources
-	warming := map[string]bool{} // warm sources, and those remembered for writes
+	keep := map[string]bool{}  // incoming nodes, warm sources (also remembered ones)
+	inMap := map[string]bool{} // spares and the nodes kept
+	tombs := map[string]bool{} // incoming nodes and the new holders of warming slots
+	if m.AnyIncoming() {
+		r.incoming = make([]*node, m.NumSlots())
+		for i := range m.NumSlots() {
+			in := m.Incoming(i)
+			if in == nil {
+				continue
+			}
+			n, err := known(in.Node(), i)
+			if err != nil {
+				return fail(err)
+			}
+			r.incoming[i] = n
+			keep[n.id], tombs[n.id] = true, true
+		}
+	}
+	// The warm states of the old table, by source and new holder.
+	states := map[warmPair]*warmState{}
+	for i, w := range old.warmList() {
+		if w != nil && old.slots[i] != nil {
+			states[warmPair{w.n.id, old.slots[i].id}] = w.st
+		}
+	}
+	stateOf := func(p warmPair) *warmState {
+		st := states[p]
+		if st == nil {
+			st = new(warmState)
+			states[p] = st
+		}
+		return st
+	}
 	for i := range m.NumSlots() {
 		var ws *warmSource
 		if w := m.Warming(i); w != nil {
@@ -122,10 +145,13 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) 
 			if err != nil {
 				return fail(err)
 			}
-			inMap[w.NodeID] = true
-			ws = newWarmSource(n, w.Until, old.warmOf(i))
+			ws = &warmSource{n: n, readsUntil: w.ReadsUntil(), writesUntil: w.WritesUntil(),
+				st: stateOf(warmPair{w.NodeID, m.Slot(i).ID})}
 		} else if c.durable {
-			ws = c.stillWritten(old, m, r, i, fresh)
+			ws = rememberWarm(old, r, i, now, fresh)
+			if ws != nil {
+				ws = &warmSource{n: ws.n, writesUntil: ws.writesUntil, st: stateOf(warmPair{ws.n.id, r.slots[i].id})}
+			}
 		}
 		if ws == nil {
 			continue
@@ -133,24 +159,29 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) 
 		if r.warm == nil {
 			r.warm = make([]*warmSource, m.NumSlots())
 		}
-		r.warm[i], warming[ws.n.id] = ws, true
+		r.warm[i] = ws
+		keep[ws.n.id], tombs[r.slots[i].id] = true, true
 	}
 
-	// Reconcile the known nodes with the new holders.
+	// Reconcile the known nodes with the new map.
 	for _, s := range m.Spares() {
 		inMap[s.ID] = true
 	}
+	for id := range keep {
+		inMap[id] = true
+	}
 	for id, n := range c.nodes {
 		placed := m.SlotOf(id) >= 0
-		if placed && old != nil && !held[id] {
-			// Parked with a queue, now placed again: mcrib flushed it.
+		if (placed || m.IncomingOf(id) >= 0) && old != nil && !held[id] {
+			// Parked with a queue, now placed or announced again: mcrib
+			// flushed it first.
 			n.drop(dropNodeFlushed)
 		}
 		switch {
 		case fresh[id] != nil: // a new address: fresh[id] has the queue
 			retired = append(retired, n)
 			delete(c.nodes, id)
-		case !placed && !warming[id] && (!inMap[id] || n.q.Len() == 0):
+		case !placed && !keep[id] && (!inMap[id] || n.q.Len() == 0):
 			// Out of the map, or parked with nothing to replay.
 			n.drop(dropNodeGone)
 			retired = append(retired, n)
@@ -160,6 +191,9 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) 
 	for id, n := range fresh {
 		c.nodes[id] = n
 	}
+	for id, n := range c.nodes {
+		n.tombs.Store(tombs[id])
+	}
 	c.route.Store(r)
 	if old == nil {
 		close(c.first)
@@ -167,19 +201,33 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap) (retired []*node, err error) 
 	return retired, nil
 }
 
-// stillWritten returns the warm source that slot i had in old, remembered
-// for writes, when m ends that warming early but the slot keeps its
-// holder and the writes' end has not passed: a client that still routes
-// by the earlier map reads the old holder until until by its clock, so
-// this one's writes must reach it until then plus ClockSkew. None when the
-// slot's holder changed (m moved the slot), the old holder holds a slot in
-// m (mcrib flushed it to place it) or took a new address, or the slots
-// were resized.
-func (c *Client) stillWritten(old *routing, m *cachenodes.SlotMap, r *routing, i int, fresh map[string]*node) *warmSource {
-	w := old.warmOf(i)
-	if w == nil || len(old.slots) != len(r.slots) || old.slots[i] == nil || old.slots[i] != r.slots[i] ||
-		m.SlotOf(w.n.id) >= 0 || fresh[w.n.id] != nil || !c.sh.clock.Now().Before(w.writeUntil) {
+// warmList returns r's warm sources by slot (nil for a nil r or none).
+func (r *routing) warmList() []*warmSource {
+	if r == nil {
 		return nil
 	}
-	return w.remembered()
+	return r.warm
+}
+
+// rememberWarm returns the warm source that slot i of the new table r had
+// in old when r's map has no warming object for it: the map removed it
+// (an older leader ended warmings so; the shipped one keeps an ended
+// warming's object until its writes end), while the writes' end has not
+// passed by the client's clock and the slot keeps its holder (in a table
+// of another length, slot i mod old's length). A client that still
+// routes by old may read the source until then, so this one's writes
+// must reach it. That holds when the source keeps a slot of its own (a
+// split's source keeps slot s) just as when it parks. None when the
+// slot's holder changed, the source took a new address, the slot is
+// announced to a new node, or the tables' lengths do not divide.
+func rememberWarm(old, r *routing, i int, now time.Time, fresh map[string]*node) *warmSource {
+	if old == nil || old.warm == nil || len(r.slots)%len(old.slots) != 0 || r.incomingOf(i) != nil {
+		return nil
+	}
+	j := i % len(old.slots)
+	w := old.warm[j]
+	if w == nil || old.slots[j] == nil || old.slots[j] != r.slots[i] || fresh[w.n.id] != nil || !now.Before(w.writesUntil) {
+		return nil
+	}
+	return w
 }

@@ -14,14 +14,16 @@ import (
 	"github.com/mcrib/mcrib/internal/leakcheck"
 )
 
-// fakeSource delivers one map and one error, then waits for the end.
+// fakeSource delivers one map (read at readAt: zero, unknown) and one
+// error, then waits for the end.
 type fakeSource struct {
 	m         *cachenodes.SlotMap
+	readAt    time.Time
 	delivered chan struct{}
 }
 
-func (s *fakeSource) Run(ctx context.Context, onChange func(*cachenodes.SlotMap), onError func(error)) {
-	onChange(s.m)
+func (s *fakeSource) Run(ctx context.Context, onRead func(cachenodes.SlotMapReading), onError func(error)) {
+	onRead(cachenodes.SlotMapReading{Map: s.m, ReadAt: s.readAt})
 	onError(errors.New("consul: connection refused"))
 	close(s.delivered)
 	<-ctx.Done()
@@ -133,7 +135,11 @@ func (r *reentrant) Set(it *memcache.Item) error     { r.enter(); return r.Conn.
 func (r *reentrant) Add(it *memcache.Item) error     { r.enter(); return r.Conn.Add(it) }
 func (r *reentrant) Replace(it *memcache.Item) error { r.enter(); return r.Conn.Replace(it) }
 func (r *reentrant) Delete(k string) error           { r.enter(); return r.Conn.Delete(k) }
-func (r *reentrant) Close() error                    { r.enter(); return r.Conn.Close() }
+func (r *reentrant) CompareAndSwap(it *memcache.Item) error {
+	r.enter()
+	return r.Conn.CompareAndSwap(it)
+}
+func (r *reentrant) Close() error { r.enter(); return r.Conn.Close() }
 
 // TestNoLockHeldAcrossAConnCall drives a client whose connections call
 // back into it from inside every call: a lock held across a Conn call

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // DefaultWarmTTL is the expiry of a value copied from a warming slot's old
@@ -12,36 +14,38 @@ import (
 const DefaultWarmTTL = time.Hour
 
 // ClockSkew is how far apart the clocks of a pool's clients may be (the
-// client guarantee counts with 1 s). A client reads a warming slot's old
-// holder until the warming's until by its own clock, but sends the slot's
-// writes there until until plus ClockSkew: a reader whose clock is behind
-// the writer's still reads the old holder after the writer's until.
-const ClockSkew = time.Second
+// client guarantee counts with 1 s): cachenodes.ClockSkew.
+const ClockSkew = cachenodes.ClockSkew
 
 // maxRelativeExpiry is the longest expiry memcached reads as seconds from
 // now; a larger number is a Unix time.
 const maxRelativeExpiry = 30 * 24 * 3600
 
-// warmSource is a warming slot's previous holder, as one routing table
-// knows it: read on a miss of the new holder until until by the client's
-// clock (unless it is turned off), and written with it until writeUntil.
+// warmSource is a slot's warming object as one routing table knows it: the
+// slot's previous holder (A), which the client reads on a miss of the new
+// holder (B) until readsUntil by its clock (while the map is fresh and the
+// source is not turned off), and sends the slot's writes to until
+// writesUntil. While a table has it, B gets a tombstone where it would get
+// a delete.
 type warmSource struct {
 	n *node
-	// until ends the reads of the source. It is zero for a warming that
-	// a later map ended early while the slot kept its holder: remembered
-	// for its writes only.
-	until time.Time
-	// writeUntil ends the writes to the source: the latest until of this
-	// warming in any map the client took, plus ClockSkew. (With
+	// readsUntil ends the reads of the source: the warming's ReadsUntil
+	// (ended_at when it ended early, else until). It is zero for a
+	// warming remembered after a later map removed it: written, not read.
+	readsUntil time.Time
+	// writesUntil ends the writes to the source: the warming's
+	// WritesUntil, ReadsUntil plus cachenodes.WarmWriteGrace. (With
 	// revert.WarmWriteDurable the writes end with the reads.)
-	writeUntil time.Time
-	// st is shared by the tables in which the same node warms the same
-	// slot, so that a new map neither turns the source on again nor
-	// loses a fill or a write under way.
+	writesUntil time.Time
+	// st is shared by the tables in which the same source warms the same
+	// new holder (a slot and its twin, the tables before and after a
+	// doubling, every map of one warming), so that a new map neither
+	// turns the source on again nor loses a fill or a write under way.
 	st *warmState
 }
 
-// warmState is what the tables of one warming share.
+// warmState is what the tables of one warming (one source, one new
+// holder) share.
 type warmState struct {
 	// off is set when a write to the source failed (or it did not answer
 	// a read): the client reads it no more. Writes still go to it.
@@ -49,25 +53,8 @@ type warmState struct {
 	guard warmGuard
 }
 
-// newWarmSource returns slot's warm source n until until, sharing prev's
-// state (and keeping its later write end) when prev, the slot's source in
-// the previous table, is the same node.
-func newWarmSource(n *node, until time.Time, prev *warmSource) *warmSource {
-	w := &warmSource{n: n, until: until, writeUntil: until.Add(ClockSkew), st: new(warmState)}
-	if prev != nil && prev.n.id == n.id {
-		w.st = prev.st
-		if prev.writeUntil.After(w.writeUntil) {
-			w.writeUntil = prev.writeUntil
-		}
-	}
-	return w
-}
-
-// remembered returns w as a source written, not read: its warming ended
-// in a map in which the slot kept its holder.
-func (w *warmSource) remembered() *warmSource {
-	return &warmSource{n: w.n, writeUntil: w.writeUntil, st: w.st}
-}
+// warmPair names one warming: its source and its new holder, by node ID.
+type warmPair struct{ source, holder string }
 
 // warmOf returns slot i's warm source in r, or nil (also for a nil r).
 func (r *routing) warmOf(i int) *warmSource {
@@ -77,30 +64,31 @@ func (r *routing) warmOf(i int) *warmSource {
 	return r.warm[i]
 }
 
-// activeWarm returns slot i's warm source when the client reads it now:
-// the slot warms, until has not passed by the client's clock and the
-// source is not turned off. Otherwise nil.
-func (c *Client) activeWarm(r *routing, i int) *warmSource {
-	w := r.warmOf(i)
-	if w == nil || w.st.off.Load() || !c.sh.clock.Now().Before(w.until) {
+// incomingOf returns the node announced to slot i in r, or nil.
+func (r *routing) incomingOf(i int) *node {
+	if r == nil || i >= len(r.incoming) {
 		return nil
 	}
-	return w
+	return r.incoming[i]
 }
 
-// writtenWarm returns slot i's warm source when the client's writes of
-// the slot go to it now: until writeUntil by the client's clock, whether
-// or not it is turned off for reads. With revert.WarmWriteDurable it is
-// activeWarm, as it was.
-func (c *Client) writtenWarm(r *routing, i int) *warmSource {
+// readsSource reports whether the client reads w, the warm source of a
+// slot of r, now: before its readsUntil by the client's clock, not turned
+// off, and r's map fresh (a client whose map is not fresh reads no warm
+// source: a later map it has not seen may have ended the warming).
+func (c *Client) readsSource(r *routing, w *warmSource, now time.Time) bool {
+	return w != nil && !w.st.off.Load() && now.Before(w.readsUntil) && r.fresh(now)
+}
+
+// writesSource reports whether the slot's writes go to w now: until its
+// writesUntil by the client's clock, whether or not it is turned off for
+// reads. With revert.WarmWriteDurable they go to it only while it is read
+// (freshness aside), as they did.
+func (c *Client) writesSource(w *warmSource, now time.Time) bool {
 	if !c.durable {
-		return c.activeWarm(r, i)
+		return !w.st.off.Load() && now.Before(w.readsUntil)
 	}
-	w := r.warmOf(i)
-	if w == nil || !c.sh.clock.Now().Before(w.writeUntil) {
-		return nil
-	}
-	return w
+	return now.Before(w.writesUntil)
 }
 
 // warmExpiry returns the expiry of a copied value: Options.WarmTTL in

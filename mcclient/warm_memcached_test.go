@@ -14,6 +14,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/testenv"
 )
 
@@ -111,8 +112,9 @@ func TestWarmWithMemcached(t *testing.T) {
 	if err := newPlain.Set(&memcache.Item{Key: "racing", Value: []byte("newer")}); err != nil {
 		t.Fatal(err)
 	}
-	w := c.route.Load().warm[0]
-	if !c.fill(c.route.Load().slots[0], w, &memcache.Item{Key: "racing", Value: []byte("old racing")}, w.st.guard.markWrites("racing")) {
+	r := c.route.Load()
+	w := r.warm[0]
+	if !c.fill(r, r.slots[0], w, &memcache.Item{Key: "racing", Value: []byte("old racing")}, w.st.guard.markWrites("racing"), time.Now()) {
 		t.Fatal("fill of a key the old holder has refused")
 	}
 	if got, _ := newPlain.Get("racing"); got == nil || string(got.Value) != "newer" {
@@ -150,8 +152,8 @@ func TestWarmWithMemcached(t *testing.T) {
 	if _, err := c.Get("stale"); err != memcache.ErrCacheMiss {
 		t.Fatalf("the old holder was read after a failed write: %v", err)
 	}
-	if _, err := newPlain.Get("stale"); err != memcache.ErrCacheMiss {
-		t.Fatalf("the new holder was filled from a source turned off: %v", err)
+	if got, err := newPlain.Get("stale"); err != nil || !cachenodes.IsTombstone(got) {
+		t.Fatalf("the new holder holds %+v, %v; want the delete's tombstone (not filled from a source turned off)", got, err)
 	}
 	// The delete queued for the old holder reaches it once it answers.
 	testenv.Eventually(t, 5*time.Second, "the queued delete replayed to the old holder", func() bool {
@@ -159,4 +161,123 @@ func TestWarmWithMemcached(t *testing.T) {
 		_, err := oldPlain.Get("stale")
 		return errors.Is(err, memcache.ErrCacheMiss) && c.QueueLen("mc-old") == 0
 	})
+}
+
+// TestTombstonesWithMemcached: on real memcacheds, a Delete during an
+// announce and during a warming leaves in the incoming node, then the new
+// holder, a tombstone (flags 0, 15 s) that blocks a later add (a warm
+// fill's, the leader's copy, another client's), that Get and GetMulti read
+// as a miss without reading the old holder, and that the client's Add
+// replaces by cas. The client runs on a fake clock.
+func TestTombstonesWithMemcached(t *testing.T) {
+	aMC, bMC := testenv.StartMemcached(t), testenv.StartMemcached(t)
+	aPlain, bPlain := memcache.New(aMC.Addr), memcache.New(bMC.Addr)
+	aPlain.Timeout, bPlain.Timeout = 2*time.Second, 2*time.Second
+	clk := clock.NewFake(time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC))
+	c, err := New(Options{Timeout: 500 * time.Millisecond, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	a, b := cachenodes.Node{ID: "mc-a", Addr: aMC.Addr}, cachenodes.Node{ID: "mc-b", Addr: bMC.Addr}
+	serves := clk.Now().Add(cachenodes.AnnounceLead)
+	announce, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{Pool: "default", Generation: 4, Revision: 9,
+		Slots:    []cachenodes.Node{a},
+		Incoming: []*cachenodes.Incoming{{NodeID: b.ID, Addr: b.Addr, ServesAt: serves, Until: serves.Add(time.Minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{Pool: "default", Generation: 5, Revision: 10,
+		Slots:   []cachenodes.Node{b},
+		Warming: []*cachenodes.Warming{{NodeID: a.ID, Addr: a.Addr, Until: serves.Add(time.Minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tombstoned checks that b holds key's tombstone and refuses an add.
+	tombstoned := func(key string) {
+		t.Helper()
+		got, err := bPlain.Get(key)
+		if err != nil || !cachenodes.IsTombstone(got) {
+			t.Fatalf("%s on the new node: %+v, %v; want the tombstone", key, got, err)
+		}
+		if ttl := remainingTTL(t, bMC.Addr, key); ttl < 1 || ttl > int(cachenodes.TombstoneTTL/time.Second) {
+			t.Fatalf("%s's tombstone expires in %ds, want within %v", key, ttl, cachenodes.TombstoneTTL)
+		}
+		if err := bPlain.Add(&memcache.Item{Key: key, Value: []byte("a copy")}); !errors.Is(err, memcache.ErrNotStored) {
+			t.Fatalf("an add over %s's tombstone: %v, want not stored", key, err)
+		}
+	}
+
+	// During the announce: a Delete deletes at the holder and leaves the
+	// tombstone in the incoming node; so does a Set, its value at the
+	// holder only.
+	if err := c.SetSlotMap(announce); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"gone", "set"} {
+		if err := aPlain.Set(&memcache.Item{Key: k, Value: []byte("old " + k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete("gone"); err != nil {
+		t.Fatalf("Delete during the announce: %v", err)
+	}
+	if _, err := aPlain.Get("gone"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Fatalf("the holder kept a key deleted during the announce: %v", err)
+	}
+	tombstoned("gone")
+	if err := c.Set(&memcache.Item{Key: "set", Value: []byte("new set")}); err != nil {
+		t.Fatalf("Set during the announce: %v", err)
+	}
+	if got, err := aPlain.Get("set"); err != nil || string(got.Value) != "new set" {
+		t.Fatalf("the holder holds %+v, %v after a Set during the announce", got, err)
+	}
+	tombstoned("set")
+
+	// The move: the new holder serves, warming from the old one. The
+	// announce's tombstones stand: what the old holder still has of the
+	// deleted key (a client that missed the delete put it back, say) is
+	// not read.
+	clk.Set(serves)
+	if err := c.SetSlotMap(warm); err != nil {
+		t.Fatal(err)
+	}
+	if err := aPlain.Set(&memcache.Item{Key: "gone", Value: []byte("old gone")}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := c.Get("gone"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Fatalf("Get of a key tombstoned during the announce: %+v, %v; want a miss", it, err)
+	}
+	// During the warming: a Delete deletes at the old holder and leaves
+	// the tombstone in the new one.
+	if err := aPlain.Set(&memcache.Item{Key: "warm", Value: []byte("old warm")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete("warm"); err != nil {
+		t.Fatalf("Delete during the warming: %v", err)
+	}
+	if _, err := aPlain.Get("warm"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Fatalf("the old holder kept a key deleted during the warming: %v", err)
+	}
+	tombstoned("warm")
+	if err := aPlain.Set(&memcache.Item{Key: "warm", Value: []byte("old warm")}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := c.Get("warm"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Fatalf("Get of a key tombstoned during the warming: %+v, %v; want a miss", it, err)
+	}
+	got, err := c.GetMulti([]string{"gone", "warm", "set"})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("GetMulti of tombstoned keys: %d hits, %v; want none", len(got), err)
+	}
+	// The client's Add replaces a tombstone, by cas.
+	if err := c.Add(&memcache.Item{Key: "warm", Value: []byte("added")}); err != nil {
+		t.Fatalf("Add over a tombstone: %v", err)
+	}
+	if it, err := c.Get("warm"); err != nil || string(it.Value) != "added" {
+		t.Fatalf("Get after the Add over the tombstone: %+v, %v", it, err)
+	}
+	if err := c.Add(&memcache.Item{Key: "warm", Value: []byte("again")}); !errors.Is(err, memcache.ErrNotStored) {
+		t.Fatalf("Add over a value: %v, want not stored", err)
+	}
 }

@@ -70,9 +70,10 @@ func TestWarmReadThroughFillsTheNewHolderWithAdd(t *testing.T) {
 		t.Fatalf("Get of a key the new holder has: %v, %v; want its value without reading the old", it, err)
 	}
 	// The copy is an add: a value the new holder got meanwhile stays.
-	n, w := wb.route.Load().slots[0], wb.route.Load().warm[0]
+	r := wb.route.Load()
+	n, w := r.slots[0], r.warm[0]
 	wb.b.items[k] = []byte("newer")
-	if !wb.fill(n, w, &memcache.Item{Key: k, Value: []byte("old")}, w.st.guard.markWrites(k)) || string(wb.b.items[k]) != "newer" {
+	if !wb.fill(r, n, w, &memcache.Item{Key: k, Value: []byte("old")}, w.st.guard.markWrites(k), wb.clock.Now()) || string(wb.b.items[k]) != "newer" {
 		t.Fatalf("a warm fill overwrote the new holder's value: %q", wb.b.items[k])
 	}
 	// Keys of a slot that does not warm are never read elsewhere.
@@ -143,8 +144,10 @@ func TestWarmDeletedKeyNeverComesBack(t *testing.T) {
 	if _, err := wb.Get(k); err != memcache.ErrCacheMiss {
 		t.Fatalf("deleted key read back: %v", err)
 	}
-	if err := wb.Delete(wb.slot0[5]); err != memcache.ErrCacheMiss {
-		t.Fatalf("Delete of a key neither had: %v, want a miss", err)
+	// The new holder gets a tombstone, not a delete: whether it had the
+	// key is not told.
+	if err := wb.Delete(wb.slot0[5]); err != nil || !wb.b.tombstoned(wb.slot0[5]) {
+		t.Fatalf("Delete of a key neither had: %v, tombstone %v; want nil and the tombstone", err, wb.b.tombstoned(wb.slot0[5]))
 	}
 
 	// A delete that runs between the read of the old holder and the add
@@ -160,8 +163,8 @@ func TestWarmDeletedKeyNeverComesBack(t *testing.T) {
 	if it, err := wb.Get(r); err != memcache.ErrCacheMiss {
 		t.Fatalf("Get racing a delete: %v, %v; want a miss", it, err)
 	}
-	if v, ok := wb.b.items[r]; ok {
-		t.Fatalf("the new holder kept %q of a key deleted during its fill", v)
+	if !wb.b.tombstoned(r) {
+		t.Fatalf("the new holder holds %q of a key deleted during its fill, want the delete's tombstone", wb.b.items[r])
 	}
 	if _, err := wb.Get(r); err != memcache.ErrCacheMiss {
 		t.Fatalf("deleted key read back after a racing fill: %v", err)
@@ -194,12 +197,15 @@ func TestWarmStopsAtUntil(t *testing.T) {
 	wb := newWarmBed(t, Options{})
 	k := wb.slot0[0]
 	wb.a.items[k] = []byte("old")
+	m := wb.SlotMap()
 	wb.clock.Set(wb.until.Add(-time.Millisecond))
+	wb.SetSlotMap(m) // read again: fresh
 	if _, err := wb.Get(k); err != nil {
 		t.Fatalf("Get just before until: %v, want the old holder's value", err)
 	}
 	delete(wb.b.items, k)
 	wb.clock.Set(wb.until)
+	wb.SetSlotMap(m)
 	calls := wb.a.calls
 	if _, err := wb.Get(k); err != memcache.ErrCacheMiss {
 		t.Fatalf("Get at until: %v, want a miss", err)
@@ -210,23 +216,31 @@ func TestWarmStopsAtUntil(t *testing.T) {
 	if wb.a.calls != calls {
 		t.Fatalf("the old holder got %d reads at until, want none", wb.a.calls-calls)
 	}
-	// Writes reach it, as deletes, until until plus ClockSkew: a client
-	// whose clock is behind still reads it.
+	// Writes reach it, as deletes, until until plus WarmWriteGrace: a
+	// client whose clock is behind, or whose fresh map is older, still
+	// reads it.
+	wb.clock.Set(wb.until.Add(cachenodes.WarmWriteGrace - time.Millisecond))
 	if err := wb.Set(&memcache.Item{Key: wb.slot0[1], Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := wb.Delete(k); err != nil {
-		t.Fatalf("Delete at until: %v, want nil (the old holder had it)", err)
+		t.Fatalf("Delete before until + WarmWriteGrace: %v, want nil", err)
 	}
 	if want := []string{wb.slot0[1], k}; !slices.Equal(wb.a.deletes, want) || wb.a.items[wb.slot0[1]] != nil {
-		t.Fatalf("the old holder got deletes %v at until, want %v (and no value)", wb.a.deletes, want)
+		t.Fatalf("the old holder got deletes %v after until, want %v (and no value)", wb.a.deletes, want)
 	}
-	wb.clock.Set(wb.until.Add(ClockSkew))
+	if string(wb.b.items[wb.slot0[1]]) != "v" || !wb.b.tombstoned(k) {
+		t.Fatalf("the new holder holds %q and %q, want the set's value and the delete's tombstone", wb.b.items[wb.slot0[1]], wb.b.items[k])
+	}
+	wb.clock.Set(wb.until.Add(cachenodes.WarmWriteGrace))
 	calls = wb.a.calls
 	wb.Set(&memcache.Item{Key: wb.slot0[1], Value: []byte("v")})
 	wb.Delete(k)
 	if wb.a.calls != calls {
-		t.Fatalf("the old holder got %d calls at until + ClockSkew, want none", wb.a.calls-calls)
+		t.Fatalf("the old holder got %d calls at until + WarmWriteGrace, want none", wb.a.calls-calls)
+	}
+	if !wb.b.tombstoned(k) {
+		t.Fatal("a delete while the warming object is in the map sent the new holder a delete, not a tombstone")
 	}
 }
 
@@ -262,20 +276,21 @@ func TestWarmFailedWriteTurnsTheSourceOff(t *testing.T) {
 	if it, err := wb.Get(k); err != nil || string(it.Value) != "from d" {
 		t.Fatalf("Get with a new warm source: %v, %v", it, err)
 	}
-	// The warming ends early: its source is still written until until
-	// plus ClockSkew, then leaves the client with the next map.
+	// A map removes the warming at once (an older leader did): its
+	// source is still written until until plus WarmWriteGrace, then
+	// leaves the client with the next map.
 	if err := wb.SetSlotMap(slotMap(t, 3, []string{"b", "c"}, "a", "d")); err != nil {
 		t.Fatal(err)
 	}
-	if w := wb.route.Load().warm; w == nil || w[0] == nil || w[0].n.id != "d" || !w[0].until.IsZero() {
+	if w := wb.route.Load().warm; w == nil || w[0] == nil || w[0].n.id != "d" || !w[0].readsUntil.IsZero() {
 		t.Fatal("a map that ended the warming early dropped the source its writes still reach")
 	}
-	wb.clock.Set(wb.until.Add(ClockSkew))
-	if err := wb.SetSlotMap(slotMap(t, 3, []string{"b", "c"}, "a", "d")); err != nil {
+	wb.clock.Set(wb.until.Add(cachenodes.WarmWriteGrace))
+	if err := wb.SetSlotMap(slotMap(t, 4, []string{"b", "c"}, "a", "d")); err != nil {
 		t.Fatal(err)
 	}
 	if wb.route.Load().warm != nil {
-		t.Fatal("a map without warming kept warm sources after until + ClockSkew")
+		t.Fatal("a map without warming kept warm sources after until + WarmWriteGrace")
 	}
 	wb.mu.Lock()
 	_, kept := wb.nodes["d"]

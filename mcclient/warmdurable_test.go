@@ -9,6 +9,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/revert"
 )
@@ -101,6 +102,13 @@ func (l *peerLink) Replace(it *memcache.Item) error {
 	return l.fakeNode.Replace(it)
 }
 
+func (l *peerLink) CompareAndSwap(it *memcache.Item) error {
+	if l.down() {
+		return errDown
+	}
+	return l.fakeNode.CompareAndSwap(it)
+}
+
 func (l *peerLink) Delete(key string) error {
 	if l.down() {
 		return errDown
@@ -161,6 +169,13 @@ func TestWarmDeleteMissingTheOldHolderIsNoSuccess(t *testing.T) {
 
 		a.setCut("a", true)
 		err := a.Delete(k)
+		// The tombstone A's delete left in the new holder keeps B off the
+		// old holder for its 15 s; the warming lasts longer.
+		for _, p := range []*peer{a, b} {
+			p.clock.Advance(cachenodes.TombstoneTTL)
+			p.SetSlotMap(m) // read again: fresh
+		}
+		fleet.expireTombstones()
 		if completed(err) {
 			return staleRead(b.Client, k, "B")
 		}
@@ -192,10 +207,12 @@ func TestWarmDeleteMissingTheOldHolderIsNoSuccess(t *testing.T) {
 // clock is 100 ms ahead of a reader's stopped writing the old holder at
 // until by its clock, while the reader, 100 ms behind, still read the old
 // holder there and served the deleted value. Writes now reach the old
-// holder until until plus ClockSkew by the writer's clock, reads stop at
-// until by the reader's.
+// holder until until plus WarmWriteGrace by the writer's clock, reads stop
+// at until by the reader's; and the writer's delete leaves a tombstone in
+// the new holder, which the reader reads first (so with
+// revert.WarmWriteDurable too the reader sees nothing stale now).
 func TestWarmWritesOutlastUntilByTheSkew(t *testing.T) {
-	eachFix(t, func(t *testing.T, reverted revert.Set) string {
+	for _, reverted := range []revert.Set{0, revert.Of(revert.WarmWriteDurable)} {
 		fleet := &fakeFleet{}
 		until := epoch.Add(time.Minute)
 		m := warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, until)
@@ -217,27 +234,29 @@ func TestWarmWritesOutlastUntilByTheSkew(t *testing.T) {
 		if err := w.Set(&memcache.Item{Key: keys[1], Value: []byte("new")}); err != nil {
 			t.Fatalf("set: %v", err)
 		}
+		if reverted == 0 && (old.items[keys[0]] != nil || old.items[keys[1]] != nil) {
+			t.Errorf("the writer's delete and set after until left %q and %q in the old holder, want both deleted", old.items[keys[0]], old.items[keys[1]])
+		}
 		for _, k := range keys {
 			if v := staleRead(r.Client, k, "a reader 100 ms behind the writer"); v != "" {
-				return v
+				t.Errorf("%v: %s", reverted, v)
 			}
 		}
-		return ""
-	})
+	}
 }
 
-// TestWarmWriteWindowEndsAtUntilPlusTheSkew checks the edges: a writer
-// deletes on the old holder until until plus ClockSkew by its clock, and
-// no longer at that instant; a set after until reaches the old holder as a
-// delete (its value is read from the new holder only).
-func TestWarmWriteWindowEndsAtUntilPlusTheSkew(t *testing.T) {
+// TestWarmWriteWindowEndsAtUntilPlusTheGrace checks the edges: a writer
+// deletes on the old holder until until plus WarmWriteGrace by its clock,
+// and no longer at that instant; a set after until reaches the old holder
+// as a delete (its value is read from the new holder only).
+func TestWarmWriteWindowEndsAtUntilPlusTheGrace(t *testing.T) {
 	fleet := &fakeFleet{}
 	until := epoch.Add(time.Minute)
-	w := newPeer(t, fleet, until.Add(ClockSkew-time.Millisecond), Options{})
+	w := newPeer(t, fleet, until.Add(cachenodes.WarmWriteGrace-time.Millisecond), Options{})
 	if err := w.SetSlotMap(warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, until)); err != nil {
 		t.Fatal(err)
 	}
-	old := fleet.node("127.0.0.1:" + port("a"))
+	old, b := fleet.node("127.0.0.1:"+port("a")), fleet.node("127.0.0.1:"+port("b"))
 	keys := keysOfSlot(0, 2, 3)
 	for _, k := range keys {
 		old.items[k] = []byte("old")
@@ -248,21 +267,22 @@ func TestWarmWriteWindowEndsAtUntilPlusTheSkew(t *testing.T) {
 	if _, ok := old.items[keys[0]]; ok {
 		t.Fatalf("a set after until left the old holder with %q, want the key deleted there", old.items[keys[0]])
 	}
-	if err := w.Delete(keys[1]); err != nil {
-		t.Fatalf("delete 1 ms before until + ClockSkew: %v, want nil (the old holder had it)", err)
+	if err := w.Delete(keys[1]); err != nil || old.items[keys[1]] != nil {
+		t.Fatalf("delete 1 ms before until + WarmWriteGrace: %v, old holder %q; want nil and the key gone there", err, old.items[keys[1]])
 	}
 	w.clock.Advance(time.Millisecond)
 	calls := old.calls
-	if err := w.Delete(keys[2]); !errors.Is(err, memcache.ErrCacheMiss) || old.calls != calls {
-		t.Fatalf("delete at until + ClockSkew: %v with %d calls to the old holder; want the new holder's miss alone", err, old.calls-calls)
+	if err := w.Delete(keys[2]); err != nil || old.calls != calls || !b.tombstoned(keys[2]) {
+		t.Fatalf("delete at until + WarmWriteGrace: %v with %d calls to the old holder; want the new holder's tombstone alone", err, old.calls-calls)
 	}
 }
 
 // TestWarmWritesOutlastAWarmingEndedEarly is the rest of known break 2: a
 // writer that took a map in which the warming ended early (the same
-// generation, the same holder) stopped writing the old holder, while a
-// reader with the earlier map still read it. The writer keeps writing it
-// until the warming's until plus ClockSkew, unless the slot moves.
+// generation, the same holder; an older leader removed the warming object
+// at once) stopped writing the old holder, while a reader with the earlier
+// map still read it. The writer keeps writing it until the warming's
+// until plus WarmWriteGrace, unless the slot moves.
 func TestWarmWritesOutlastAWarmingEndedEarly(t *testing.T) {
 	eachFix(t, func(t *testing.T, reverted revert.Set) string {
 		fleet := &fakeFleet{}
@@ -286,8 +306,8 @@ func TestWarmWritesOutlastAWarmingEndedEarly(t *testing.T) {
 		return staleRead(r.Client, k, "a reader with the earlier map")
 	})
 
-	// The writes to the old holder end at until plus ClockSkew, and when
-	// the slot moves.
+	// The writes to the old holder end at until plus WarmWriteGrace, and
+	// when the slot moves.
 	fleet := &fakeFleet{}
 	until := epoch.Add(time.Minute)
 	w := newPeer(t, fleet, epoch, Options{})
@@ -295,15 +315,15 @@ func TestWarmWritesOutlastAWarmingEndedEarly(t *testing.T) {
 	w.SetSlotMap(slotMap(t, 2, []string{"b", "c"}, "a"))
 	old := fleet.node("127.0.0.1:" + port("a"))
 	k := keysOfSlot(0, 2, 1)[0]
-	w.clock.Set(until.Add(ClockSkew - time.Millisecond))
+	w.clock.Set(until.Add(cachenodes.WarmWriteGrace - time.Millisecond))
 	calls := old.calls
 	if w.Delete(k); old.calls == calls {
-		t.Fatalf("a delete 1 ms before until + ClockSkew did not reach the old holder of a warming ended early")
+		t.Fatalf("a delete 1 ms before until + WarmWriteGrace did not reach the old holder of a warming ended early")
 	}
 	w.clock.Advance(time.Millisecond)
 	calls = old.calls
 	if w.Delete(k); old.calls != calls {
-		t.Errorf("a delete at until + ClockSkew reached the old holder of a warming ended early")
+		t.Errorf("a delete at until + WarmWriteGrace reached the old holder of a warming ended early")
 	}
 	// A slot that moves ends the writes at once.
 	w2 := newPeer(t, fleet, epoch, Options{})
@@ -323,12 +343,15 @@ func TestWarmWritesOutlastAWarmingEndedEarly(t *testing.T) {
 // misses on the new holder and reads "old" on the old one; inside its add
 // of the copy, goroutine 2 deletes the key (both holders acknowledge),
 // then, with the copy stored and not yet checked, reads it back. It used
-// to be served the copy: the deleted value. Now a hit while a fill of the
-// key is under way is read through the old holder, which misses.
+// to be served the copy: the deleted value. A hit while a fill of the key
+// is under way is read through the old holder, which misses; and the
+// delete now leaves a tombstone in the new holder, so that the copy's add
+// is not stored at all (with revert.WarmWriteDurable too: the scenario
+// reads nothing stale either way).
 func TestWarmFillRacingADeleteInOneClient(t *testing.T) {
 	for _, read := range []string{"Get", "GetMulti"} {
-		t.Run(read, func(t *testing.T) {
-			eachFix(t, func(t *testing.T, reverted revert.Set) string {
+		for _, reverted := range []revert.Set{0, revert.Of(revert.WarmWriteDurable)} {
+			if v := func() string {
 				wb := newWarmBed(t, Options{Reverted: reverted})
 				k := wb.slot0[0]
 				wb.a.items[k] = []byte("old")
@@ -353,12 +376,14 @@ func TestWarmFillRacingADeleteInOneClient(t *testing.T) {
 				if stale != "" {
 					return stale
 				}
-				if v, ok := wb.b.items[k]; ok {
+				if v, ok := wb.b.items[k]; ok && string(v) == "old" {
 					return fmt.Sprintf("the new holder kept %q after the racing fill", v)
 				}
 				return staleRead(wb.Client, k, "a later Get")
-			})
-		})
+			}(); v != "" {
+				t.Errorf("%s, %v: %s", read, reverted, v)
+			}
+		}
 	}
 }
 
@@ -382,7 +407,7 @@ func TestWarmFillOfAKeyWithADeleteQueuedForTheOldHolder(t *testing.T) {
 	if it, err := wb.Get(k); err == nil {
 		t.Fatalf("Get racing a delete the old holder missed: %q, want a miss", it.Value)
 	}
-	if v, ok := wb.b.items[k]; ok {
-		t.Fatalf("the new holder kept the copy %q of a key whose delete is queued for the old holder", v)
+	if !wb.b.tombstoned(k) {
+		t.Fatalf("the new holder holds %q of a key whose delete is queued for the old holder, want the delete's tombstone", wb.b.items[k])
 	}
 }

@@ -3,29 +3,39 @@ package mcclient
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
-// A write of a key in a warming slot is durable when no client can read,
-// through the old holder, the value it replaced. The client makes it so by
-// sending every Set, Replace and Delete to both holders, the old one
-// first, until the warming's until plus ClockSkew by its own clock, and
-// by answering success only when both acknowledged. When the old holder
-// does not, the write still goes to the new holder, a delete of the key is
-// queued for the old one (replayed when it answers) and the error wraps
-// ErrWarmSourceMissed and ErrQueued.
+// A write of a key in a slot that changes holder is durable when no
+// client whose map is fresh can afterwards read the value it replaced,
+// whichever map it routes by. Below, A is the slot's holder during an
+// announce or its old holder (the warm source) while the warming object
+// is in the map, B the incoming node or the new holder:
 //
-// The other way the client guarantee allows, a tombstone left in the new
-// holder that every read honours and that outlasts until by the skew
-// margin, is not taken: memcached may evict a tombstone under memory
-// pressure as it evicts any item, and the readers of a mixed fleet
-// (mcrouter's WarmUpRoute, an older client) do not know tombstones: they
-// would serve one as a value. "Both acknowledged" needs nothing of the
-// readers.
+//   - announce (the slot has an incoming node): the write, a value or a
+//     delete, goes to A; B gets the key's tombstone. Success only when A
+//     took the write and B the tombstone.
+//   - warming (before the warming's until, or ended_at, by the client's
+//     clock): A first, then B, as memcached's op itself; a delete leaves
+//     a tombstone in B. Success only when both took it.
+//   - ended (from then until the writes' end, ReadsUntil plus
+//     cachenodes.WarmWriteGrace): A gets a delete of the key, B the write
+//     (a delete as a tombstone). A failure at A fails the write.
+//   - after the writes' end, until the warming object is removed: B only,
+//     a delete still as a tombstone.
+//
+// When A does not take its part, B still gets the write, a delete of the
+// key is queued for A (replayed when it answers) and the error wraps
+// ErrWarmSourceMissed and ErrQueued; when B does not, its part is queued
+// (as a tombstone) and the error wraps ErrQueued (ErrIncomingMissed too
+// during an announce).
 
-// warmWriteKind is what a write does to the key, as the old holder's
-// answer is judged.
+// warmWriteKind is what a write does to the key, as the answers are
+// judged.
 type warmWriteKind int
 
 const (
@@ -40,22 +50,99 @@ type warmWritten struct {
 	err error // the write is not durable: wraps ErrWarmSourceMissed and ErrQueued
 }
 
-// writeWarmSource sends a write of key to w, before the new holder gets
-// it. While w is read (until until by the client's clock, not turned
-// off) it is op itself; after that, or for a warming a later map ended,
-// it is a delete of the key: the old holder needs only to lose it. Any
-// answer but an acknowledgement turns w off for reads and queues a delete
-// of the key for it. With revert.WarmWriteDurable see warmWriteReverted.
-func (c *Client) writeWarmSource(r *routing, i int, key string, kind warmWriteKind, op func(Conn) error) warmWritten {
-	w := c.writtenWarm(r, i)
-	if w == nil {
-		return warmWritten{}
+// writeMoving runs a write of key in a slot with a warming object w (see
+// above): its part at w's source, then op at the slot's
+// holder n (for a delete, op sets the tombstone). It returns the write's
+// answer.
+func (c *Client) writeMoving(n *node, w *warmSource, key string, kind warmWriteKind, op func(Conn) error, now time.Time) error {
+	if c.durable {
+		defer w.st.guard.beginWrite(key)()
 	}
+	var warm warmWritten
+	if c.writesSource(w, now) {
+		warm = c.writeWarmSource(w, key, kind, op, now)
+	}
+	nop := op
+	if kind == writeDelete {
+		nop = func(be Conn) error { return be.Set(cachenodes.TombstoneItem(key)) }
+	}
+	err := c.writeNode(n, key, nop)
+	switch {
+	case errors.Is(err, ErrQueued):
+		return withWarm(err, warm.err)
+	case warm.err != nil:
+		return warm.err
+	case kind == writeDelete:
+		// B got a tombstone, not a delete: whether it had the key cannot
+		// be told. The delete is done.
+		return err
+	case warm.had && errors.Is(err, memcache.ErrNotStored):
+		return nil // a replace of a key only the old holder had yet
+	}
+	return err
+}
+
+// writeNode runs op, an invalidating write of key, on n, the slot's
+// holder: when n is unreachable (or has a queue it cannot replay first) a
+// delete of the key is queued for it (a tombstone while it takes them)
+// and the error wraps ErrQueued.
+func (c *Client) writeNode(n *node, key string, op func(Conn) error) error {
+	if !n.ready() {
+		n.enqueue(key)
+		return ErrQueued
+	}
+	err := op(n.be)
+	if Unreachable(err) {
+		n.unreachable(key)
+		return fmt.Errorf("%w: %w", ErrQueued, err)
+	}
+	return err
+}
+
+// writeAnnounced runs a write of key in slot i, announced to the
+// incoming node b: op at the slot's holder n (nil: the slot is vacant,
+// and nothing has the key), then the key's tombstone at b.
+func (c *Client) writeAnnounced(n, b *node, key string, kind warmWriteKind, op func(Conn) error) error {
+	var err error
+	switch {
+	case n != nil:
+		err = c.writeNode(n, key, op)
+	case kind == writeDelete:
+		err = memcache.ErrCacheMiss
+	default:
+		err = ErrVacantSlot
+	}
+	if berr := c.tombstoneIncoming(b, key); berr != nil {
+		if err == nil || errors.Is(err, memcache.ErrCacheMiss) || errors.Is(err, memcache.ErrNotStored) {
+			return berr
+		}
+		return errors.Join(err, berr)
+	}
+	return err
+}
+
+// withWarm returns err, joined with warmErr (the warm source's) when
+// there is one.
+func withWarm(err, warmErr error) error {
+	if warmErr == nil {
+		return err
+	}
+	return errors.Join(err, warmErr)
+}
+
+// writeWarmSource sends a write of key to w, before the new holder gets
+// it. While w is read (before its readsUntil by the client's clock) it is
+// op itself; after that (the warming ended, or was remembered after a map
+// removed it) it is a delete of the key: the old holder needs only to
+// lose it. Any answer but an acknowledgement turns w off for reads and
+// queues a delete of the key for it. With revert.WarmWriteDurable see
+// warmWriteReverted.
+func (c *Client) writeWarmSource(w *warmSource, key string, kind warmWriteKind, op func(Conn) error, now time.Time) warmWritten {
 	if !c.durable {
 		return warmWritten{had: warmWriteReverted(w, op)}
 	}
 	orig := kind
-	substituted := c.activeWarm(r, i) == nil
+	substituted := !now.Before(w.readsUntil)
 	if substituted {
 		kind, op = writeDelete, func(be Conn) error { return be.Delete(key) }
 	}

@@ -32,6 +32,10 @@ const maxBody = apibody.MaxBytes
 // drains zones and replaces nodes.
 type ControlPlane interface {
 	SlotMap() *cachenodes.SlotMap
+	// SlotMapReadAt is when the process last read the map SlotMap serves
+	// from Consul (or wrote it); zero before the first. GET /v1/slotmap
+	// answers the map's age from it.
+	SlotMapReadAt() time.Time
 	Changed() <-chan struct{}
 	Status() mcribapi.Status
 	Ready() error

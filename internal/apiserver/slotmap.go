@@ -30,7 +30,7 @@ func slotMapIndex(body []byte) uint64 {
 }
 
 // getSlotMap answers GET /v1/slotmap: the slot map document with its
-// X-Mcrib-Index. With ?index= equal to the current index it blocks, as
+// X-Mcrib-Index and X-Mcrib-Map-Age (see writeSlotMap). With ?index= equal to the current index it blocks, as
 // Consul's blocking queries do, until the document differs, ?wait= passes
 // or the server shuts down, and then answers the current document (the
 // same index when nothing changed). It waits on the loop's Changed
@@ -53,7 +53,7 @@ func (a *Server) getSlotMap(w http.ResponseWriter, r *http.Request) error {
 		}
 		index := slotMapIndex(body)
 		if !q.Blocking || index != q.Index {
-			writeSlotMap(w, body, index)
+			a.writeSlotMap(w, body, index)
 			return nil
 		}
 		if timeout == nil {
@@ -68,10 +68,10 @@ func (a *Server) getSlotMap(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-changed:
 		case <-timeout.C():
-			writeSlotMap(w, body, index)
+			a.writeSlotMap(w, body, index)
 			return nil
 		case <-a.stopping:
-			writeSlotMap(w, body, index)
+			a.writeSlotMap(w, body, index)
 			return nil
 		case <-r.Context().Done():
 			return nil // the caller is gone
@@ -79,9 +79,18 @@ func (a *Server) getSlotMap(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// writeSlotMap writes a slot map answer with its index.
-func writeSlotMap(w http.ResponseWriter, body []byte, index uint64) {
+// writeSlotMap writes a slot map answer with its index and its age: how
+// long ago, by the server's clock, the loop last read the map from Consul
+// (mcribapi.MapAgeHeader, whole milliseconds; never below 0). The age is
+// left out while the loop has not read the map yet: a client then counts
+// its map's age as unknown, and the map as not fresh (docs/api.md, "Fresh
+// maps").
+func (a *Server) writeSlotMap(w http.ResponseWriter, body []byte, index uint64) {
 	w.Header().Set(mcribapi.IndexHeader, strconv.FormatUint(index, 10))
+	if at := a.loop.SlotMapReadAt(); !at.IsZero() {
+		age := max(clock.Or(a.clock).Now().Sub(at), 0)
+		w.Header().Set(mcribapi.MapAgeHeader, strconv.FormatInt(age.Milliseconds(), 10))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

@@ -21,6 +21,7 @@ import (
 type fakePlane struct {
 	mu      sync.Mutex
 	m       *cachenodes.SlotMap
+	readAt  time.Time // SlotMapReadAt; zero: never read
 	changed chan struct{}
 	asked   chan struct{} // receives on every Changed call
 }
@@ -33,6 +34,19 @@ func (f *fakePlane) SlotMap() *cachenodes.SlotMap {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m
+}
+
+func (f *fakePlane) SlotMapReadAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readAt
+}
+
+// setReadAt sets what SlotMapReadAt answers.
+func (f *fakePlane) setReadAt(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readAt = at
 }
 
 func (f *fakePlane) Changed() <-chan struct{} {
@@ -281,4 +295,70 @@ func waitAsked(t *testing.T, p *fakePlane) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler did not look at the map again")
 	}
+}
+
+// TestSlotMapAge: every answer of GET /v1/slotmap carries X-Mcrib-Map-Age,
+// now less the loop's last read of the map, in whole milliseconds, and
+// none while the loop has not read the map; a blocked read answers the age
+// at the moment it answers.
+func TestSlotMapAge(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	m := testSlotMap(t, 7)
+	for _, tt := range []struct {
+		name   string
+		readAt time.Time // zero: never read
+		want   string    // "" absent
+	}{
+		{"never read", time.Time{}, ""},
+		{"read now", t0, "0"},
+		{"read 1.5999 s ago", t0.Add(-1599900 * time.Microsecond), "1599"},
+		{"read 12 s ago", t0.Add(-12 * time.Second), "12000"},
+		{"read ahead of the server's clock", t0.Add(time.Second), "0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plane := newFakePlane(m)
+			plane.setReadAt(tt.readAt)
+			a := newSlotMapAPI(plane, clock.NewFake(t0))
+			rec := httptest.NewRecorder()
+			a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/slotmap", nil))
+			checkSlotMapAnswer(t, rec, m)
+			got, ok := rec.Header()[http.CanonicalHeaderKey(mcribapi.MapAgeHeader)]
+			switch {
+			case tt.want == "" && ok:
+				t.Errorf("%s %q on a map never read, want none", mcribapi.MapAgeHeader, got)
+			case tt.want != "" && (len(got) != 1 || got[0] != tt.want):
+				t.Errorf("%s %q, want %q", mcribapi.MapAgeHeader, got, tt.want)
+			}
+		})
+	}
+
+	t.Run("blocking", func(t *testing.T) {
+		leakcheck.Check(t)
+		plane := newFakePlane(m)
+		plane.setReadAt(t0)
+		clk := clock.NewFake(t0)
+		a := newSlotMapAPI(plane, clk)
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/slotmap?index="+indexOf(t, m)+"&wait=5s", nil))
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if !clk.BlockUntil(ctx, 1) {
+			t.Fatal("the read never started waiting")
+		}
+		plane.setReadAt(t0.Add(3 * time.Second)) // the loop read the map again meanwhile
+		clk.Advance(5 * time.Second)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("the read did not answer")
+		}
+		checkSlotMapAnswer(t, rec, m)
+		if got := rec.Header().Get(mcribapi.MapAgeHeader); got != "2000" {
+			t.Errorf("a read answered at its wait's end: %s %q, want 2000 (5 s less the read at 3 s)", mcribapi.MapAgeHeader, got)
+		}
+	})
 }
