@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
@@ -256,6 +257,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	if _, err := w.loop.Replace(context.Background(), "b1", "retire it", "ops"); err != nil {
 		t.Fatal(err)
 	}
+	w.serve()
 	w.probe()
 	f.pass(mcribapi.OutcomeFollower)
 	f.probe()
@@ -271,7 +273,8 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 			t.Errorf("slots no move touched are marked: %+v", got)
 		}
 	}
-	w.clk.Advance(10 * time.Second)
+	// The warming's reads end at its until; its object goes 12 s later.
+	w.clk.Advance(10*time.Second + cachenodes.WarmWriteGrace)
 	w.probe()
 	w.pass(mcribapi.OutcomeOK)
 	f.probe()
@@ -279,7 +282,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	for _, l := range []*world{w, f} {
 		got, _ := l.loop.HitCounters(context.Background())
 		if _, ok := got["b1"]; ok {
-			t.Errorf("b1 still counted after its warming ended: %+v", got)
+			t.Errorf("b1 still counted after its warming object went: %+v", got)
 		}
 		if !got["b2"].Planned {
 			t.Errorf("b2 not marked right after its warming ended: %+v", got["b2"])

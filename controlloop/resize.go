@@ -226,6 +226,23 @@ func (l *Loop) resizeConflictLocked(st Snapshot, prev *cachenodes.SlotMap, now t
 	return fmt.Errorf("%w: cannot resize the pool now: %s", mcribapi.ErrRefused, why)
 }
 
+// twinsLeft counts the twins of m not split yet, for a resize whose step
+// interval is every: a twin announced to split counts as split when the
+// interval is under AnnounceLead (docs/api.md, "Announce, then serve").
+func twinsLeft(m *cachenodes.SlotMap, every time.Duration) int {
+	n := m.NumTwins()
+	if every >= cachenodes.AnnounceLead || !m.AnyIncoming() {
+		return n
+	}
+	rf := m.ResizedFrom()
+	for t := rf; rf > 0 && t < m.NumSlots(); t++ {
+		if m.IsTwin(t) && m.Incoming(t) != nil && !m.Incoming(t).Equal(m.Incoming(t-rf)) {
+			n--
+		}
+	}
+	return n
+}
+
 // zoneList names the drained zones: "zone b is" or "zones a and b are".
 func zoneList(zones map[string]*mcribapi.DrainEntry) string {
 	names := make([]string, 0, len(zones))
@@ -287,7 +304,7 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 	}
 	c.Twins = c.From
 	if next.NumSlots() == c.To {
-		c.Twins = next.NumTwins()
+		c.Twins = twinsLeft(next, c.Interval())
 	}
 	c.Split = c.From - c.Twins
 	if c.Twins == 0 && c.State != mcribapi.ResizeDone {
@@ -315,19 +332,24 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 	return &mcribapi.ResizeDoc{Resize: &c}, events
 }
 
-// splitWarming reports whether a split slot of m still warms from the
-// holder of the slot it was a twin of (from: the slot count before).
+// splitWarming reports whether a split slot of m still has its warming
+// object from the holder of the slot it was a twin of, or a twin is still
+// announced to split (from: the slot count before).
 func splitWarming(m *cachenodes.SlotMap, from int) bool {
-	if !m.AnyWarming() || m.ResizedFrom() != from {
+	if (!m.AnyWarming() && !m.AnyIncoming()) || m.ResizedFrom() != from {
 		return false
 	}
 	for t := from; t < m.NumSlots(); t++ {
 		if w := m.Warming(t); w != nil && m.SlotOf(w.NodeID) == t-from {
 			return true
 		}
+		if ni := m.Incoming(t); ni != nil && m.IsTwin(t) && !ni.Equal(m.Incoming(t-from)) {
+			return true
+		}
 	}
 	return false
 }
+
 
 // sameResizeEntry reports whether a and b are the same entry.
 func sameResizeEntry(a, b *mcribapi.ResizeEntry) bool {
@@ -370,7 +392,8 @@ func (l *Loop) resizeAnswerLocked(now time.Time) mcribapi.ResizeDoc {
 	}
 	c := *e
 	if m := l.current; m != nil && m.NumSlots() == c.To {
-		c.Twins, c.Split = m.NumTwins(), c.From-m.NumTwins()
+		c.Twins = twinsLeft(m, c.Interval())
+		c.Split = c.From - c.Twins
 	}
 	switch {
 	case c.State == mcribapi.ResizeDone || c.State == mcribapi.ResizeStopped:
