@@ -317,6 +317,8 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 		c.Blocked = ""
 	case l.drains.doc != nil && len(l.drains.doc.Zones) > 0:
 		c.Blocked = fmt.Sprintf("%s drained: the splits wait until it is undrained", zoneList(l.drains.doc.Zones))
+	case l.tr.fault != "":
+		c.Blocked = discoveryFaultSplits
 	case plan.Split != nil:
 		c.Blocked = plan.Split.Blocked
 	}
@@ -349,7 +351,6 @@ func splitWarming(m *cachenodes.SlotMap, from int) bool {
 	}
 	return false
 }
-
 
 // sameResizeEntry reports whether a and b are the same entry.
 func sameResizeEntry(a, b *mcribapi.ResizeEntry) bool {
@@ -401,6 +402,8 @@ func (l *Loop) resizeAnswerLocked(now time.Time) mcribapi.ResizeDoc {
 		c.State, c.Blocked = mcribapi.ResizePaused, "an operator freeze pauses it (mcrib unfreeze lifts it)"
 	case l.resizes.corrupt:
 		c.Blocked = "the resize document in Consul KV is corrupt: no split is made until it is fixed"
+	case l.tr.fault != "" && c.Twins > 0:
+		c.Blocked = discoveryFaultSplits
 	}
 	if c.State == mcribapi.ResizeSplitting && c.Twins > 0 {
 		if spares := l.readySparesLocked(now); spares <= c.Twins && spares > 0 {
@@ -473,3 +476,7 @@ func (l *Loop) resizeOp(ctx context.Context, req *resizeRequest) (mcribapi.Resiz
 	}
 	return mcribapi.ResizeDoc{}, errors.New("the resize was not written; try again")
 }
+
+// discoveryFaultSplits is the resize's blocked during a fault of
+// discovery (invariant 5: splits wait).
+const discoveryFaultSplits = "Consul's last answer is taken as a fault of discovery (nothing is replaced): the splits wait until it answers in full"

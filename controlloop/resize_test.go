@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -475,5 +476,37 @@ func TestResizePausedByADrain(t *testing.T) {
 	}
 	if r := w.loop.ResizeDoc().Resize; r != nil && (r.State != mcribapi.ResizeDone || r.Blocked != "") {
 		t.Errorf("entry after the undrain: %+v", r)
+	}
+}
+
+// TestSplitsWaitDuringADiscoveryFault (finding 3 of issue 26): during a
+// fault of discovery (an empty Consul answer) nothing is replaced, and the
+// splits wait too (invariant 5): no twin is announced, and the resize's
+// blocked says why.
+func TestSplitsWaitDuringADiscoveryFault(t *testing.T) {
+	w := fourSlots(t, time.Minute)
+	if _, err := w.resize(8, 50, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.loop.onAnswer(cachenodes.Membership{}) // a fault of discovery
+	w.after(10 * time.Second)
+	w.after(cachenodes.AnnounceLead)
+	m, _ := w.store.stored()
+	if m.NumTwins() != 4 || m.AnyIncoming() {
+		t.Fatalf("during a fault of discovery: %d twins of 4 left, incoming %v: the splits went on", m.NumTwins(), m.AnyIncoming())
+	}
+	st := w.loop.Status()
+	if !st.DiscoveryFault || st.Resize == nil || !strings.Contains(st.Resize.Blocked, "fault of discovery") {
+		t.Fatalf("status: discovery fault %v, resize %+v; want the resize's blocked to name the fault", st.DiscoveryFault, st.Resize)
+	}
+	if s := w.store.storedResize(t); !strings.Contains(s.Blocked, "fault of discovery") {
+		t.Errorf("stored blocked %q", s.Blocked)
+	}
+	// Consul answers in full again: the splits go on.
+	w.answer(w.listed...)
+	w.after(time.Second)
+	w.serve()
+	if m, _ := w.store.stored(); m.NumTwins() != 2 {
+		t.Fatalf("after the fault: %d twins, want 2 split", m.NumTwins())
 	}
 }

@@ -15,7 +15,8 @@ import (
 // while slot s is vacant, while its holder does not answer or owes a
 // flush, while slot s has a warming object or an incoming node or moves
 // in this pass. Splits do not count against the replacement ceiling and
-// go on under an automatic freeze; an operator freeze holds them back
+// go on under an automatic freeze, but for a fault of discovery, during
+// which they wait (invariant 5); an operator freeze holds them back
 // (Decide does not call this).
 
 // splits carries out the split step of z.in.Split and says what it did.
@@ -23,6 +24,10 @@ func (z *zoneIndex) splits(plan *Plan, warm warmState) StepOutcome {
 	in, idx := z.in, z.idx
 	rf := in.Prev.ResizedFrom()
 	var o StepOutcome
+	if in.DiscoveryFault {
+		o.Blocked = "Consul's last answer is taken as a fault of discovery (nothing is replaced): the splits wait until it answers in full"
+		return o
+	}
 	var waiting string
 	for t := rf; t < in.NumSlots && o.Moved < in.Split; t++ {
 		if !idx.twin(t) || z.touched[t] {
