@@ -218,12 +218,39 @@ func (l *Loop) resizeConflictLocked(st Snapshot, prev *cachenodes.SlotMap, now t
 	case fresh && prev.NumTwins() > 0:
 		why = fmt.Sprintf("the resize from %d slots still has %d twins; resume it (mcrib resize --slots %d --reason …) and let it finish first",
 			prev.ResizedFrom(), prev.NumTwins(), prev.NumSlots())
+	case fresh && l.splitWarmingLocked(prev) != "":
+		why = l.splitWarmingLocked(prev)
 	case l.readySparesLocked(now) == 0:
 		why = "the pool has no ready spare to split twins to (" + slotplan.SpareHelp(false) + ")"
 	default:
 		return nil
 	}
 	return fmt.Errorf("%w: cannot resize the pool now: %s", mcribapi.ErrRefused, why)
+}
+
+// splitWarmingLocked says why prev cannot be doubled while a split of
+// the last resize still has its warming object (its warm source holds
+// slot s, which a doubling would make a twin's too: docs/api.md, "Growing
+// the pool"), and when it can; "" when none has. l.mu must be held.
+func (l *Loop) splitWarmingLocked(prev *cachenodes.SlotMap) string {
+	if !prev.AnyWarming() {
+		return ""
+	}
+	for t := range prev.NumSlots() {
+		w := prev.Warming(t)
+		if w == nil {
+			continue
+		}
+		if s := prev.SlotOf(w.NodeID); s >= 0 {
+			gone := w.WritesUntil()
+			if p, ok := l.remote.warms[t]; ok && p.node == w.NodeID {
+				gone = p.local.Add(cachenodes.WarmWriteGrace)
+			}
+			return fmt.Sprintf("slot %d, split from slot %d by the last resize, still has its warming from node %s (until its warming object is removed at %s); resize again once it is",
+				t, s, w.NodeID, gone.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
 
 // twinsLeft counts the twins of m not split yet, for a resize whose step

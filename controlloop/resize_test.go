@@ -510,3 +510,38 @@ func TestSplitsWaitDuringADiscoveryFault(t *testing.T) {
 		t.Fatalf("after the fault: %d twins, want 2 split", m.NumTwins())
 	}
 }
+
+// TestSecondResizeWhileTheLastSplitWarms (finding 4 of issue 26): a
+// second resize while the last split of the previous one still has its
+// warming object is refused with a 409 that says which slot and from
+// when it can be (it was refused with the slot map's internal validation
+// message); once the object is removed it goes through.
+func TestSecondResizeWhileTheLastSplitWarms(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1"}, "a2", "b2", "a3", "b3", "c1", "c2")
+	w.loop.opts.WarmFor = time.Minute
+	if _, err := w.resize(4, 100, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.after(10 * time.Second)
+	w.serve()
+	m, _ := w.store.stored()
+	if m.NumTwins() != 0 || m.Warming(2) == nil {
+		t.Fatalf("after the splits: %v, %d twins, warming of slot 2 %+v", slotIDs(m), m.NumTwins(), m.Warming(2))
+	}
+	_, err := w.resize(8, 100, 10*time.Second)
+	gone := m.Warming(2).WritesUntil().UTC().Format(time.RFC3339)
+	want := "cannot resize the pool now: slot 2, split from slot 0 by the last resize, still has its warming from node a1 (until its warming object is removed at " + gone + "); resize again once it is"
+	if mcribapi.StatusCode(err) != 409 || mcribapi.Sentence(err) != want || strings.Contains(err.Error(), "invalid slot map") {
+		t.Fatalf("a second resize while a split warms: %v (status %d), want 409 %q", err, mcribapi.StatusCode(err), want)
+	}
+	if m2, _ := w.store.stored(); m2.NumSlots() != 4 {
+		t.Fatalf("the refused resize changed the pool: %d slots", m2.NumSlots())
+	}
+	w.after(time.Minute + cachenodes.WarmWriteGrace)
+	if _, err := w.resize(8, 100, 10*time.Second); err != nil {
+		t.Fatalf("the second resize once the splits' warmings went: %v", err)
+	}
+	if m2, _ := w.store.stored(); m2.NumSlots() != 8 {
+		t.Fatalf("after the second resize: %d slots", m2.NumSlots())
+	}
+}
