@@ -377,3 +377,43 @@ func TestAnUnreachabilityBetweenTwoPassesOwesItsFlush(t *testing.T) {
 		t.Fatalf("c flushed %d times, want once: the episode was decided twice", n)
 	}
 }
+
+// TestSplitWarmingEndsInThePassThatDecidesTheFlush (finding 6 of issue
+// 26): slot s's holder warms its split twin's new holder; it stops
+// answering for a probe interval and answers again between two passes
+// (--flush-after-unreachable 0s): the next pass decides that it owes a
+// flush and, in the same write, ends the warming (ended_at), so that no
+// client copies from it one pass longer. Its slot s stays its own: the
+// end of the warming flushes nothing.
+func TestSplitWarmingEndsInThePassThatDecidesTheFlush(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1"}, "a2", "b2")
+	w.loop.opts.WarmFor = time.Hour
+	w.loop.opts.FlushAfterUnreachable, w.loop.tr.cfg.FlushAfter = 0, 0
+	if _, err := w.resize(4, 100, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.after(10 * time.Second)
+	w.serve()
+	m, _ := w.store.stored()
+	if ws := m.Warming(2); ws == nil || ws.NodeID != "a1" || ws.Ended() {
+		t.Fatalf("after the split: %v, warming of slot 2 %+v", slotIDs(m), ws)
+	}
+	// a1 blips between two passes.
+	w.prober.setDown(cacheNode("a1").Addr, true)
+	w.probe()
+	w.clk.Advance(time.Second)
+	w.probe()
+	w.prober.setDown(cacheNode("a1").Addr, false)
+	w.probe()
+	w.pass(mcribapi.OutcomeOK)
+	if got := w.store.storedFlushes(t); len(got) != 1 || got[0].NodeID != "a1" {
+		t.Fatalf("flushes owed %+v, want a1's", got)
+	}
+	m2, _ := w.store.stored()
+	if ws := m2.Warming(2); ws == nil || !ws.EndedAt.Equal(w.clk.Now()) {
+		t.Fatalf("in the pass that decided a1's flush: warming of slot 2 %+v, want it ended now", ws)
+	}
+	if m2.Slot(0).ID != "a1" || w.flushed("a1") != 0 {
+		t.Fatalf("slots %v, a1 flushed %d times: the end of the split's warming moved or flushed slot 0's holder", slotIDs(m2), w.flushed("a1"))
+	}
+}

@@ -132,6 +132,8 @@ func endWarmings(in Input) warmState {
 			why = fmt.Sprintf("its warm source %s is no longer known", ws.NodeID)
 		case !src.Reachable:
 			why = fmt.Sprintf("its warm source %s stopped answering", ws.NodeID)
+		case src.OwesFlush:
+			why = fmt.Sprintf("its warm source %s owes a flush", ws.NodeID)
 		case !holder.Reachable:
 			why = fmt.Sprintf("its new holder %s stopped answering", holder.ID)
 		case holder.Restarted:
