@@ -98,7 +98,8 @@ type incomingState struct {
 	nodes        map[string]int
 	reasons      map[int]EvictionReason
 	// stealable are the live announces a replacement of a slot without a
-	// live holder may take the node of: planned moves, by slot.
+	// live holder may take the node of: drain and return steps and splits
+	// (their rules try them again), by slot.
 	stealable map[int]bool
 }
 
@@ -176,8 +177,8 @@ func judgeIncoming(in *Input, idx *assignIndex, warm warmState, plan *Plan) inco
 		}
 		st.live[i] = true
 		st.nodes[inc.NodeID] = i
-		if !holder.IsZero() && reason != EvictionHoldExpired && reason != EvictionMaintenance {
-			st.stealable[i] = true
+		if !holder.IsZero() && (reason == EvictionDrain || reason == EvictionReturn || reason == EvictionSplit) {
+			st.stealable[i] = true // a step, tried again at its pace
 		}
 	}
 	return st

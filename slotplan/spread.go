@@ -37,8 +37,9 @@ type zoneIndex struct {
 	// sources are the previous map's warm sources, by ID.
 	sources map[string]bool
 	// inc are the previous map's announces; takeable the incoming nodes
-	// of planned moves, by ID (indices in Nodes), that a replacement of a
-	// slot without a live holder may take when no spare is left.
+	// of drain and return steps and splits, by ID (indices in Nodes), that
+	// a replacement of a slot without a live holder may take when no
+	// spare is left.
 	inc      incomingState
 	takeable []int
 }
@@ -223,8 +224,8 @@ func (z *zoneIndex) move(plan *Plan, ev Eviction) bool { return z.announceMove(p
 
 // announceMove announces ev, a move or a replacement of slot ev.Slot: a
 // spread pick for its slot, not counting the slot for its holder's zone
-// (take: with no spare left, it may take a planned move's incoming node,
-// for a slot without a live holder). The holder keeps the slot until the
+// (take: with no spare left, it may take a step's incoming node, for a
+// slot without a live holder). The holder keeps the slot until the
 // announce serves. It reports false when no spare can take it.
 func (z *zoneIndex) announceMove(plan *Plan, ev Eviction, take bool) bool {
 	from := z.idx.holderAZ(*z.in, ev.Slot)
@@ -252,10 +253,10 @@ func (z *zoneIndex) vacate(ev Eviction) {
 }
 
 // pickOrTake picks a spare by the spread rule for slot (see pick); with
-// none left it takes the incoming node of a planned move (the lowest ID
-// of the departed zone, else of any undrained zone), dropping that
-// announce: only a slot without a live holder may (docs/api.md, "Announce,
-// then serve").
+// none left it takes the incoming node of a drain or return step or a
+// split (the departed zone's first, else the lowest ID of an undrained
+// zone), dropping that announce, which its rule tries again: only a slot
+// without a live holder may (docs/api.md, "Announce, then serve").
 func (z *zoneIndex) pickOrTake(plan *Plan, departed string, hasDeparted bool, slot int) (int, bool) {
 	if j, ok := z.pick(departed, hasDeparted); ok {
 		return j, true
