@@ -334,7 +334,9 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 		c.Twins = twinsLeft(next, c.Interval())
 	}
 	c.Split = c.From - c.Twins
-	if c.Twins == 0 && c.State != mcribapi.ResizeDone {
+	// Done once no twin is left in the map: a twin announced to split may
+	// still be dropped (and split again later).
+	if next.NumSlots() == c.To && next.NumTwins() == 0 && c.State != mcribapi.ResizeDone {
 		c.State = mcribapi.ResizeDone
 		events = append(events, mcribapi.Event{Kind: mcribapi.EventResizeOver,
 			Reason: fmt.Sprintf("every twin of the resize from %d to %d slots is split: the pool has %d slots on their own nodes", c.From, c.To, c.To)})
