@@ -57,8 +57,8 @@ type seenAnnounce struct {
 	at     time.Time     // when this process first saw it
 }
 
-// viewsLocked returns what this process knows of the announces of m,
-// whose instants shift places on this clock, at now: one entry per slot
+// incomingViewsLocked returns what this process knows of the announces of
+// m, whose instants shift places on this clock, at now: one entry per slot
 // (nil when none is announced). It forgets the announces m no longer has
 // and marks the restarts of the incoming nodes and warming holders it
 // sees for the first time. l.mu must be held.

@@ -453,8 +453,10 @@ func TestAnnouncesAndTwins(t *testing.T) {
 	}
 }
 
-// TestSplitsWaitDuringADiscoveryFault and under a paused resize: no split
-// is announced, and one announced is dropped.
+// TestSplitsWaitOnAFaultOrAPause: during a fault of discovery no split is
+// announced, and one announced is dropped then, under a drain that pauses
+// the splits, under an operator's freeze, and when slot s's holder stops
+// answering.
 func TestSplitsWaitOnAFaultOrAPause(t *testing.T) {
 	d := doubled(t, []string{"a1", "b1"}, []string{"a2", "b2"})
 	nodes := []NodeView{vUp("a1"), vUp("b1"), vUp("a2"), vUp("b2")}
