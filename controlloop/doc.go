@@ -8,7 +8,9 @@
 //
 // The invariants it keeps are the invariants of docs/api.md: a node that
 // still answers keeps its slot however long Consul misses it; freeing comes
-// before placing; a spare is flushed as part of its placement; a slot
+// before placing; a spare is flushed as part of its placement, which is
+// announced as the slot's incoming node 12 s before it serves (announce.go
+// keeps what this process knows of the announces beyond the map); a slot
 // holder that was unreachable for long enough owes a flush, one decision of
 // the leader stored with the map (the flushes document, owedflush.go) and
 // carried out by whichever leader comes next when it answers; nothing

@@ -108,29 +108,37 @@ func (l *Loop) drainedLocked() map[string]bool {
 }
 
 // nextDrainLocked returns the drain document to store with next, or nil
-// when it does not change: the zones whose step moved a slot get
-// LastStepAt now, each zone's moved_slots gains the slots its drain steps
-// moved off it and loses those it holds again, each zone's blocked is what
+// when it does not change: the zones whose step announced a move (done)
+// get LastStepAt now, each zone's moved_slots gains the slots its drain
+// steps moved off it (served) and loses those it holds again, each zone's blocked is what
 // stopped its step in this pass (steps; cleared when the step went through
 // or the zone is at its target), so every replica answers it, and a
 // returning zone that holds its baseline again loses its entry. l.mu must
 // be held.
-func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotplan.StepOutcome, done []slotplan.Placement, now time.Time) *mcribapi.DrainDoc {
+func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotplan.StepOutcome, done, served []slotplan.Placement, now time.Time) *mcribapi.DrainDoc {
 	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
 	stepped := map[string]bool{}
 	movedOff := map[string][]int{}
 	for _, p := range done {
+		// A step starts at its announce.
 		switch p.Reason {
 		case slotplan.EvictionDrain:
 			stepped[p.From.AZ] = true
-			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
 		case slotplan.EvictionReturn:
 			stepped[p.Node.AZ] = true
 		}
 	}
-	held := zoneSlots(next)
+	for _, p := range served {
+		if p.Reason == slotplan.EvictionDrain {
+			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
+		}
+	}
+	// A slot announced to another zone counts there already (for
+	// blocked); a return is over once the zone holds its baseline with no
+	// slot announced to it or away from it still to serve.
+	held, actual := l.zoneSlotsAnnouncedLocked(next), zoneSlots(next)
 	changed := false
 	out := mcribapi.DrainDoc{Zones: make(map[string]*mcribapi.DrainEntry, len(l.drains.doc.Zones))}
 	for zone, e := range l.drains.doc.Zones {
@@ -142,7 +150,7 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotpl
 		if moved := movedSlots(e.MovedSlots, movedOff[zone], next, zone); !slices.Equal(moved, e.MovedSlots) {
 			c.MovedSlots, changed = moved, true
 		}
-		if c.Returning && held[zone] >= c.BaselineSlots {
+		if c.Returning && min(held[zone], actual[zone]) >= c.BaselineSlots && !l.announcedInLocked(next, zone) {
 			changed = true
 			continue
 		}
@@ -234,6 +242,53 @@ func zoneSlots(m *cachenodes.SlotMap) map[string]int {
 		}
 	}
 	return out
+}
+
+// zoneSlotsAnnouncedLocked counts the slots each zone holds in m as
+// zoneSlots does, a slot announced to another node counting for that
+// node's zone (as this process knows it). l.mu must be held.
+func (l *Loop) zoneSlotsAnnouncedLocked(m *cachenodes.SlotMap) map[string]int {
+	out := zoneSlots(m)
+	if m == nil || !m.AnyIncoming() {
+		return out
+	}
+	for i := range m.NumSlots() {
+		ni := m.Incoming(i)
+		if ni == nil || m.IsTwin(i) {
+			continue
+		}
+		s := l.tr.nodes[ni.NodeID]
+		if s == nil {
+			continue
+		}
+		if n := m.Slot(i); !n.IsZero() {
+			out[n.AZ]--
+		}
+		out[s.node.AZ]++
+	}
+	return out
+}
+
+// announcedInLocked reports whether a slot of m is announced to a node of
+// zone, or away from a holder of it: a step of its drain or return is
+// still to serve. l.mu must be held.
+func (l *Loop) announcedInLocked(m *cachenodes.SlotMap, zone string) bool {
+	if m == nil || !m.AnyIncoming() {
+		return false
+	}
+	for i := range m.NumSlots() {
+		ni := m.Incoming(i)
+		if ni == nil || m.IsTwin(i) {
+			continue
+		}
+		if m.Slot(i).AZ == zone {
+			return true
+		}
+		if s := l.tr.nodes[ni.NodeID]; s != nil && s.node.AZ == zone {
+			return true
+		}
+	}
+	return false
 }
 
 // knownZonesLocked returns the zones of the nodes the loop knows (those
@@ -383,7 +438,7 @@ func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
 	if l.drains.doc == nil {
 		return out
 	}
-	held := zoneSlots(l.current)
+	held, announced := zoneSlots(l.current), l.zoneSlotsAnnouncedLocked(l.current)
 	spares := 0
 	if len(l.drains.doc.Zones) > 0 {
 		spares = l.readySparesLocked(now)
@@ -391,6 +446,11 @@ func (l *Loop) drainsLocked(now time.Time) mcribapi.DrainDoc {
 	for zone, e := range l.drains.doc.Zones {
 		c := *e
 		c.Slots, c.TargetSlots = held[zone], e.Target()
+		if e.Interval() < cachenodes.AnnounceLead {
+			// The next step may come before an announced move serves:
+			// the slot counts as moved already.
+			c.Slots = announced[zone]
+		}
 		c.SlotsToMove = max(c.Slots-c.TargetSlots, c.TargetSlots-c.Slots)
 		c.SparesLeft = spares
 		c.Warning = spareWarning(c.Slots > c.TargetSlots, c.Slots < c.TargetSlots, c.SlotsToMove, spares)

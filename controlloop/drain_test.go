@@ -58,30 +58,43 @@ func TestDrainPacedAndReturned(t *testing.T) {
 	}
 
 	// The first step starts at once: one slot (⌈2 × 50%⌉), the highest
-	// numbered, goes to the zone holding the fewest (a and c tie: a).
+	// numbered, goes to the zone holding the fewest (a and c tie: a). It is
+	// announced first (a3 flushed, the slot's incoming node), and counts
+	// as moved at once, the step interval (3s) being under the 12s the
+	// announce takes.
 	_, writes := w.store.stored()
 	w.pass(mcribapi.OutcomeOK)
-	w.wantStored(t, 4, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+1)
+	w.wantStored(t, 3, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+1)
+	if m, _ := w.store.stored(); m.Incoming(4) == nil || m.Incoming(4).NodeID != "a3" || !m.Incoming(4).ServesAt.Equal(w.clk.Now().Add(cachenodes.AnnounceLead)) {
+		t.Fatalf("slot 4's incoming %+v, want a3 serving in 12s", m.Incoming(4))
+	}
+	if n := w.node("a3"); n.State != mcribapi.NodeIncoming || n.Incoming == nil || *n.Incoming != 4 {
+		t.Fatalf("node a3 %+v, want incoming to slot 4", n)
+	}
 	if d := w.store.storedDrainDoc(t); d.Zones["az-b"].LastStepAt == nil || !d.Zones["az-b"].LastStepAt.Equal(w.clk.Now()) {
 		t.Fatalf("the step's time was not stored with it: %+v", d.Zones["az-b"])
 	}
-	// Not again before the interval.
-	w.clk.Advance(2 * time.Second)
-	w.probe()
-	w.pass(mcribapi.OutcomeOK)
-	if got := w.zoneHeld("az-b"); got != 1 {
-		t.Fatalf("zone b holds %d slots 2s after the first step, want 1", got)
+	if e := w.entry("az-b"); e.Slots != 1 || e.State != mcribapi.DrainDraining {
+		t.Fatalf("entry %+v, want the announced slot counted as moved", e)
 	}
+	// Not again before the interval.
+	w.after(2 * time.Second)
 	if e := w.entry("az-b"); e.Slots != 1 || e.State != mcribapi.DrainDraining {
 		t.Fatalf("entry %+v", e)
 	}
-	w.clk.Advance(time.Second)
-	w.probe()
-	w.pass(mcribapi.OutcomeOK)
-	w.wantStored(t, 5, []string{"a1", "c3", "c1", "a2", "a3", "c2"}, writes+2)
+	w.after(time.Second)
+	w.wantStored(t, 3, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+2)
+	if m, _ := w.store.stored(); m.Incoming(1) == nil || m.Incoming(1).NodeID != "c3" {
+		t.Fatalf("slot 1's incoming %+v, want c3", m.Incoming(1))
+	}
 	if e := w.entry("az-b"); e.Slots != 0 || e.State != mcribapi.DrainDrained || e.Blocked != "" {
 		t.Fatalf("entry %+v", e)
 	}
+	// Each serves 12s after its announce, unflushed.
+	w.after(9 * time.Second)
+	w.wantStored(t, 4, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+3)
+	w.after(3 * time.Second)
+	w.wantStored(t, 5, []string{"a1", "c3", "c1", "a2", "a3", "c2"}, writes+4)
 	// Only the nodes entering a slot were flushed, once each; the drained
 	// nodes keep their contents as spares.
 	w.wantFlushes(t, map[string]int{"a3": 1, "c3": 1})
@@ -116,20 +129,24 @@ func TestDrainPacedAndReturned(t *testing.T) {
 		t.Fatalf("undrain: %+v, %v", doc.Zones["az-b"], err)
 	}
 	w.pass(mcribapi.OutcomeOK)
-	w.wantStored(t, 6, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+3)
+	if m, _ := w.store.stored(); m.Incoming(1) == nil || m.Incoming(1).NodeID != "b1" {
+		t.Fatalf("slot 1's incoming %+v, want b1 (the first return step)", m.Incoming(1))
+	}
+	w.after(2 * time.Second)
+	if e := w.entry("az-b"); e.Slots != 1 {
+		t.Fatalf("zone b holds %d slots 2s after the first return step, want 1 (announced)", e.Slots)
+	}
+	w.after(time.Second)
+	if m, _ := w.store.stored(); m.Incoming(4) == nil || m.Incoming(4).NodeID != "b2" {
+		t.Fatalf("slot 4's incoming %+v, want b2 (the second return step)", m.Incoming(4))
+	}
+	w.after(9 * time.Second)
+	w.wantStored(t, 6, []string{"a1", "b1", "c1", "a2", "a3", "c2"}, writes+7)
 	if d := w.store.storedDrainDoc(t); !slices.Equal(d.Zones["az-b"].MovedSlots, []int{4}) {
 		t.Fatalf("stored moved_slots %v after slot 1 came back, want [4]", d.Zones["az-b"].MovedSlots)
 	}
-	w.clk.Advance(2 * time.Second)
-	w.probe()
-	w.pass(mcribapi.OutcomeOK)
-	if got := w.zoneHeld("az-b"); got != 1 {
-		t.Fatalf("zone b holds %d slots 2s after the first return step, want 1", got)
-	}
-	w.clk.Advance(time.Second)
-	w.probe()
-	w.pass(mcribapi.OutcomeOK)
-	w.wantStored(t, 7, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+4)
+	w.after(3 * time.Second)
+	w.wantStored(t, 7, []string{"a1", "b1", "c1", "a2", "b2", "c2"}, writes+8)
 	if d := w.store.storedDrainDoc(t); d != nil {
 		t.Fatalf("the entry of a zone back at its baseline was kept: %+v", d.Zones)
 	}
@@ -157,7 +174,9 @@ func TestDrainStepIsCapped(t *testing.T) {
 	prev := 4
 	for step := 0; step < 6; step++ {
 		w.pass(mcribapi.OutcomeOK)
-		held := w.zoneHeld("az-b")
+		// An announced slot counts as moved (a step every 1s, under the
+		// 12s an announce takes).
+		held := w.entry("az-b").Slots
 		if prev-held > 1 {
 			t.Fatalf("step %d moved %d slots, more than ⌈4 × 25%%⌉ = 1", step, prev-held)
 		}
@@ -167,6 +186,12 @@ func TestDrainStepIsCapped(t *testing.T) {
 	}
 	if prev != 1 {
 		t.Fatalf("zone b ends with %d slots, want the target 1", prev)
+	}
+	for range int(cachenodes.AnnounceLead / time.Second) {
+		w.after(time.Second)
+	}
+	if held := w.zoneHeld("az-b"); held != 1 {
+		t.Fatalf("zone b holds %d slots once the announces served, want the target 1", held)
 	}
 	if e := w.entry("az-b"); e.State != mcribapi.DrainDrained || e.TargetSlots != 1 {
 		t.Fatalf("entry %+v", e)
@@ -193,6 +218,7 @@ func TestDrainPausedByAnOperatorFreezeNotByAnAutomaticOne(t *testing.T) {
 	if st := w.loop.Status(); !st.AutoFrozen {
 		t.Fatalf("no automatic freeze after an empty answer: %+v", st.AutoFreezeReason)
 	}
+	w.serve()
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots under an automatic freeze, want 0", got)
 	}
@@ -214,6 +240,7 @@ func TestDrainOfAnUnreachableZoneMovesCold(t *testing.T) {
 	}
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots, want 0", got)
 	}
@@ -336,6 +363,7 @@ func TestDrainBlockedStoredForFollowers(t *testing.T) {
 	w.clk.Advance(time.Second)
 	w.probe()
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	if w.zoneHeld("az-b") != 0 {
 		t.Fatalf("the step did not go through once a spare came")
 	}
@@ -404,19 +432,20 @@ func TestDrainRequestErrors(t *testing.T) {
 
 func TestDrainCarriedOnByANewLeader(t *testing.T) {
 	w := threeZones(t)
-	w.drain("az-b", 100, 50, 10*time.Second)
+	w.drain("az-b", 100, 50, 20*time.Second)
 	w.pass(mcribapi.OutcomeOK)
+	w2 := w.sibling() // it reads the step as it is made
+	w.serve()
 	if w.zoneHeld("az-b") != 1 {
 		t.Fatalf("the first step did not move a slot")
 	}
 	// Another process takes the lock: it reads the pace from KV.
-	w2 := w.sibling()
 	w.lead.loseLock()
 	w2.lead.win("s2")
 	w2.clk.Advance(5 * time.Second)
 	w2.probe()
 	w2.pass(mcribapi.OutcomeOK)
-	if w.zoneHeld("az-b") != 1 {
+	if m, _ := w.store.stored(); w.zoneHeld("az-b") != 1 || m.AnyIncoming() {
 		t.Fatalf("the new leader stepped before the interval")
 	}
 	if e := w2.entry("az-b"); e == nil || e.BaselineSlots != 2 {
@@ -425,8 +454,12 @@ func TestDrainCarriedOnByANewLeader(t *testing.T) {
 	w2.clk.Advance(5 * time.Second)
 	w2.probe()
 	w2.pass(mcribapi.OutcomeOK)
-	if w.zoneHeld("az-b") != 0 {
+	if m, _ := w.store.stored(); m.Incoming(1) == nil {
 		t.Fatalf("the new leader did not carry the drain on")
+	}
+	w2.serve()
+	if w.zoneHeld("az-b") != 0 {
+		t.Fatalf("the new leader did not serve its step")
 	}
 }
 
@@ -439,6 +472,7 @@ func TestCorruptDrainDocument(t *testing.T) {
 	// Other reconciliation goes on: a dead holder is replaced.
 	takeOut("a1")(w)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	m, _ := w.store.stored()
 	if m.Slot(0).ID != "a2" {
 		t.Fatalf("slots %v: the dead holder was not replaced under a corrupt drain document", slotIDs(m))
@@ -450,6 +484,7 @@ func TestCorruptDrainDocument(t *testing.T) {
 	// An operator's drain replaces it.
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	if w.zoneHeld("az-b") != 0 || slices.Contains(w.loop.Status().CorruptDocuments, "drain") {
 		t.Fatalf("after a new drain: zone b holds %d, corrupt %v", w.zoneHeld("az-b"), w.loop.Status().CorruptDocuments)
 	}
@@ -555,6 +590,7 @@ func TestZoneAlertOfADrainingZone(t *testing.T) {
 	w.pass(mcribapi.OutcomeOK)
 	w.drain("az-b", 100, 25, time.Hour)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	st := w.loop.Status()
 	if w.zoneHeld("az-b") != 3 || !strings.Contains(st.ZoneAlert, "slot holders unreachable; it is being drained already (mcrib drain az-b") || strings.Contains(st.ZoneAlert, "to move its slots off it") {
 		t.Fatalf("zone b holds %d; zone alert %q", w.zoneHeld("az-b"), st.ZoneAlert)

@@ -59,8 +59,9 @@ func TestEventsOfAReplacementAndAnAgentRestart(t *testing.T) {
 	// b dies for real: its hold passes, c takes its slot, flushed first.
 	takeOut("b")(w)
 	pass("b replaced")
+	w.serve()
 	got := eventsOf(log)[2:]
-	for _, e := range []string{"node unreachable b", "hold started b", "replacement b", "flush c", "placement c"} {
+	for _, e := range []string{"node unreachable b", "hold started b", "flush c", "slot move announced c", "replacement b", "placement c"} {
 		if !slices.Contains(got, e) {
 			t.Errorf("events %q lack %q", got, e)
 		}
@@ -171,6 +172,7 @@ func TestEventsAreToldWithoutTheLock(t *testing.T) {
 		w.pass(mcribapi.OutcomeOK)
 		takeOut("b1")(w) // gone from Consul too, past the hold: replaced
 		w.pass(mcribapi.OutcomeOK)
+		w.serve()
 	}()
 	select {
 	case <-done:

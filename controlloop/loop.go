@@ -38,8 +38,8 @@ var _ Discovery = (*cachenodes.ConsulSource)(nil)
 // the freeze (frozen.go), the drains and their steps (drain.go,
 // schedule.go), the zone watch (zones.go), the replicas' votes (vote.go),
 // the owed flushes (owedflush.go), the planned moves (plannedmoves.go), the
-// operator's replace (replace.go) and the health of the last reads and
-// passes (health.go). A pass reads as decide, write, publish
+// operator's replace (replace.go), the announces (announce.go) and the
+// health of the last reads and passes (health.go). A pass reads as decide, write, publish
 // (reconcile.go).
 type Loop struct {
 	opts   Options
@@ -87,6 +87,9 @@ type Loop struct {
 	replace  replaceState
 	resizes  resizeState
 	capacity capacityWatch
+	// announces is what this process knows of the announces and ended
+	// warmings beyond the map (announce.go).
+	announces announceState
 }
 
 // New checks opts and returns a loop ready to Run.

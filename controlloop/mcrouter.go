@@ -34,10 +34,15 @@ const maxRouterExptime = 30 * 24 * 3600
 // alone sends them to the cold side only, so a deleted key could come back
 // from the warm one), every other operation to the holders. When nothing
 // warms it is the plain config above, so mcrouter goes back to it as soon
-// as the last warming ends.
+// as the last warming ends. A warming that ended early (ended_at set) is
+// rendered as a slot that does not warm: mcrouter stops reading its old
+// holder at once, and its writes go to the new holder only (an old holder
+// that stopped answering or owes a flush must not be read; the 12 s the
+// Go clients still write it for are theirs, docs/clients.md). An
+// incoming node (an announce) changes nothing.
 func MCRouterConfig(m *cachenodes.SlotMap, warmTTL time.Duration) ([]byte, error) {
 	servers := routerServers(m, false)
-	if !m.AnyWarming() {
+	if !warmsAny(m) {
 		cfg := map[string]any{
 			"pools": map[string]any{m.Pool(): map[string]any{"servers": servers}},
 			"route": poolRoute(m.Pool()),
@@ -82,11 +87,25 @@ func routerServers(m *cachenodes.SlotMap, warm bool) []string {
 		if n.IsZero() {
 			servers[i] = VacantServer
 		}
-		if w := m.Warming(i); warm && w != nil {
+		if w := m.Warming(i); warm && w != nil && !w.Ended() {
 			servers[i] = w.Addr
 		}
 	}
 	return servers
+}
+
+// warmsAny reports whether some slot of m has a warming that has not
+// ended early (no ended_at).
+func warmsAny(m *cachenodes.SlotMap) bool {
+	if !m.AnyWarming() {
+		return false
+	}
+	for i := range m.NumSlots() {
+		if w := m.Warming(i); w != nil && !w.Ended() {
+			return true
+		}
+	}
+	return false
 }
 
 // poolRoute is a PoolRoute to pool with the Crc32 hash (the short form

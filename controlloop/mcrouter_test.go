@@ -151,6 +151,7 @@ func TestMCRouterConfig(t *testing.T) {
 		{"nothing warms: the plain config, whatever the warm TTL", plain, 0, plainRouterConfig},
 		{"nothing warms, a warm TTL", plain, 5 * time.Minute, plainRouterConfig},
 		{"a slot warms: two pools, WarmUpRoute and AllSyncRoute", warming, 90 * time.Second, warmRouterConfig},
+		{"its warming ended early (ended_at): the plain config", endedWarming(t, warming), 90 * time.Second, plainOf(t, warming)},
 	} {
 		got, err := MCRouterConfig(tc.m, tc.warmTTL)
 		if err != nil {
@@ -160,6 +161,39 @@ func TestMCRouterConfig(t *testing.T) {
 			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
 		}
 	}
+}
+
+// endedWarming is m with every warming ended (ended_at) a minute before
+// its until.
+func endedWarming(t testing.TB, m *cachenodes.SlotMap) *cachenodes.SlotMap {
+	t.Helper()
+	spec := m.Spec()
+	for _, w := range spec.Warming {
+		if w != nil {
+			w.EndedAt = w.Until.Add(-time.Minute)
+		}
+	}
+	ended, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ended
+}
+
+// plainOf is the mcrouter config of m without its warmings.
+func plainOf(t testing.TB, m *cachenodes.SlotMap) string {
+	t.Helper()
+	spec := m.Spec()
+	spec.Warming = nil
+	plain, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := MCRouterConfig(plain, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestRouterExptime(t *testing.T) {

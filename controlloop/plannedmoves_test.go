@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/hitrate"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
 )
@@ -256,6 +258,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	if _, err := w.loop.Replace(context.Background(), "b1", "retire it", "ops"); err != nil {
 		t.Fatal(err)
 	}
+	w.serve()
 	w.probe()
 	f.pass(mcribapi.OutcomeFollower)
 	f.probe()
@@ -271,7 +274,8 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 			t.Errorf("slots no move touched are marked: %+v", got)
 		}
 	}
-	w.clk.Advance(10 * time.Second)
+	// The warming's reads end at its until; its object goes 12 s later.
+	w.clk.Advance(10*time.Second + cachenodes.WarmWriteGrace)
 	w.probe()
 	w.pass(mcribapi.OutcomeOK)
 	f.probe()
@@ -279,7 +283,7 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	for _, l := range []*world{w, f} {
 		got, _ := l.loop.HitCounters(context.Background())
 		if _, ok := got["b1"]; ok {
-			t.Errorf("b1 still counted after its warming ended: %+v", got)
+			t.Errorf("b1 still counted after its warming object went: %+v", got)
 		}
 		if !got["b2"].Planned {
 			t.Errorf("b2 not marked right after its warming ended: %+v", got["b2"])
@@ -307,4 +311,56 @@ func TestHitCountersMarkPlannedMoves(t *testing.T) {
 	if got, _ := w.loop.HitCounters(context.Background()); got["c2"].Planned {
 		t.Errorf("a replacement of a holder that stopped answering is marked as a planned move")
 	}
+}
+
+// TestSplitHitRateAsApplicationsSeeIt (finding 5 of issue 26): while a
+// split warms, slot s's holder serves slot s and is the warm source of
+// the twin's new holder; a get of the twin that misses the new holder and
+// hits slot s's holder is one get and one hit for the applications. With
+// every get a hit, the pool's hit rate and the zone's are 1.00 (they read
+// 0.50 when the forwarded get counted as a miss of the new holder and a
+// hit of the source).
+func TestSplitHitRateAsApplicationsSeeIt(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1"}, "a2", "b2")
+	w.loop.opts.WarmFor = time.Hour
+	if _, err := w.resize(4, 100, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.after(10 * time.Second)
+	w.serve()
+	m, _ := w.store.stored()
+	if m.NumTwins() != 0 || m.Warming(2) == nil || m.Warming(2).NodeID != "a1" || m.Slot(2).AZ != "az-a" {
+		t.Fatalf("slots %v, warming of slot 2 %+v: want the twin of a1's slot split to zone a, warm from a1", slotIDs(m), m.Warming(2))
+	}
+	// a1 has 1000 gets of its slot 0 a round and 1000 forwarded by slot
+	// 2's new holder, which misses them all: every one a hit for the
+	// applications. b1 and its twin's new holder hit all theirs.
+	var meter hitrate.Meter
+	var rate float64
+	for i := range uint64(3) {
+		w.prober.setCounters(cacheNode("a1").Addr, 2000*i, 0)
+		w.prober.setCounters(cacheNode(m.Slot(2).ID).Addr, 0, 1000*i)
+		w.prober.setCounters(cacheNode("b1").Addr, 1000*i, 0)
+		w.prober.setCounters(cacheNode(m.Slot(3).ID).Addr, 1000*i, 0)
+		w.clk.Advance(5 * time.Second)
+		w.probe()
+		got, _ := w.loop.HitCounters(context.Background())
+		rate, _ = meter.Observe(w.clk.Now(), got, 0)
+	}
+	if math.Abs(rate-1) > 1e-9 {
+		t.Errorf("pool hit rate %.4f during the split, want 1.00 as applications see it", rate)
+	}
+	for _, z := range w.loop.Status().Zones {
+		if z.Zone == "az-a" && (z.HitRate == nil || math.Abs(*z.HitRate-1) > 1e-9) {
+			t.Errorf("zone az-a hit rate %v during the split, want 1.00", ptrText(z.HitRate))
+		}
+	}
+}
+
+// ptrText is *f as text, "unknown" when nil.
+func ptrText(f *float64) string {
+	if f == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.4f", *f)
 }

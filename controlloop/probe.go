@@ -227,14 +227,34 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 		out[n.ID] = c
 		z.nodes[n.ID] = c
 		w := l.current.Warming(i)
-		if w == nil || l.current.SlotOf(w.NodeID) >= 0 {
-			continue // a warm source that holds a slot counts its own gets
+		if w == nil {
+			continue
 		}
-		if wc, ok := l.countersLocked(w.NodeID); ok {
-			wc.WarmSourceOf, wc.Planned = n.ID, true
+		wc, ok := l.countersLocked(w.NodeID)
+		if !ok {
+			continue
+		}
+		if s := l.current.SlotOf(w.NodeID); s >= 0 {
+			// A split's source holds slot s (read above: s < i): its gets
+			// are slot s's and those forwarded to it
+			// (hitrate.Counters.HoldsSlot). The pair counts as one in the
+			// pool, and in the zone when both are in it; a twin split to
+			// another zone counts its forwarded gets as hits of slot s's
+			// zone and misses of its own (the spread takes slot s's zone
+			// first).
+			if sc, seen := out[w.NodeID]; seen {
+				wc.Planned = sc.Planned
+			}
+			wc.WarmSourceOf, wc.HoldsSlot, wc.Planned = n.ID, true, wc.Planned || c.Planned
 			out[w.NodeID] = wc
-			z.nodes[w.NodeID] = wc
+			if zs := l.current.Slot(s).AZ; zs == n.AZ {
+				z.nodes[w.NodeID] = wc
+			}
+			continue
 		}
+		wc.WarmSourceOf, wc.Planned = n.ID, true
+		out[w.NodeID] = wc
+		z.nodes[w.NodeID] = wc
 	}
 	l.observeZonesLocked(now, zones)
 	return out, unreadable

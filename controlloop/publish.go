@@ -139,7 +139,8 @@ func (l *Loop) passAttributes(outcome mcribapi.Outcome, counts map[mcribapi.Even
 		attrs = append(attrs, attribute.Int64("mcrib.generation", int64(l.current.Generation())))
 	}
 	l.mu.Unlock()
-	for k, name := range map[mcribapi.EventKind]string{mcribapi.EventReplacement: "mcrib.replacements", mcribapi.EventPlacement: "mcrib.placements", mcribapi.EventFlush: "mcrib.flushes"} {
+	for k, name := range map[mcribapi.EventKind]string{mcribapi.EventReplacement: "mcrib.replacements", mcribapi.EventPlacement: "mcrib.placements", mcribapi.EventFlush: "mcrib.flushes",
+		mcribapi.EventSlotMoveAnnounced: "mcrib.announces"} {
 		attrs = append(attrs, attribute.Int(name, counts[k]))
 	}
 	return attrs

@@ -168,7 +168,8 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 	if m != nil {
 		l.noteMovesLocked(l.current, m, now)
 		l.current, l.currentShift = m, shift
-		l.remote.placeWarmings(m, shift) // placed when first seen, should this process lead
+		l.remote.placeWarmings(m, shift)     // placed when first seen, should this process lead
+		l.incomingViewsLocked(m, shift, now) // the same for its announces
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
@@ -203,11 +204,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev, r)
 	owed := l.decideFlushesLocked(prev, base, now, r)
+	incoming := l.incomingViewsLocked(prev, shift, now)
 	nodes := l.tr.views(now)
-	if !l.opts.Reverted.Reverted(revert.WarmFromOwing) {
-		for i := range nodes {
+	for i := range nodes {
+		if !l.opts.Reverted.Reverted(revert.WarmFromOwing) {
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
+		nodes[i].Restarted = l.restartedLocked(nodes[i].ID)
 	}
 	in := slotplan.Input{
 		Pool:           l.opts.Pool,
@@ -215,6 +218,8 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Prev:           prev,
 		PrevShift:      shift,
 		WarmEnds:       l.remote.placeWarmings(prev, shift),
+		RewriteEnded:   l.rewriteLocked(),
+		Incoming:       incoming,
 		Nodes:          nodes,
 		Frozen:         st.Freeze != nil || tripped,
 		OperatorFrozen: st.Freeze != nil,
@@ -225,11 +230,19 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 		Split:          split,
+		DiscoveryFault: l.tr.fault != "",
+		SplitsPaused:   len(l.drainedLocked()) > 0,
 	}
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
 	}
-	plan := slotplan.Decide(in)
+	var plan slotplan.Plan
+	if !rd.doubled {
+		// The first write of a resize carries the doubling alone (no slot
+		// changes holder in it, docs/api.md, "Growing the pool").
+		plan = slotplan.Decide(in)
+	}
+	l.announcingLocked(plan)
 	l.health.blocked = plan.Blocked
 	if l.replace.req != nil && plan.Refused != "" {
 		l.replace.out.refused = plan.Refused

@@ -260,19 +260,29 @@ func TestReconcileScenarios(t *testing.T) {
 					w.wantStored(t, 3, []string{"a", "b", "d"}, 0)
 					w.wantFlushes(t, map[string]int{})
 				}},
-				{what: "leading now", do: func(w *world) { w.lead.win("s1") }, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
-					w.wantStored(t, 4, []string{"a", "c", "d"}, 1)
-					w.wantFlushes(t, map[string]int{"c": 1})
-					if got := w.metrics.replacements; !slices.Equal(got, []mcribapi.EvictionReason{mcribapi.EvictionHoldExpired}) {
-						t.Errorf("replacements %v", got)
+				{what: "leading now: c is flushed and announced to b's slot", do: func(w *world) { w.lead.win("s1") }, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
+					w.wantStored(t, 3, []string{"a", "b", "d"}, 1)
+					if m, _ := w.store.stored(); m.Incoming(1) == nil || m.Incoming(1).NodeID != "c" || m.Revision() != 1 {
+						t.Errorf("slot 1's incoming %+v (revision %d), want c", m.Incoming(1), m.Revision())
 					}
+					w.wantFlushes(t, map[string]int{"c": 1})
 					if st := w.loop.Status(); !st.Leader || st.LeaderID != "me" {
 						t.Errorf("status: leader %v, leader id %q", st.Leader, st.LeaderID)
 					}
 				}},
 				{what: "the next pass writes nothing", want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
-					w.wantStored(t, 4, []string{"a", "c", "d"}, 1)
+					w.wantStored(t, 3, []string{"a", "b", "d"}, 1)
 					w.wantFlushes(t, map[string]int{"c": 1})
+				}},
+				{what: "12s after the announce, c serves, unflushed", do: func(w *world) {
+					w.clk.Advance(cachenodes.AnnounceLead)
+					w.probe()
+				}, want: mcribapi.OutcomeOK, check: func(t *testing.T, w *world) {
+					w.wantStored(t, 4, []string{"a", "c", "d"}, 2)
+					w.wantFlushes(t, map[string]int{"c": 1})
+					if got := w.metrics.replacements; !slices.Equal(got, []mcribapi.EvictionReason{mcribapi.EvictionHoldExpired}) {
+						t.Errorf("replacements %v", got)
+					}
 				}},
 			},
 		},
@@ -311,7 +321,8 @@ func TestReconcileConflict(t *testing.T) {
 		name          string
 		change        func(s *fakeStore)
 		wantStepDowns int
-		// next is the outcome of the pass after, and the map it leaves.
+		// next is the outcome of the pass after, and the map it leaves
+		// once its announce served (12s later).
 		next     mcribapi.Outcome
 		nextGen  uint64
 		nextSlot []string
@@ -364,7 +375,11 @@ func TestReconcileConflict(t *testing.T) {
 						t.Errorf("leading %v after %d step-downs, want %d", leading, stepDowns, tt.wantStepDowns)
 					}
 				}},
-				{what: "the next pass", want: tt.next, check: func(t *testing.T, w *world) {
+				{what: "the next pass", want: tt.next},
+				{what: "12s later", do: func(w *world) {
+					w.clk.Advance(cachenodes.AnnounceLead)
+					w.probe()
+				}, want: tt.next, check: func(t *testing.T, w *world) {
 					m, _ := w.store.stored()
 					if m.Generation() != tt.nextGen || !slices.Equal(slotIDs(m), tt.nextSlot) {
 						t.Errorf("stored gen %d slots %v, want gen %d slots %v", m.Generation(), slotIDs(m), tt.nextGen, tt.nextSlot)
@@ -418,4 +433,12 @@ func TestHitCounters(t *testing.T) {
 	if !maps.Equal(got, want) || unreadable != 0 {
 		t.Fatalf("after the next round: %v, %d unreadable; want %v and 0", got, unreadable, want)
 	}
+}
+
+// serve lets the announces of the last pass serve: the clock moves on by
+// the announce's lead, the nodes are probed and a pass runs (docs/api.md,
+// "Announce, then serve").
+func (w *world) serve() {
+	w.t.Helper()
+	w.after(cachenodes.AnnounceLead)
 }

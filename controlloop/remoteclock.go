@@ -60,18 +60,20 @@ type remoteClock struct {
 	warms map[int]placedWarm
 }
 
-// placedWarm is one warming's until as written (by the warm source it
-// belongs to) and as placed on this clock.
+// placedWarm is one warming's end of reads (ended_at, or until) as
+// written (by the warm source it belongs to) and as placed on this clock.
 type placedWarm struct {
 	node string
 	placed
 }
 
-// placeWarmings returns when each warming of m ends on this clock, one
-// entry per slot (zero for a slot that does not warm), for a map whose
-// instants shift places here: a warming seen before keeps its place, a
-// new one is placed at its until + shift. It forgets the warmings m no
-// longer has. Nil when nothing warms.
+// placeWarmings returns when clients stop reading each warming of m
+// (its ended_at, or its until: ReadsUntil) on this clock, one entry per
+// slot (zero for a slot that does not warm), for a map whose instants
+// shift places here: a warming seen before keeps its place while that
+// instant stays as written, a new one (or a new ended_at) is placed at it
+// + shift. It forgets the warmings m no longer has. Nil when nothing
+// warms. The warming object is removed WarmWriteGrace after it.
 func (r *remoteClock) placeWarmings(m *cachenodes.SlotMap, shift time.Duration) []time.Time {
 	if m == nil || !m.AnyWarming() {
 		r.warms = nil
@@ -88,8 +90,8 @@ func (r *remoteClock) placeWarmings(m *cachenodes.SlotMap, shift time.Duration) 
 			continue
 		}
 		p, ok := r.warms[i]
-		if !ok || p.node != ws.NodeID || !p.raw.Equal(ws.Until) {
-			p = placedWarm{node: ws.NodeID, placed: placed{raw: ws.Until, local: ws.Until.Add(shift)}}
+		if reads := ws.ReadsUntil(); !ok || p.node != ws.NodeID || !p.raw.Equal(reads) {
+			p = placedWarm{node: ws.NodeID, placed: placed{raw: reads, local: reads.Add(shift)}}
 			r.warms[i] = p
 		}
 		ends[i] = p.local

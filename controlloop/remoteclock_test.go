@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -89,6 +90,11 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 			}
 			a.pass(mcribapi.OutcomeOK)
 			b.pass(mcribapi.OutcomeFollower)
+			// The first step serves 12s after its announce.
+			p.clk.Advance(cachenodes.AnnounceLead)
+			a.probe()
+			a.pass(mcribapi.OutcomeOK)
+			b.pass(mcribapi.OutcomeFollower)
 			m, _ := p.store.stored()
 			if m.Warming(4) == nil || zoneSlots(m)["az-b"] != 1 {
 				t.Fatalf("the first step: slots %v, warming %+v", slotIDs(m), m.Warming(4))
@@ -112,11 +118,15 @@ func TestLeaderAheadKeepsWarmingsAndPace(t *testing.T) {
 					t.Fatalf("at %s the new leader wrote slot 4's warming until %s, first written as %s", at, w.Until, until)
 				}
 			}
-			if steppedAt < 30*time.Second || steppedAt > 31*time.Second {
-				t.Fatalf("the new leader took the second step at %s, want at the interval of 30s (to 31s)", steppedAt)
+			// The second step is announced at the interval, 30s, and serves
+			// 12s later.
+			if steppedAt < 42*time.Second || steppedAt > 43*time.Second {
+				t.Fatalf("the new leader's second step served at %s, want 12s after the interval of 30s (to 43s)", steppedAt)
 			}
-			if endedAt < 120*time.Second || endedAt > 121*time.Second {
-				t.Fatalf("the warming of slot 4 ended at %s, want when --warm-for (2m) passes (to 121s)", endedAt)
+			// The first step served at 12s: its warming's reads end when
+			// --warm-for (2m) passes, and its object goes 12s later.
+			if endedAt < 144*time.Second || endedAt > 145*time.Second {
+				t.Fatalf("the warming object of slot 4 went at %s, want 12s after --warm-for (2m) passes (to 145s)", endedAt)
 			}
 		})
 	}

@@ -3,6 +3,10 @@ package controlloop
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
 
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/slotplan"
@@ -75,15 +79,19 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.Rep
 }
 
 // noteReplaceLocked records the outcome of the replace the pass carried
-// out, if any: left ready spares after it, tookLast set when it took the
-// last of them. l.mu must be held.
-func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, left int, tookLast bool) {
+// out, if any: its announce in next (it serves at serves_at), left ready
+// spares after it, tookLast set when it took the last of them. l.mu must
+// be held.
+func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, next *cachenodes.SlotMap, left int, tookLast bool) {
 	if l.replace.req == nil {
 		return
 	}
 	for _, p := range done {
 		if p.Reason == slotplan.EvictionReplace {
 			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
+			if ni := next.Incoming(p.Slot); ni != nil {
+				res.ServesAt = ni.ServesAt
+			}
 			if tookLast {
 				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
 			}
@@ -117,6 +125,34 @@ func carriedOutReplacements(plan slotplan.Plan, done []slotplan.Placement) []slo
 		out = append(out, ev)
 	}
 	return out
+}
+
+// servedReplacements returns the reasons of the replacements plan makes:
+// the slots it vacates and the replacements whose announce it serves
+// (mcrib_slot_replacements_total).
+func servedReplacements(plan slotplan.Plan) []slotplan.EvictionReason {
+	var out []slotplan.EvictionReason
+	for _, ev := range plan.Evictions {
+		if !ev.Move && ev.CountsAgainstCeiling() {
+			out = append(out, ev.Reason)
+		}
+	}
+	for _, p := range plan.Serves {
+		if p.Reason != "" && p.Reason.IsReplacement() {
+			out = append(out, p.Reason)
+		}
+	}
+	return out
+}
+
+// withoutTimes returns times less one of each of drop.
+func withoutTimes(times, drop []time.Time) []time.Time {
+	for _, d := range drop {
+		if i := slices.IndexFunc(times, func(t time.Time) bool { return t.Equal(d) }); i >= 0 {
+			times = slices.Delete(times, i, i+1)
+		}
+	}
+	return times
 }
 
 // moveKind is the mcrib_slot_moves_total label of a move.

@@ -218,12 +218,56 @@ func (l *Loop) resizeConflictLocked(st Snapshot, prev *cachenodes.SlotMap, now t
 	case fresh && prev.NumTwins() > 0:
 		why = fmt.Sprintf("the resize from %d slots still has %d twins; resume it (mcrib resize --slots %d --reason …) and let it finish first",
 			prev.ResizedFrom(), prev.NumTwins(), prev.NumSlots())
+	case fresh && l.splitWarmingLocked(prev) != "":
+		why = l.splitWarmingLocked(prev)
 	case l.readySparesLocked(now) == 0:
 		why = "the pool has no ready spare to split twins to (" + slotplan.SpareHelp(false) + ")"
 	default:
 		return nil
 	}
 	return fmt.Errorf("%w: cannot resize the pool now: %s", mcribapi.ErrRefused, why)
+}
+
+// splitWarmingLocked says why prev cannot be doubled while a split of
+// the last resize still has its warming object (its warm source holds
+// slot s, which a doubling would make a twin's too: docs/api.md, "Growing
+// the pool"), and when it can; "" when none has. l.mu must be held.
+func (l *Loop) splitWarmingLocked(prev *cachenodes.SlotMap) string {
+	if !prev.AnyWarming() {
+		return ""
+	}
+	for t := range prev.NumSlots() {
+		w := prev.Warming(t)
+		if w == nil {
+			continue
+		}
+		if s := prev.SlotOf(w.NodeID); s >= 0 {
+			gone := w.WritesUntil()
+			if p, ok := l.remote.warms[t]; ok && p.node == w.NodeID {
+				gone = p.local.Add(cachenodes.WarmWriteGrace)
+			}
+			return fmt.Sprintf("slot %d, split from slot %d by the last resize, still has its warming from node %s (until its warming object is removed at %s); resize again once it is",
+				t, s, w.NodeID, gone.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
+}
+
+// twinsLeft counts the twins of m not split yet, for a resize whose step
+// interval is every: a twin announced to split counts as split when the
+// interval is under AnnounceLead (docs/api.md, "Announce, then serve").
+func twinsLeft(m *cachenodes.SlotMap, every time.Duration) int {
+	n := m.NumTwins()
+	if every >= cachenodes.AnnounceLead || !m.AnyIncoming() {
+		return n
+	}
+	rf := m.ResizedFrom()
+	for t := rf; rf > 0 && t < m.NumSlots(); t++ {
+		if m.IsTwin(t) && m.Incoming(t) != nil && !m.Incoming(t).Equal(m.Incoming(t-rf)) {
+			n--
+		}
+	}
+	return n
 }
 
 // zoneList names the drained zones: "zone b is" or "zones a and b are".
@@ -287,10 +331,12 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 	}
 	c.Twins = c.From
 	if next.NumSlots() == c.To {
-		c.Twins = next.NumTwins()
+		c.Twins = twinsLeft(next, c.Interval())
 	}
 	c.Split = c.From - c.Twins
-	if c.Twins == 0 && c.State != mcribapi.ResizeDone {
+	// Done once no twin is left in the map: a twin announced to split may
+	// still be dropped (and split again later).
+	if next.NumSlots() == c.To && next.NumTwins() == 0 && c.State != mcribapi.ResizeDone {
 		c.State = mcribapi.ResizeDone
 		events = append(events, mcribapi.Event{Kind: mcribapi.EventResizeOver,
 			Reason: fmt.Sprintf("every twin of the resize from %d to %d slots is split: the pool has %d slots on their own nodes", c.From, c.To, c.To)})
@@ -300,6 +346,8 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 		c.Blocked = ""
 	case l.drains.doc != nil && len(l.drains.doc.Zones) > 0:
 		c.Blocked = fmt.Sprintf("%s drained: the splits wait until it is undrained", zoneList(l.drains.doc.Zones))
+	case l.tr.fault != "":
+		c.Blocked = discoveryFaultSplits
 	case plan.Split != nil:
 		c.Blocked = plan.Split.Blocked
 	}
@@ -315,14 +363,18 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 	return &mcribapi.ResizeDoc{Resize: &c}, events
 }
 
-// splitWarming reports whether a split slot of m still warms from the
-// holder of the slot it was a twin of (from: the slot count before).
+// splitWarming reports whether a split slot of m still has its warming
+// object from the holder of the slot it was a twin of, or a twin is still
+// announced to split (from: the slot count before).
 func splitWarming(m *cachenodes.SlotMap, from int) bool {
-	if !m.AnyWarming() || m.ResizedFrom() != from {
+	if (!m.AnyWarming() && !m.AnyIncoming()) || m.ResizedFrom() != from {
 		return false
 	}
 	for t := from; t < m.NumSlots(); t++ {
 		if w := m.Warming(t); w != nil && m.SlotOf(w.NodeID) == t-from {
+			return true
+		}
+		if ni := m.Incoming(t); ni != nil && m.IsTwin(t) && !ni.Equal(m.Incoming(t-from)) {
 			return true
 		}
 	}
@@ -370,7 +422,8 @@ func (l *Loop) resizeAnswerLocked(now time.Time) mcribapi.ResizeDoc {
 	}
 	c := *e
 	if m := l.current; m != nil && m.NumSlots() == c.To {
-		c.Twins, c.Split = m.NumTwins(), c.From-m.NumTwins()
+		c.Twins = twinsLeft(m, c.Interval())
+		c.Split = c.From - c.Twins
 	}
 	switch {
 	case c.State == mcribapi.ResizeDone || c.State == mcribapi.ResizeStopped:
@@ -378,6 +431,8 @@ func (l *Loop) resizeAnswerLocked(now time.Time) mcribapi.ResizeDoc {
 		c.State, c.Blocked = mcribapi.ResizePaused, "an operator freeze pauses it (mcrib unfreeze lifts it)"
 	case l.resizes.corrupt:
 		c.Blocked = "the resize document in Consul KV is corrupt: no split is made until it is fixed"
+	case l.tr.fault != "" && c.Twins > 0:
+		c.Blocked = discoveryFaultSplits
 	}
 	if c.State == mcribapi.ResizeSplitting && c.Twins > 0 {
 		if spares := l.readySparesLocked(now); spares <= c.Twins && spares > 0 {
@@ -450,3 +505,7 @@ func (l *Loop) resizeOp(ctx context.Context, req *resizeRequest) (mcribapi.Resiz
 	}
 	return mcribapi.ResizeDoc{}, errors.New("the resize was not written; try again")
 }
+
+// discoveryFaultSplits is the resize's blocked during a fault of
+// discovery (invariant 5: splits wait).
+const discoveryFaultSplits = "Consul's last answer is taken as a fault of discovery (nothing is replaced): the splits wait until it answers in full"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -76,12 +77,33 @@ func TestResizeDoublesThenSplitsAtItsPace(t *testing.T) {
 		t.Fatalf("a twin split %s after the first write", 5*time.Second)
 	}
 	// ⌈4 × 50%⌉ = 2 twins a step, the lowest first, by the spread rule
-	// (zone b, then c, hold the fewest of the four slots), warm from slot
-	// s's holder, which keeps slot s.
+	// (zone b, then c, hold the fewest of the four slots), announced first:
+	// the step starts at the announce, and with a step interval under
+	// 12s an announced twin counts as split.
 	w.after(5 * time.Second)
 	m, _ = w.store.stored()
+	if m.NumTwins() != 4 || m.Incoming(4) == nil || m.Incoming(4).NodeID != "b2" || m.Incoming(5) == nil || m.Incoming(5).NodeID != "c2" || m.Incoming(0) != nil {
+		t.Fatalf("the first split step: slots %q, incoming of 4 %+v, of 5 %+v", slotIDs(m), m.Incoming(4), m.Incoming(5))
+	}
+	if s := w.store.storedResize(t); s.Twins != 2 || s.Split != 2 || !s.LastStepAt.Equal(w.clk.Now()) {
+		t.Errorf("stored entry %+v", s)
+	}
+	w.wantFlushes(t, map[string]int{"b2": 1, "c2": 1})
+	// The next step comes at the interval, before the first serves.
+	w.after(10 * time.Second)
+	if m, _ := w.store.stored(); m.NumTwins() != 4 || m.Incoming(6) == nil || m.Incoming(7) == nil {
+		t.Fatalf("the second split step: %q, %d twins", slotIDs(m), m.NumTwins())
+	}
+	// Counted as split (the step interval is under 12 s), not done until
+	// the twins are gone from the map: an announce may still be dropped.
+	if r := w.loop.ResizeDoc().Resize; r == nil || r.State != mcribapi.ResizeSplitting || r.Twins != 0 || r.Split != 4 {
+		t.Fatalf("entry after the last split announced: %+v", r)
+	}
+	// The first step serves, warm from slot s's holder, which keeps slot s.
+	w.after(2 * time.Second)
+	m, _ = w.store.stored()
 	if got := slotIDs(m); !slices.Equal(got, []string{"a1", "b1", "c1", "a2", "b2", "c2", "c1", "a2"}) {
-		t.Fatalf("slots after the first split step: %q", got)
+		t.Fatalf("slots after the first split step served: %q", got)
 	}
 	if ws := m.Warming(4); ws == nil || ws.NodeID != "a1" {
 		t.Errorf("split slot 4 warms from %+v, want a1", ws)
@@ -89,10 +111,6 @@ func TestResizeDoublesThenSplitsAtItsPace(t *testing.T) {
 	if n := w.node("a1"); n.State != mcribapi.NodeServing || n.Slot == nil || *n.Slot != 0 || n.Twin != nil {
 		t.Errorf("node a1 after its twin split: %+v", n)
 	}
-	if s := w.store.storedResize(t); s.Twins != 2 || s.Split != 2 || !s.LastStepAt.Equal(w.clk.Now()) {
-		t.Errorf("stored entry %+v", s)
-	}
-	w.wantFlushes(t, map[string]int{"b2": 1, "c2": 1})
 	w.after(10 * time.Second)
 	m, _ = w.store.stored()
 	if m.NumTwins() != 0 || m.Generation() != 6 {
@@ -101,13 +119,14 @@ func TestResizeDoublesThenSplitsAtItsPace(t *testing.T) {
 	if r := w.loop.ResizeDoc().Resize; r == nil || r.State != mcribapi.ResizeDone || r.Twins != 0 || r.Split != 4 {
 		t.Fatalf("entry after the last split: %+v", r)
 	}
-	// A done entry goes when the last warming ends (30s), later than one
-	// step interval.
-	w.after(10 * time.Second)
+	// A done entry goes when the last split's warming object is removed
+	// (its warming ends 30s after it served, at 62s, its object 12s
+	// later), later than one step interval.
+	w.after(30 * time.Second)
 	if w.store.storedResize(t) == nil {
 		t.Fatal("the done entry was removed while its splits still warm")
 	}
-	w.after(21 * time.Second)
+	w.after(13 * time.Second)
 	if s := w.store.storedResize(t); s != nil || w.loop.ResizeDoc().Resize != nil {
 		t.Fatalf("the done entry stays: %+v", s)
 	}
@@ -168,12 +187,15 @@ func TestResizeRequestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.pass(mcribapi.OutcomeOK)
-	w.after(time.Hour)
+	for range 4 {
+		w.after(time.Minute) // the drain's and the return's announces serve
+	}
 	if d := w.loop.Drains(); len(d.Zones) != 0 {
 		t.Fatalf("drains left: %+v", d.Zones)
 	}
 
-	w.answer("a1", "b1", "c1", "a2")
+	m, _ := w.store.stored()
+	w.answer(slotIDs(m)...) // the spares leave
 	w.after(time.Second)
 	if _, err := w.resize(8, 10, time.Second); mcribapi.StatusCode(err) != 409 || !strings.Contains(err.Error(), "no ready spare") {
 		t.Errorf("resize without a spare: %v", err)
@@ -189,10 +211,11 @@ func TestResizeStopResumeAndAnotherWhileTwinsRemain(t *testing.T) {
 	w := fourSlots(t, 0)
 	log := eventlog.NewLog(eventlog.Options{Clock: w.clk})
 	w.loop.opts.Events = eventlog.Recorder{Log: log}
-	if _, err := w.resize(8, 25, 10*time.Second); err != nil {
+	if _, err := w.resize(8, 25, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	w.after(10 * time.Second)
+	w.after(20 * time.Second)
+	w.serve()
 	m, _ := w.store.stored()
 	if m.NumTwins() != 3 || m.Warming(4) != nil {
 		t.Fatalf("after one cold step of 1: %d twins, slot 4 warming %v", m.NumTwins(), m.Warming(4))
@@ -225,11 +248,17 @@ func TestResizeStopResumeAndAnotherWhileTwinsRemain(t *testing.T) {
 	// The last step was more than a step interval ago: the pass that
 	// resumes splits at once, all three (100%).
 	doc, err = w.resize(8, 100, 5*time.Second)
-	if err != nil || doc.Resize.State != mcribapi.ResizeDone || doc.Resize.StepPercent != 100 || doc.Resize.Split != 4 {
-		t.Fatalf("resume: %+v, %v", doc.Resize, err)
+	if err != nil || doc.Resize.State != mcribapi.ResizeSplitting || doc.Resize.StepPercent != 100 || doc.Resize.Split != 4 {
+		t.Fatalf("resume: %+v, %v (the three twins announced, counted as split: the step interval is under 12 s)", doc.Resize, err)
 	}
+	w.serve()
 	if m, _ := w.store.stored(); m.NumTwins() != 0 {
 		t.Fatalf("after the resumed step: %d twins", m.NumTwins())
+	}
+	// Done (and removed: its step interval passed while its announce
+	// waited, and nothing warms).
+	if r := w.loop.ResizeDoc().Resize; r != nil && r.State != mcribapi.ResizeDone {
+		t.Fatalf("after the resumed step served: %+v", r)
 	}
 	if _, err := w.loop.StopResize(ctx, "ops"); !errors.Is(err, mcribapi.ErrNoResize) {
 		t.Errorf("stop of a done resize: %v", err)
@@ -262,6 +291,7 @@ func TestResizePausedByAnOperatorFreezeNotAnAutomaticOne(t *testing.T) {
 	if st := w.loop.Status(); !st.AutoFrozen {
 		t.Fatalf("no automatic freeze: %+v", st.AutoFreezeReason)
 	}
+	w.serve()
 	m, _ := w.store.stored()
 	if got := 6 - m.NumTwins(); got != 2 {
 		t.Fatalf("%d twins split under the automatic freeze, want 2 (those of b2 and c2)", got)
@@ -294,6 +324,7 @@ func TestResizeCarriedOnByANewLeaderWithTheOldSlots(t *testing.T) {
 	w2.clk.Advance(5 * time.Second)
 	w2.probe()
 	w2.pass(mcribapi.OutcomeOK)
+	w2.serve()
 	if m, _ := w.store.stored(); m.NumTwins() != 3 {
 		t.Fatalf("the new leader did not carry the resize on: %d twins", m.NumTwins())
 	}
@@ -319,8 +350,8 @@ func TestResizeBlockedWithoutASpare(t *testing.T) {
 	}
 	w.after(10 * time.Second)
 	m, _ := w.store.stored()
-	if m.NumTwins() != 1 {
-		t.Fatalf("%d twins after a step with one spare", m.NumTwins())
+	if m.NumTwins() != 2 || m.Incoming(2) == nil || m.Incoming(2).NodeID != "c1" {
+		t.Fatalf("%d twins after a step with one spare, incoming %+v", m.NumTwins(), m.Incoming(2))
 	}
 	if ev := resizeEvents(log, mcribapi.EventLastSpare); len(ev) != 1 || ev[0].Node != "c1" || !strings.Contains(ev[0].Reason, "no ready spare left") {
 		t.Errorf("the split that took the last ready spare told %+v", ev)
@@ -331,12 +362,16 @@ func TestResizeBlockedWithoutASpare(t *testing.T) {
 	// The next step comes a step interval after the last.
 	w.answer("a1", "b1", "c1", "c2")
 	w.after(time.Second)
-	if m, _ := w.store.stored(); m.NumTwins() != 1 {
+	if m, _ := w.store.stored(); m.Incoming(3) != nil {
 		t.Fatalf("split before the step interval")
 	}
 	w.after(9 * time.Second)
+	if m, _ := w.store.stored(); m.Incoming(3) == nil {
+		t.Fatalf("a new spare did not unblock the split: %d twins, incoming %+v", m.NumTwins(), m.Incoming(3))
+	}
+	w.serve()
 	if m, _ := w.store.stored(); m.NumTwins() != 0 {
-		t.Fatalf("a new spare did not unblock the split: %d twins", m.NumTwins())
+		t.Fatalf("the splits did not serve: %d twins", m.NumTwins())
 	}
 }
 
@@ -357,7 +392,8 @@ func TestCapacityOfAnOutgrownPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.after(time.Second)
-	// Two of eight nodes spare: not more than a quarter.
+	// Two of eight nodes spare (two are announced): not more than a
+	// quarter.
 	if c := w.loop.Status().Capacity; c.Slots != 8 || c.SparesReady != 2 || c.SparesFor != nil {
 		t.Fatalf("capacity after a split step %+v", c)
 	}
@@ -404,6 +440,7 @@ func TestResumeTwinsWithoutAnEntry(t *testing.T) {
 		t.Fatalf("resume without an entry: %+v, %v", doc.Resize, err)
 	}
 	w.after(10 * time.Second)
+	w.serve()
 	if m, _ := w.store.stored(); m.NumTwins() != 2 {
 		t.Fatalf("after the resumed step: %d twins", m.NumTwins())
 	}
@@ -419,6 +456,7 @@ func TestResizePausedByADrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.after(10 * time.Second)
+	w.serve()
 	m, _ := w.store.stored()
 	twins := m.NumTwins()
 	if twins != 4 {
@@ -448,5 +486,72 @@ func TestResizePausedByADrain(t *testing.T) {
 	}
 	if r := w.loop.ResizeDoc().Resize; r != nil && (r.State != mcribapi.ResizeDone || r.Blocked != "") {
 		t.Errorf("entry after the undrain: %+v", r)
+	}
+}
+
+// TestSplitsWaitDuringADiscoveryFault (finding 3 of issue 26): during a
+// fault of discovery (an empty Consul answer) nothing is replaced, and the
+// splits wait too (invariant 5): no twin is announced, and the resize's
+// blocked says why.
+func TestSplitsWaitDuringADiscoveryFault(t *testing.T) {
+	w := fourSlots(t, time.Minute)
+	if _, err := w.resize(8, 50, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.loop.onAnswer(cachenodes.Membership{}) // a fault of discovery
+	w.after(10 * time.Second)
+	w.after(cachenodes.AnnounceLead)
+	m, _ := w.store.stored()
+	if m.NumTwins() != 4 || m.AnyIncoming() {
+		t.Fatalf("during a fault of discovery: %d twins of 4 left, incoming %v: the splits went on", m.NumTwins(), m.AnyIncoming())
+	}
+	st := w.loop.Status()
+	if !st.DiscoveryFault || st.Resize == nil || !strings.Contains(st.Resize.Blocked, "fault of discovery") {
+		t.Fatalf("status: discovery fault %v, resize %+v; want the resize's blocked to name the fault", st.DiscoveryFault, st.Resize)
+	}
+	if s := w.store.storedResize(t); !strings.Contains(s.Blocked, "fault of discovery") {
+		t.Errorf("stored blocked %q", s.Blocked)
+	}
+	// Consul answers in full again: the splits go on.
+	w.answer(w.listed...)
+	w.after(time.Second)
+	w.serve()
+	if m, _ := w.store.stored(); m.NumTwins() != 2 {
+		t.Fatalf("after the fault: %d twins, want 2 split", m.NumTwins())
+	}
+}
+
+// TestSecondResizeWhileTheLastSplitWarms (finding 4 of issue 26): a
+// second resize while the last split of the previous one still has its
+// warming object is refused with a 409 that says which slot and from
+// when it can be (it was refused with the slot map's internal validation
+// message); once the object is removed it goes through.
+func TestSecondResizeWhileTheLastSplitWarms(t *testing.T) {
+	w := leadingWorld(t, []string{"a1", "b1"}, "a2", "b2", "a3", "b3", "c1", "c2")
+	w.loop.opts.WarmFor = time.Minute
+	if _, err := w.resize(4, 100, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.after(10 * time.Second)
+	w.serve()
+	m, _ := w.store.stored()
+	if m.NumTwins() != 0 || m.Warming(2) == nil {
+		t.Fatalf("after the splits: %v, %d twins, warming of slot 2 %+v", slotIDs(m), m.NumTwins(), m.Warming(2))
+	}
+	_, err := w.resize(8, 100, 10*time.Second)
+	gone := m.Warming(2).WritesUntil().UTC().Format(time.RFC3339)
+	want := "cannot resize the pool now: slot 2, split from slot 0 by the last resize, still has its warming from node a1 (until its warming object is removed at " + gone + "); resize again once it is"
+	if mcribapi.StatusCode(err) != 409 || mcribapi.Sentence(err) != want || strings.Contains(err.Error(), "invalid slot map") {
+		t.Fatalf("a second resize while a split warms: %v (status %d), want 409 %q", err, mcribapi.StatusCode(err), want)
+	}
+	if m2, _ := w.store.stored(); m2.NumSlots() != 4 {
+		t.Fatalf("the refused resize changed the pool: %d slots", m2.NumSlots())
+	}
+	w.after(time.Minute + cachenodes.WarmWriteGrace)
+	if _, err := w.resize(8, 100, 10*time.Second); err != nil {
+		t.Fatalf("the second resize once the splits' warmings went: %v", err)
+	}
+	if m2, _ := w.store.stored(); m2.NumSlots() != 8 {
+		t.Fatalf("after the second resize: %d slots", m2.NumSlots())
 	}
 }

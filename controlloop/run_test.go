@@ -153,11 +153,20 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 		return len(metrics.passes)
 	}
 
-	// The first step comes at once (at 0s): one slot of two.
+	// The first step comes at once (at 0s): one slot of two, announced.
+	announced := func(sm *cachenodes.SlotMap) int {
+		n := 0
+		for i := range sm.NumSlots() {
+			if sm.Incoming(i) != nil && sm.Slot(i).AZ == "az-b" {
+				n++
+			}
+		}
+		return n
+	}
 	if _, err := loop.Drain(ctx, "az-b", mcribapi.Drain{Reason: "r", Percent: 100, StepPercent: 50, StepInterval: 3 * time.Second}, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, &store.mu, &store.changed, "the first step", func() bool { return zoneSlots(store.slotMap)["az-b"] == 1 })
+	waitUntil(t, &store.mu, &store.changed, "the first step", func() bool { return announced(store.slotMap) == 1 })
 	// Run is idle on its ticker and the probe loop's timer: no step is due
 	// before the next tick.
 	waitCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
@@ -176,17 +185,20 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 	if !clk.BlockUntil(waitCtx, 3) {
 		t.Fatal("Run armed no timer for the step due at 3s")
 	}
-	if got := held(); got != 1 {
-		t.Fatalf("zone b holds %d slots at 2s, want 1 (the second step is due at 3s)", got)
+	if sm, _ := store.stored(); announced(sm) != 1 || held() != 2 {
+		t.Fatalf("zone b holds %d slots, %d announced away, at 2s, want 2 and 1 (the second step is due at 3s)", held(), announced(sm))
 	}
 
 	// At 3s the timer fires: the second step, a tick before 4s.
 	clk.Advance(time.Second)
-	waitUntil(t, &store.mu, &store.changed, "the second step at 3s", func() bool { return zoneSlots(store.slotMap)["az-b"] == 0 })
+	waitUntil(t, &store.mu, &store.changed, "the second step at 3s", func() bool { return announced(store.slotMap) == 2 })
 	d := store.storedDrainDoc(t)
 	if e := d.Zones["az-b"]; e == nil || e.LastStepAt == nil || !e.LastStepAt.Equal(start.Add(3*time.Second)) {
 		t.Fatalf("the second step's time %+v, want %v", e, start.Add(3*time.Second))
 	}
+	// The first serves 12s after its announce.
+	clk.Advance(9 * time.Second)
+	waitUntil(t, &store.mu, &store.changed, "the first step served at 12s", func() bool { return zoneSlots(store.slotMap)["az-b"] == 1 })
 }
 
 // TestRunDoesNotSpinOnABlockedDrain: a drain step blocked for want of a

@@ -13,7 +13,8 @@ import (
 // or return step, or a resize's split step (resize.go), at its interval (its last step placed on this clock,
 // remoteclock.go), a step that moved nothing a probe interval later, a
 // slot holder's owed flush when its verdict has held longer than
-// --flush-after-unreachable. Run arms a timer for the earliest of them
+// --flush-after-unreachable, an announce's serves_at and a warming
+// object's removal (announce.go). Run arms a timer for the earliest of them
 // that comes before the next probe tick; a caller that drives passes
 // itself (the simulator) asks NextDecisionIn. Followers decide nothing and
 // arm nothing.
@@ -41,7 +42,7 @@ func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[strin
 	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
 		return nil
 	}
-	held := zoneSlots(prev)
+	held := l.zoneSlotsAnnouncedLocked(prev)
 	var out map[string]slotplan.ZoneStep
 	for zone, e := range l.drains.doc.Zones {
 		if held[zone] == e.Target() {
@@ -114,14 +115,20 @@ func (l *Loop) untilNextStep() time.Duration {
 }
 
 func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
-	if l.freeze.doc != nil || l.current == nil {
+	if l.current == nil {
 		return -1
 	}
-	next := l.untilSplitLocked(l.resizes.entry, l.current, now)
+	next := l.untilAnnounceLocked(now)
+	if l.freeze.doc != nil {
+		return next
+	}
+	if d := l.untilSplitLocked(l.resizes.entry, l.current, now); d >= 0 && (next < 0 || d < next) {
+		next = d
+	}
 	if l.drains.corrupt || l.drains.doc == nil {
 		return next
 	}
-	held := zoneSlots(l.current)
+	held := l.zoneSlotsAnnouncedLocked(l.current)
 	for zone, e := range l.drains.doc.Zones {
 		if held[zone] == e.Target() {
 			continue

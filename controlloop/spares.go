@@ -20,8 +20,8 @@ func lastSpareSentence(drained bool) string {
 		slotplan.SpareHelp(drained) + ")"
 }
 
-// readySparesLocked counts the ready spares now: nodes that hold no slot
-// and warm none, answer, are present in Consul and not in maintenance,
+// readySparesLocked counts the ready spares now: nodes that hold no slot,
+// warm none and are announced to none, answer, are present in Consul and not in maintenance,
 // owe no flush, are not held back by flap damping, are in no drained zone,
 // and whose address no holder or warm source has. l.mu must be held.
 func (l *Loop) readySparesLocked(now time.Time) int {
@@ -33,6 +33,9 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 			}
 			if w := m.Warming(i); w != nil {
 				busy[w.NodeID], taken[w.Addr] = true, true
+			}
+			if ni := m.Incoming(i); ni != nil {
+				busy[ni.NodeID], taken[ni.Addr] = true, true
 			}
 		}
 	}

@@ -91,9 +91,12 @@ func (l *Loop) Status() mcribapi.Status {
 				// The holder of slot s warms the node its twin split to.
 				ns.Warming = &w
 				if wm := l.current.Warming(w); wm != nil {
-					until := wm.Until.UTC()
-					ns.WarmingUntil = &until
+					until := wm.ReadsUntil().UTC()
+					ns.WarmingUntil, ns.WarmingEnded = &until, wm.Ended()
 				}
+			}
+			if ni := l.current.Incoming(slot); ni != nil {
+				ns.IncomingNode = ni.NodeID
 			}
 			if d, counting := l.tr.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now); counting {
 				secs := d.Seconds()
@@ -109,10 +112,24 @@ func (l *Loop) Status() mcribapi.Status {
 		ns.State = stateName(s, slot >= 0, owes)
 		if slot < 0 && l.current != nil && l.current.AnyWarming() {
 			if w := l.current.WarmingOf(id); w >= 0 {
+				// It keeps state warming until its warming object is
+				// removed, ended or not.
 				ns.Warming, ns.State = &w, mcribapi.NodeWarming
 				if wm := l.current.Warming(w); wm != nil && !wm.Until.IsZero() {
-					until := wm.Until.UTC()
-					ns.WarmingUntil = &until
+					until := wm.ReadsUntil().UTC()
+					ns.WarmingUntil, ns.WarmingEnded = &until, wm.Ended()
+				}
+			}
+		}
+		if slot < 0 && l.current != nil && l.current.AnyIncoming() {
+			if i := l.current.IncomingOf(id); i >= 0 {
+				ns.Incoming = &i
+				if ni := l.current.Incoming(i); ni != nil {
+					at := ni.ServesAt.UTC()
+					ns.ServesAt = &at
+				}
+				if ns.State != mcribapi.NodeFlushing && ns.State != mcribapi.NodeDown {
+					ns.State = mcribapi.NodeIncoming
 				}
 			}
 		}

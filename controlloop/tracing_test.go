@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -45,47 +46,66 @@ func TestReconcilePassIsTraced(t *testing.T) {
 	w.answer("a", "b", "c")
 	w.probe()
 	takeOut("b")(w)
-	exp.Reset()
-	if res, err := loop.tracedReconcile(context.Background()); res.Outcome != mcribapi.OutcomeOK {
-		t.Fatalf("outcome %q (%v)", res.Outcome, err)
-	}
-
-	spans := exp.GetSpans()
-	var pass tracetest.SpanStub
-	for _, s := range spans {
-		if s.Name == SpanReconcile {
-			pass = s
+	// The pass that announces c (flushed: the lock confirmed first), and
+	// the one that serves it 12s later.
+	passSpan := func(want map[string]attribute.Value, events []string) tracetest.SpanStub {
+		t.Helper()
+		exp.Reset()
+		if res, err := loop.tracedReconcile(context.Background()); res.Outcome != mcribapi.OutcomeOK {
+			t.Fatalf("outcome %q (%v)", res.Outcome, err)
 		}
+		spans := exp.GetSpans()
+		var pass tracetest.SpanStub
+		for _, s := range spans {
+			if s.Name == SpanReconcile {
+				pass = s
+			}
+		}
+		if pass.Name == "" {
+			t.Fatalf("no %s span among %d spans", SpanReconcile, len(spans))
+		}
+		for key, want := range want {
+			if got, ok := attrOf(pass.Attributes, key); !ok || got != want {
+				t.Errorf("pass attribute %s = %v (%v), want %v", key, got.String(), ok, want.String())
+			}
+		}
+		var got []string
+		for _, e := range pass.Events {
+			node, _ := attrOf(e.Attributes, "mcrib.node")
+			reason, _ := attrOf(e.Attributes, "mcrib.reason")
+			if reason.AsString() == "" {
+				t.Errorf("event %s of %s has no reason", e.Name, node.AsString())
+			}
+			got = append(got, e.Name+" "+node.AsString())
+		}
+		for _, want := range events {
+			if !slices.Contains(got, want) {
+				t.Errorf("pass events %q lack %q", got, want)
+			}
+		}
+		return pass
 	}
-	if pass.Name == "" {
-		t.Fatalf("no %s span among %d spans", SpanReconcile, len(spans))
-	}
-	for key, want := range map[string]attribute.Value{
+	pass := passSpan(map[string]attribute.Value{
 		"mcrib.outcome":      attribute.StringValue(string(mcribapi.OutcomeOK)),
-		"mcrib.generation":   attribute.Int64Value(4),
-		"mcrib.replacements": attribute.IntValue(1),
-		"mcrib.placements":   attribute.IntValue(1),
+		"mcrib.generation":   attribute.Int64Value(3),
+		"mcrib.announces":    attribute.IntValue(1),
+		"mcrib.replacements": attribute.IntValue(0),
+		"mcrib.placements":   attribute.IntValue(0),
 		"mcrib.flushes":      attribute.IntValue(1),
 		"mcrib.pool":         attribute.StringValue(assignPool),
-	} {
-		if got, ok := attrOf(pass.Attributes, key); !ok || got != want {
-			t.Errorf("pass attribute %s = %v (%v), want %v", key, got.String(), ok, want.String())
-		}
-	}
-	var events []string
-	for _, e := range pass.Events {
-		node, _ := attrOf(e.Attributes, "mcrib.node")
-		reason, _ := attrOf(e.Attributes, "mcrib.reason")
-		if reason.AsString() == "" {
-			t.Errorf("event %s of %s has no reason", e.Name, node.AsString())
-		}
-		events = append(events, e.Name+" "+node.AsString())
-	}
-	for _, want := range []string{"replacement b", "placement c", "flush c"} {
-		if !slices.Contains(events, want) {
-			t.Errorf("pass events %q lack %q", events, want)
-		}
-	}
+	}, []string{"flush c", "slot move announced c"})
+	spans := exp.GetSpans()
+	defer func() {
+		w.clk.Advance(cachenodes.AnnounceLead)
+		w.probe()
+		passSpan(map[string]attribute.Value{
+			"mcrib.generation":   attribute.Int64Value(4),
+			"mcrib.announces":    attribute.IntValue(0),
+			"mcrib.replacements": attribute.IntValue(1),
+			"mcrib.placements":   attribute.IntValue(1),
+			"mcrib.flushes":      attribute.IntValue(0),
+		}, []string{"replacement b", "placement c"})
+	}()
 	children := map[string]bool{}
 	for _, s := range spans {
 		if s.Parent.SpanID() == pass.SpanContext.SpanID() {

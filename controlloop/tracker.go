@@ -76,6 +76,11 @@ type nodeState struct {
 	downStatsAt   time.Time
 	haveDownStats bool
 	restarted     bool
+	// restarts counts the restarts of the node's memcached this process
+	// saw (another pid, or an uptime that went back, from one reading to
+	// the next): an incoming node or a warming's new holder that restarted
+	// since it was marked lost its tombstones (announce.go).
+	restarts uint64
 	// downCounted is set when downStats count every flush a leader made
 	// of the node before the episode (countsEveryFlush): only then is its
 	// cmd_flush the base of an owed flush.
@@ -296,12 +301,16 @@ func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 			t.state(n, now)
 		}
 	}
-	if m.AnyWarming() {
+	if m.AnyWarming() || m.AnyIncoming() {
 		// A warm source is probed like a holder: its warming ends when it
-		// stops answering.
+		// stops answering; so is an incoming node: its announce is dropped
+		// when it stops answering.
 		for i := range m.NumSlots() {
 			if w := m.Warming(i); w != nil {
 				t.state(w.Node(), now)
+			}
+			if in := m.Incoming(i); in != nil {
+				t.state(in.Node(), now)
 			}
 		}
 	}
@@ -318,7 +327,7 @@ func (t *tracker) ensure(m *cachenodes.SlotMap, now time.Time) {
 // so a spare that keeps dropping out of Consul keeps its history.
 func (t *tracker) prune(m *cachenodes.SlotMap, now time.Time) {
 	for id, s := range t.nodes {
-		if !s.listed && (m == nil || (m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0))) {
+		if !s.listed && (m == nil || (m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0) && (!m.AnyIncoming() || m.IncomingOf(id) < 0))) {
 			delete(t.nodes, id)
 		}
 	}
@@ -341,10 +350,19 @@ func (t *tracker) views(now time.Time) []slotplan.NodeView {
 			Maintenance: s.maintenance,
 			Reachable:   s.reachable,
 			Due:         t.cfg.Hold.Due(s.absentSince, s.unreachableSince, now),
+			DueSoon:     t.dueSoon(s, now),
 			Suppressed:  s.penalty.Suppressed(now, t.cfg.Damping),
 		})
 	}
 	return out
+}
+
+// dueSoon reports whether s's hold runs out within AnnounceLead: a
+// replacement after the hold is announced then, so that it serves as the
+// hold ends (docs/api.md, "Announce, then serve").
+func (t *tracker) dueSoon(s *nodeState, now time.Time) bool {
+	left, counting := t.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now)
+	return counting && left <= cachenodes.AnnounceLead
 }
 
 // absentHolders counts the slot holders of m that Consul does not list as

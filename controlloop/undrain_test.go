@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/eventlog"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -27,11 +28,14 @@ func TestUndrainUndoesTheDrain(t *testing.T) {
 		t.Fatalf("the drain's answer %+v, want 1 slot to move of a baseline of 1", e)
 	}
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	m, _ := w.store.stored()
 	if m.Slot(1).ID != "c2" || m.Warming(1) == nil || m.Warming(1).NodeID != "b1" {
 		t.Fatalf("after the drain step: %v, slot 1 warming %+v; want c2 warming from b1", slotIDs(m), m.Warming(1))
 	}
-	until := m.Warming(1).Until
+	// b1 is a warm source until the warming's object is removed, 12s
+	// after its until.
+	until := m.Warming(1).Until.Add(cachenodes.WarmWriteGrace)
 	if e := w.entry("az-b"); !slices.Equal(e.MovedSlots, []int{1}) || e.SlotsToMove != 0 || e.State != mcribapi.DrainDrained {
 		t.Fatalf("the drained entry %+v, want moved_slots [1], nothing to move", e)
 	}
@@ -61,7 +65,7 @@ func TestUndrainUndoesTheDrain(t *testing.T) {
 		w.probe()
 		w.pass(mcribapi.OutcomeOK)
 	}
-	for range 3 {
+	for range 3 + int(cachenodes.AnnounceLead/time.Second) {
 		w.clk.Advance(time.Second)
 		w.probe()
 		w.pass(mcribapi.OutcomeOK)
@@ -85,6 +89,7 @@ func TestUndrainWaitsForAMovedSlotThatWarms(t *testing.T) {
 	w.loop.opts.WarmFor = time.Minute
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	m, _ := w.store.stored()
 	ws := m.Warming(1)
 	if ws == nil || m.Slot(1).ID != "c2" {
@@ -94,7 +99,7 @@ func TestUndrainWaitsForAMovedSlotThatWarms(t *testing.T) {
 	w.probe()
 	w.loop.Undrain(context.Background(), "az-b")
 	w.pass(mcribapi.OutcomeOK)
-	want := `slot 1, moved off zone "az-b", still warms from b1 until ` + ws.Until.UTC().Format("15:04:05 UTC") + "; it comes back when the warming ends"
+	want := `slot 1, moved off zone "az-b", still warms from b1 until ` + ws.WritesUntil().UTC().Format("15:04:05 UTC") + "; it comes back when the warming ends"
 	if e := w.entry("az-b"); e.Blocked != want || w.zoneHeld("az-b") != 0 {
 		t.Fatalf("blocked %q (zone b holds %d), want %q", e.Blocked, w.zoneHeld("az-b"), want)
 	}
@@ -124,6 +129,7 @@ func TestLastSpareIsSaid(t *testing.T) {
 	if len(last) != 1 || !strings.HasPrefix(last[0], "c2: c2 took slot 1: the pool has no ready spare left") {
 		t.Fatalf("last spare events %q, want one for c2 taking slot 1", last)
 	}
+	w.serve()
 	if e := w.entry("az-b"); e.SparesLeft != 0 || !strings.HasPrefix(e.Warning, "the pool has no ready spare left") {
 		t.Errorf("the drained entry: spares left %d, warning %q", e.SparesLeft, e.Warning)
 	}
@@ -171,6 +177,7 @@ func TestUndrainWithoutASpareSaysWhatWouldHelp(t *testing.T) {
 	w.loop.opts.WarmFor = 0
 	w.drain("az-b", 100, 100, time.Second)
 	w.pass(mcribapi.OutcomeOK)
+	w.serve()
 	if got := w.zoneHeld("az-b"); got != 0 {
 		t.Fatalf("zone b holds %d slots after its drain", got)
 	}

@@ -39,6 +39,7 @@ func (t *tracker) observeProbe(id string, st cachenodes.Stats, err error, holdsS
 	}
 	if s.haveStats && (st.PID != s.stats.PID || st.Uptime < s.stats.Uptime) {
 		s.restarted = true
+		s.restarts++
 		// Empty anyway: a flush marked due before this process saw the
 		// restart (the other replicas' votes turned the verdict first) is
 		// void, or it would stay due, the new count never passing the mark.

@@ -62,11 +62,11 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	flushed := l.flushOwed(ctx, d.flush, r)
 	done := l.place(ctx, d.plan, r)
 	next, err := slotplan.Build(d.in, d.plan, done, now)
-	if err == nil && d.resize.doubled && next.Generation() > d.stored.Generation()+1 {
-		// The first write of a resize and this pass's moves are one
-		// write: the generation rises by one.
+	if err == nil && d.resize.doubled && (next.Generation() != d.stored.Generation()+1 || next.Revision() != d.stored.Revision()+1) {
+		// The first write of a resize is one write: the generation and
+		// the revision rise by one.
 		spec := next.Spec()
-		spec.Generation = d.stored.Generation() + 1
+		spec.Generation, spec.Revision = d.stored.Generation()+1, d.stored.Revision()+1
 		next, err = cachenodes.NewSlotMap(spec)
 	}
 	if err != nil {
@@ -81,8 +81,12 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		wroteAt := l.clock.Now()
 		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err == nil && ok {
+			doneAt := l.clock.Now()
 			l.mu.Lock()
 			l.health.readMap(wroteAt)
+			if w.SlotMap != nil {
+				l.wroteAnnouncesLocked(d.plan, done, next, wroteAt, doneAt)
+			}
 			l.mu.Unlock()
 		}
 		if err != nil {
@@ -110,14 +114,14 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	}
 	if w.SlotMap != nil {
 		l.changeLog(r, d.prev, next, d.plan, done)
-		l.changeEvents(r, &d.in, d.plan, done, d.replace)
+		l.changeEvents(r, &d.in, d.plan, done, next, d.replace)
 	}
 	for _, e := range resizeEvents {
 		r.log(slog.LevelInfo, string(e.Kind), "reason", e.Reason)
 		r.tracedEvent(e)
 	}
 	l.mu.Lock()
-	a := l.adoptLocked(d, w, next, owed, done, len(replaced), now)
+	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.givenBackLocked(d.plan), now)
 	if l.resizes.req != nil && l.resizes.out.refused == nil {
 		l.resizes.out.done = true
 	}
@@ -135,13 +139,15 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		}
 		r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventDrainOver, Reason: reason})
 	}
-	for _, ev := range replaced {
-		r.count(func(m Metrics) { m.Replacement(mcribapi.EvictionReason(ev.Reason)) })
-	}
-	for _, p := range done {
-		if !p.From.IsZero() {
-			kind := moveKind(p.Warm && l.opts.WarmFor > 0)
-			r.count(func(m Metrics) { m.SlotMove(kind) })
+	if w.SlotMap != nil {
+		for _, reason := range servedReplacements(d.plan) {
+			r.count(func(m Metrics) { m.Replacement(mcribapi.EvictionReason(reason)) })
+		}
+		for _, p := range d.plan.Serves {
+			if !p.From.IsZero() {
+				kind := moveKind(p.Warm)
+				r.count(func(m Metrics) { m.SlotMove(kind) })
+			}
 		}
 	}
 	r.serve(next)
@@ -160,7 +166,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 // flushes that end. l.mu must be held.
 func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush, []mcribapi.Event) {
 	var w PoolWrite
-	drain := l.nextDrainLocked(next, d.plan.Steps, done, now)
+	drain := l.nextDrainLocked(next, d.plan.Steps, done, d.plan.Serves, now)
 	var events []mcribapi.Event
 	if keepsResize(l.store) {
 		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
@@ -168,7 +174,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	owed := l.settleOwedLocked(d.owed, flushed, next, r)
 	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
-		w.SlotMap, w.Replacements = next, l.ceiling.Recent(now, replaced)
+		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.givenBackLocked(d.plan))
 	}
 	if !l.opts.Reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
 		w.Flushes = flushesDoc(owed)
@@ -192,11 +198,12 @@ type adopted struct {
 }
 
 // adoptLocked makes next, built from d and written with w (the placements
-// done, replaced of them counting against the ceiling), the map this
-// process serves, with the flushes owed after it, the drain document
-// written, the replacements and the outcome of the operator's replace.
-// l.mu must be held.
-func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, owed []OwedFlush, done []slotplan.Placement, replaced int, now time.Time) adopted {
+// done, replaced of them counting against the ceiling, givenBack the
+// replacement times its dropped announces give back), the map this process
+// serves, with the flushes owed after it, the drain document written, the
+// replacements and the outcome of the operator's replace. l.mu must be
+// held.
+func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, owed []OwedFlush, done []slotplan.Placement, replaced int, givenBack []time.Time, now time.Time) adopted {
 	if next == d.prev {
 		l.currentShift = d.in.PrevShift
 	} else {
@@ -213,6 +220,11 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
 	}
 	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
+	if w.SlotMap != nil {
+		for _, t := range givenBack {
+			l.ceiling.GiveBack(t)
+		}
+	}
 	for range replaced {
 		l.ceiling.Record(now)
 	}
@@ -225,7 +237,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 		left = l.readySparesLocked(now)
 	}
 	a.tookLast = tookLastSpare(done, a.drained, left)
-	l.noteReplaceLocked(d.plan, done, left, a.tookLast)
+	l.noteReplaceLocked(d.plan, done, next, left, a.tookLast)
 	return a
 }
 

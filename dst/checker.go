@@ -86,6 +86,9 @@ type checker struct {
 	lastDrained map[string]bool
 	// resize is what the resize rules follow (resizecheck.go).
 	resize resizeTruth
+	// incoming are the stored map's announces, by slot, with when each
+	// was first stored (announcecheck.go).
+	incoming map[int]incomingTruth
 }
 
 func newChecker(w *world) *checker {

@@ -22,13 +22,13 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 14, 54222 * time.Millisecond, ruleInv2Undecided},
+	{revert.FollowerFlush, 19, 65520 * time.Millisecond, ruleInv2Undecided},
 	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 16, 68457 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 192, 187725 * time.Millisecond, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 26, 93493 * time.Millisecond, ruleInv3Ceiling},
+	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 29, 69405 * time.Millisecond, ruleStaleRead},
+	{revert.CeilingAfterTakeover, 10, 196798 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 14, 22610 * time.Millisecond, ruleClientGeneration},
+	{revert.GenerationOrder, 4, 38702 * time.Millisecond, ruleClientGeneration},
 	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
 }
 

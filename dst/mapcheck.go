@@ -3,6 +3,7 @@ package dst
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ func (c *checker) checkKV() {
 		return
 	}
 	c.kvMap = m
+	c.noteIncoming(m)
 	for i := range m.NumSlots() {
 		if id := m.Slot(i).ID; id != "" {
 			c.nodes[id].servedStep = w.step
@@ -136,11 +138,19 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	for z := range c.lastDrained {
 		drained[z] = true
 	}
+	unannounced := "" // the first placement of the change that was not announced
 	for i := range min(prev.NumSlots(), m.NumSlots()) {
 		from, to := prev.Slot(i), m.Slot(i)
 		if from.ID == to.ID || m.IsTwin(i) {
 			// (A twin follows slot s: checked as slot s.)
 			continue
+		}
+		decided := w.now
+		if to.ID != "" {
+			var why string
+			if decided, why = c.announced(m, i, to); why != "" && unannounced == "" {
+				unannounced = why
+			}
 		}
 		if split[i] {
 			// A split (resize-pace, resize-frozen): a placement, not a
@@ -159,7 +169,7 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 			}
 		}
 		if from.ID != "" {
-			c.checkReplacement(i, from, to, drained, autoFrozen)
+			c.checkReplacement(i, from, to, drained, autoFrozen, decided)
 		}
 	}
 	for i := range m.NumSlots() {
@@ -171,13 +181,17 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 		case m.IsTwin(i):
 			was = prev.Warming(m.TwinOf(i)) // the doubling copies slot s's
 		}
-		if ws == nil || ws.Equal(was) {
-			continue
+		if ws == nil || (was != nil && ws.NodeID == was.NodeID && ws.Addr == was.Addr && ws.Until.Equal(was.Until)) {
+			continue // the same warming (its ended_at may be new)
 		}
 		if t := c.nodes[ws.NodeID]; t.owe {
 			c.fail(ruleInv9WarmOwing, c.owingFix(ws.NodeID), "slot %d moved warm from %s (%s), which owes a flush (decided by %s at %.3fs): its new holder %s copies values it may have missed deletes of",
 				i, ws.NodeID, c.moveWhy(t.n, m.Slot(i), drained), t.oweBy, t.oweSince.Seconds(), m.Slot(i).ID)
 		}
+	}
+	if unannounced != "" {
+		c.fail(ruleAnnounce, 0, "%s", unannounced)
+		return
 	}
 	for _, t := range c.order {
 		if id := t.n.id; t.owe && m.SlotOf(id) < 0 && (!m.AnyWarming() || m.WarmingOf(id) < 0) {
@@ -267,9 +281,10 @@ func (c *checker) massAbsence(prev *cachenodes.SlotMap) string {
 	return fmt.Sprintf("%d of its %d holders were absent from Consul, as %s read it at %.3fs", absent, holders, l.name(), l.lastFetch.Seconds())
 }
 
-// checkReplacement classifies a slot leaving its holder and checks a
-// replacement against invariants 1 and 3.
-func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained map[string]bool, autoFrozen string) {
+// checkReplacement classifies a slot leaving its holder, a move decided
+// (announced) at decided, and checks a replacement against invariants 1
+// and 3; the ceiling counts it when it was decided, as the leader does.
+func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained map[string]bool, autoFrozen string, decided time.Duration) {
 	w := c.w
 	t := c.nodes[from.ID]
 	reason := "hold"
@@ -278,14 +293,14 @@ func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained m
 		// A drain or return step keeps its own pace (taken so whenever a
 		// drained zone is concerned: a replace there is not counted).
 		return
-	case t.replaced && w.now-t.replacedAt < 5*time.Second:
+	case t.replaced && decided-t.replacedAt < 5*time.Second:
 		reason = "replace"
 	case s != nil && (s.maintenance || c.unseenEnd(t.maintEnded)):
 		// (A leader that has not yet read the end of the maintenance
 		// still moves it.)
 		reason = "maintenance"
 	}
-	c.replacements = append(c.replacements, w.now)
+	c.replacements = append(c.replacements, decided)
 	if autoFrozen != "" {
 		c.fail(ruleInv3Frozen, 0, "slot %d was taken from %s (%s) while %s: the automatic freeze holds every replacement back", slot, from.ID, reason, autoFrozen)
 	}
@@ -298,21 +313,31 @@ func (c *checker) checkReplacement(slot int, from, to cachenodes.Node, drained m
 			c.fail(ruleInv3Hold, 0, "slot %d was taken from %s after %v of absence from Consul, under --hold %v", slot, from.ID, absent, w.hold)
 		}
 	}
+	// The most replacements decided within one window around this one's
+	// (moves serve in another order than they were announced).
 	window := time.Minute - 2*maxSkew
-	n := 0
+	near := make([]time.Duration, 0, len(c.replacements))
 	for _, at := range c.replacements {
-		if w.now-at < window {
-			n++
+		if at-decided < window && decided-at < window {
+			near = append(near, at)
 		}
+	}
+	slices.Sort(near)
+	n := 0
+	for lo, hi := 0, 0; hi < len(near); hi++ {
+		for near[hi]-near[lo] >= window {
+			lo++
+		}
+		n = max(n, hi-lo+1)
 	}
 	if n > maxReplacementsPerMinute {
 		fix := revert.Fix(0)
-		if c.takeoverSince(w.now - window) {
+		if c.takeoverSince(decided - window) {
 			fix = revert.CeilingAfterTakeover
 		}
 		var at []string
 		for _, t := range c.replacements {
-			if w.now-t < window {
+			if t-decided < window && decided-t < window {
 				at = append(at, fmt.Sprintf("%.3fs", t.Seconds()))
 			}
 		}

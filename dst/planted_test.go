@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,16 @@ func spare(t *testing.T, w *world, m *cachenodes.SlotMap) *mcNode {
 	}
 	t.Fatal("no spare")
 	return nil
+}
+
+// announcedBefore makes the checker take node id as slot's incoming node,
+// stored an announce's lead ago: the rogue move that follows breaks no
+// announce, so that a plant is named by the rule it breaks.
+func announcedBefore(w *world, slot int, id string) {
+	if w.chk.incoming == nil {
+		w.chk.incoming = map[int]incomingTruth{}
+	}
+	w.chk.incoming[slot] = incomingTruth{node: id, at: w.now - cachenodes.AnnounceLead}
 }
 
 // at plants fn at t of simulated time.
@@ -278,6 +289,7 @@ func oweAndWarm(t *testing.T, warmFirst bool) *Plant {
 			w.consul.services[n.id].maintenance = true
 			sp.flushAll()
 			w.chk.nodes[sp.id].clean(w)
+			announcedBefore(w, 0, sp.id) // a move that the announce rule passes
 			rogueMap(t, w, func(s *cachenodes.SlotMapSpec) {
 				s.Slots[0] = cachenodes.Node{ID: sp.id, Addr: sp.addr, AZ: sp.host.zone}
 				s.Warming = make([]*cachenodes.Warming, len(s.Slots))
@@ -352,5 +364,57 @@ func TestBootGateWithinLimit(t *testing.T) {
 	})
 	if res.Violation != nil {
 		t.Fatal(res.Violation)
+	}
+}
+
+// rogueMoveOf slot 0 to a flushed spare, its holder put in Consul
+// maintenance first (a move every other rule lets pass); announce, when
+// set, writes the spare as slot 0's incoming node first and the move
+// after early.
+func rogueMoveOf0(t *testing.T, announce bool, early time.Duration) *Plant {
+	return at(60*time.Second, func(w *world) {
+		m := storedMap(t, w)
+		n := w.nodeByID[m.Slot(0).ID]
+		sp := spare(t, w, m)
+		w.consul.services[n.id].maintenance = true
+		w.consul.touchHealth()
+		sp.flushAll()
+		w.chk.nodes[sp.id].clean(w)
+		move := func() {
+			rogueMap(t, w, func(s *cachenodes.SlotMapSpec) {
+				s.Slots[0] = cachenodes.Node{ID: sp.id, Addr: sp.addr, AZ: sp.host.zone}
+				s.Incoming, s.Spares = nil, nil
+				s.Generation++
+				s.Revision++
+			})
+		}
+		if !announce {
+			move()
+			return
+		}
+		rogueMap(t, w, func(s *cachenodes.SlotMapSpec) {
+			at := hostClock{w: w, host: w.replicas[0].host}.Now().Add(cachenodes.AnnounceLead)
+			s.Incoming = make([]*cachenodes.Incoming, len(s.Slots))
+			s.Incoming[0] = &cachenodes.Incoming{NodeID: sp.id, Addr: sp.addr, ServesAt: at, Until: at}
+			s.Spares = nil
+			s.Revision++
+		})
+		w.after(early, "plant", move)
+	})
+}
+
+// TestPlantedUnannounced: a slot moves to a node the map never announced
+// (s9-announce-then-serve).
+func TestPlantedUnannounced(t *testing.T) {
+	wantRule(t, plantedRun(t, rogueMoveOf0(t, false, 0), 2*time.Minute, nil), ruleAnnounce)
+}
+
+// TestPlantedServedEarly: a slot moves to its announced node 5s after
+// the announce, not the 12s it takes (s9-announce-then-serve).
+func TestPlantedServedEarly(t *testing.T) {
+	res := plantedRun(t, rogueMoveOf0(t, true, 5*time.Second), 2*time.Minute, nil)
+	wantRule(t, res, ruleAnnounce)
+	if !strings.Contains(res.Violation.Message, "after its announce was stored") {
+		t.Errorf("the violation %q does not say the move came too soon after its announce", res.Violation.Message)
 	}
 }

@@ -30,6 +30,7 @@ const (
 	ruleResizePace        = "resize-pace"
 	ruleResizeFrozen      = "resize-frozen"
 	ruleResizeCount       = "resize-count"
+	ruleAnnounce          = "s9-announce-then-serve"
 )
 
 // touch marks p's status as changed by the step under way.

@@ -123,26 +123,32 @@ func TestClientsFollowTheMap(t *testing.T) {
 		t.Fatalf("blocked read with wait=12s answered after %s", a.took)
 	}
 
-	// A replacement: the blocked read answers with the new map soon after.
+	// A replacement: the blocked read answers soon after each write of the
+	// map, first the announce (the same generation, a new revision, the
+	// replacement as slot 3's incoming node), then the move.
 	blocked := m.goGetSlotMap("index=" + first.index + "&wait=60s")
 	victim := before.Slot(3)
 	p.nodes[victim.ID].Kill(t)
+	var announced *cachenodes.SlotMap
+	testenv.Eventually(t, 20*time.Second, "slot 3's replacement announced", func() bool {
+		announced = kvSlotMap(t, p.consul.Client, "default")
+		return announced != nil && announced.Incoming(3) != nil
+	})
+	a = answerSoon(t, blocked, "the announce")
+	if a.err != nil || a.status != 200 || a.index == first.index || a.m.Generation() != before.Generation() ||
+		a.m.Revision() <= before.Revision() || a.m.Incoming(3) == nil || a.m.Incoming(3).NodeID != announced.Incoming(3).NodeID {
+		t.Fatalf("blocked read across the announce: %d index %q err %v, map %v", a.status, a.index, a.err, a.m)
+	}
+	blocked = m.goGetSlotMap("index=" + a.index + "&wait=60s")
 	var after *cachenodes.SlotMap
 	testenv.Eventually(t, 20*time.Second, "slot 3 replaced", func() bool {
 		after = kvSlotMap(t, p.consul.Client, "default")
 		return after != nil && after.Slot(3).ID != victim.ID && !after.Slot(3).IsZero()
 	})
-	seen := time.Now()
-	select {
-	case a = <-blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the blocked read did not answer after the replacement")
-	}
-	if lag := time.Since(seen); lag > 3*time.Second {
-		t.Errorf("the blocked read answered %s after the map was stored", lag)
-	}
-	if a.err != nil || a.status != 200 || a.index == first.index || a.m.Generation() != before.Generation()+1 {
-		t.Fatalf("blocked read across a replacement: %d index %q err %v, generation %v", a.status, a.index, a.err, a.m)
+	a = answerSoon(t, blocked, "the replacement")
+	if a.err != nil || a.status != 200 || a.m.Generation() != before.Generation()+1 ||
+		a.m.Slot(3).ID != announced.Incoming(3).NodeID || a.m.Incoming(3) != nil {
+		t.Fatalf("blocked read across a replacement: %d index %q err %v, map %v", a.status, a.index, a.err, a.m)
 	}
 
 	// The twemproxy config follows; nutcracker has no reload: restart it.
@@ -170,5 +176,22 @@ func TestClientsFollowTheMap(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the blocked read did not answer at shutdown")
+	}
+}
+
+// answerSoon returns the answer of a blocked read that must come within
+// 3 s of the write the caller has just seen stored.
+func answerSoon(t *testing.T, blocked <-chan slotMapAnswer, what string) slotMapAnswer {
+	t.Helper()
+	seen := time.Now()
+	select {
+	case a := <-blocked:
+		if lag := time.Since(seen); lag > 3*time.Second {
+			t.Errorf("the blocked read answered %s after %s was stored", lag, what)
+		}
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the blocked read did not answer after %s", what)
+		return slotMapAnswer{}
 	}
 }

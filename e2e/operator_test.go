@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -62,7 +63,9 @@ func TestFreezeBlocksReplacement(t *testing.T) {
 	if code, body, _ := m.call("DELETE", "/v1/freeze", "", token); code != 200 || !strings.Contains(string(body), `"frozen":false`) {
 		t.Fatalf("DELETE /v1/freeze: %d %s", code, body)
 	}
-	testenv.Eventually(t, 10*time.Second, "the dead node replaced after unfreeze", func() bool {
+	// Announced once the freeze lifts, served 12 s later (docs/api.md,
+	// "Announce, then serve").
+	testenv.Eventually(t, 10*time.Second+cachenodes.AnnounceLead, "the dead node replaced after unfreeze", func() bool {
 		sm := m.slotMap()
 		return sm != nil && sm.Slot(0).ID != victim.ID && !sm.Slot(0).IsZero()
 	})

@@ -207,7 +207,9 @@ func TestDrainZoneRealStack(t *testing.T) {
 		e.BaselineSlots != baseline || e.TargetSlots != 0 || e.By == "" || e.At.IsZero() {
 		t.Errorf("PUT /v1/drain/b answered %s; want zone b with percent 100, step_percent 50, step_interval \"3s\", reason \"test\", baseline_slots %d, target_slots 0, by and at", body, baseline)
 	}
-	w.waitMap(t, 10*time.Second, "the first step of the drain", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] < baseline })
+	// Each step is announced, and serves 12 s later (docs/api.md,
+	// "Announce, then serve").
+	w.waitMap(t, 10*time.Second+cachenodes.AnnounceLead, "the first step of the drain", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] < baseline })
 	// A step may write its moves one by one: the kill comes after the
 	// whole first step (or a second), not between a flush and its write.
 	within(time.Second, func() bool { return zoneSlots(w.latest(), p.zoneOf)["b"] <= baseline-maxStep })
@@ -244,7 +246,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 			t.Errorf("the drained node %s lost the key %s it held (%v): a drain step must leave its nodes' contents alone", id, k, err)
 		}
 	}
-	testenv.Eventually(t, 10*time.Second, "zone b's nodes drained spares once the warming ended (--warm-for 2s)", func() bool {
+	testenv.Eventually(t, 10*time.Second+cachenodes.WarmWriteGrace, "zone b's nodes drained spares once the warming ended (--warm-for 2s) and its object went (12 s later)", func() bool {
 		st, err := api.status()
 		if err != nil {
 			return false
@@ -259,13 +261,16 @@ func TestDrainZoneRealStack(t *testing.T) {
 		return err == nil && len(warmingSlots(m)) == 0
 	})
 
-	// The undrain, at the same pace, paused by an operator freeze.
+	// The undrain, at the same pace, paused by an operator freeze (which
+	// drops a step's announce: its node is flushed again when the step is
+	// announced anew).
 	before, flushes = w.latest(), p.flushes(t)
+	seq := lastSeq(t, api)
 	start = time.Now()
 	if code, out, errOut := runCLI(t, survivor.Addr, tok, "undrain", "b"); code != 0 {
 		t.Fatalf("mcrib undrain b: exit %d, stdout %q, stderr %q", code, short(out), short(errOut))
 	}
-	w.waitMap(t, 10*time.Second, "the first return step", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] > 0 })
+	w.waitMap(t, 10*time.Second+cachenodes.AnnounceLead, "the first return step", func(m *cachenodes.SlotMap) bool { return zoneSlots(m, p.zoneOf)["b"] > 0 })
 	if code, body := api.do("PUT", "/v1/freeze", `{"reason":"hold the return"}`, token); code != 200 {
 		t.Fatalf("PUT /v1/freeze: %d %s", code, body)
 	}
@@ -295,7 +300,7 @@ func TestDrainZoneRealStack(t *testing.T) {
 	if bad := paceViolation(w.from(start), p.zoneOf, "b", maxStep, window, true); bad != "" {
 		t.Errorf("the return: %s", bad)
 	}
-	for _, bad := range flushChanges(flushes, p.flushes(t), entered(before, returned)) {
+	for _, bad := range flushesOfAnnounces(flushes, p.flushes(t), entered(before, returned), announcesSince(t, api, seq)) {
 		t.Errorf("the return: %s", bad)
 	}
 

@@ -350,6 +350,68 @@ func flushChanges(before, after map[string]uint64, entered map[string]bool) []st
 	return bad
 }
 
+// flushesOfAnnounces compares the cmd_flush of every node after a phase
+// with before, as flushChanges does, where announced counts the announces
+// each node had in the phase (the events "slot move announced" of the
+// leader since the phase began): a node is flushed once at each announce
+// (an announce dropped and made again flushes it again, docs/api.md,
+// "Announce, then serve"), a node that entered a slot was announced, and
+// no other node is flushed.
+func flushesOfAnnounces(before, after map[string]uint64, entered map[string]bool, announced map[string]int) []string {
+	var bad []string
+	for id := range entered {
+		if announced[id] == 0 {
+			bad = append(bad, fmt.Sprintf("%s entered a slot unannounced", id))
+		}
+	}
+	ids := make([]string, 0, len(before))
+	for id := range before {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		a, ok := after[id]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s did not answer stats", id))
+			continue
+		}
+		if want := before[id] + uint64(announced[id]); a != want {
+			bad = append(bad, fmt.Sprintf("%s cmd_flush %d → %d, want %d (a node is flushed once at each of its %d announces, and no other node)", id, before[id], a, want, announced[id]))
+		}
+	}
+	return bad
+}
+
+// announcesSince counts, by node, the announces among the events of api
+// since seq (the events "slot move announced").
+func announcesSince(t *testing.T, api *apiClient, seq uint64) map[string]int {
+	t.Helper()
+	evs, err := api.events()
+	if err != nil {
+		t.Fatalf("GET /v1/events: %v", err)
+	}
+	out := map[string]int{}
+	for _, e := range evs {
+		if e.Seq > seq && e.Kind == mcribapi.EventSlotMoveAnnounced {
+			out[e.To]++
+		}
+	}
+	return out
+}
+
+// lastSeq is the seq of the last event of api (0: none).
+func lastSeq(t *testing.T, api *apiClient) uint64 {
+	t.Helper()
+	evs, err := api.events()
+	if err != nil {
+		t.Fatalf("GET /v1/events: %v", err)
+	}
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
 // entered returns the nodes holding a slot in after but not in before.
 func entered(before, after *cachenodes.SlotMap) map[string]bool {
 	out := map[string]bool{}

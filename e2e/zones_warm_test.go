@@ -132,16 +132,38 @@ func TestWarmReplace(t *testing.T) {
 	if ans.Slot != slot || ans.From != victim.ID || ans.To == "" || ans.To == victim.ID || !ans.Warm {
 		t.Fatalf("the replace answered %s; want {\"slot\": %d, \"from\": %q, \"to\": <a spare>, \"warm\": true}", body, slot, victim.ID)
 	}
-	after, _, err := api.slotMap("")
+	// Announced: the spare is flushed and the slot's incoming node; it
+	// serves 12 s later.
+	if lo, hi := asked.Add(cachenodes.AnnounceLead-time.Second), time.Now().Add(cachenodes.AnnounceLead+time.Second); ans.ServesAt.Before(lo) || ans.ServesAt.After(hi) {
+		t.Errorf("the replace's serves_at %v; want 12 s after it, between %v and %v", ans.ServesAt, lo, hi)
+	}
+	announced, _, err := api.slotMap("")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ni := announced.Incoming(slot); ni == nil || ni.NodeID != ans.To || announced.Slot(slot).ID != victim.ID || announced.Generation() != before.Generation() {
+		t.Fatalf("slot %d after the replace: %s, incoming %+v; want %s still holding it, %s announced", slot, describeMap(announced), ni, victim.ID, ans.To)
+	}
+	if st, err := api.status(); err != nil {
+		t.Fatal(err)
+	} else if n, _ := nodeStatus(st, ans.To); n.State != mcribapi.NodeIncoming || n.Incoming == nil || *n.Incoming != slot {
+		t.Errorf("the incoming node in the status: %+v; want state incoming to slot %d", n, slot)
+	}
+	var after *cachenodes.SlotMap
+	testenv.Eventually(t, cachenodes.AnnounceLead+5*time.Second, "the replace served", func() bool {
+		sm, _, err := api.slotMap("")
+		after = sm
+		return err == nil && sm.Slot(slot).ID == ans.To
+	})
+	if served := time.Since(asked); served < cachenodes.AnnounceLead-time.Second {
+		t.Errorf("the replace served %v after it was asked, before its 12 s announce", served)
 	}
 	s, wm := after.Slot(slot), after.Warming(slot)
 	if s.ID != ans.To || wm == nil || wm.NodeID != victim.ID || wm.Addr != victim.Addr {
 		t.Fatalf("slot %d after the replace: %+v (warming %+v); want %s holding it, warming from %s at %s", slot, s, wm, ans.To, victim.ID, victim.Addr)
 	}
-	if lo, hi := asked.Add(warmFor-time.Second), time.Now().Add(warmFor+time.Second); wm.Until.Before(lo) || wm.Until.After(hi) {
-		t.Errorf("warming until %v; want about --warm-for (%v) after the replace, between %v and %v", wm.Until, warmFor, lo, hi)
+	if !wm.Until.Equal(ans.ServesAt.Add(warmFor)) {
+		t.Errorf("warming until %v; want --warm-for (%v) after the move's serves_at %v", wm.Until, warmFor, ans.ServesAt)
 	}
 	if after.Generation() != before.Generation()+1 {
 		t.Errorf("generation %d → %d after one replace, want one more", before.Generation(), after.Generation())
@@ -193,8 +215,9 @@ func TestWarmReplace(t *testing.T) {
 	}
 	staleCheck("during the warming")
 
-	// After --warm-for: the old holder is a spare, the slot warms no more.
-	testenv.Eventually(t, warmFor+10*time.Second, "the warming over: "+victim.ID+" a spare", func() bool {
+	// After --warm-for, and the 12 s its object stays for the writes: the
+	// old holder is a spare, the slot warms no more.
+	testenv.Eventually(t, warmFor+cachenodes.WarmWriteGrace+10*time.Second, "the warming over: "+victim.ID+" a spare", func() bool {
 		sm, _, err := api.slotMap("")
 		if err != nil || sm.Warming(slot) != nil || !isSpare(sm, victim.ID) {
 			return false
@@ -203,8 +226,8 @@ func TestWarmReplace(t *testing.T) {
 		n, _ := nodeStatus(st, victim.ID)
 		return err == nil && n.State == mcribapi.NodeSpare && n.Warming == nil
 	})
-	if ended := time.Since(asked); ended < warmFor-time.Second {
-		t.Errorf("the warming ended %v after the replace, before --warm-for %v", ended, warmFor)
+	if ended := time.Since(asked); ended < cachenodes.AnnounceLead+warmFor+cachenodes.WarmWriteGrace-time.Second {
+		t.Errorf("the warming object went %v after the replace, before its announce, --warm-for %v and 12 s", ended, warmFor)
 	}
 	staleCheck("after the warming")
 	final := hitRate(t, c, keys[1:])
@@ -215,10 +238,15 @@ func TestWarmReplace(t *testing.T) {
 
 	// mcrib replace: the same through the CLI.
 	other := after.Slot(0)
-	if code, out, errOut := runCLI(t, m.Addr, tok, "replace", other.ID, "--reason", "x"); code != 0 || !strings.Contains(out, other.ID) {
+	code, out, errOut := runCLI(t, m.Addr, tok, "replace", other.ID, "--reason", "x")
+	if code != 0 || !strings.Contains(out, other.ID) {
 		t.Fatalf("mcrib replace %s --reason x: exit %d, stdout %q, stderr %q; want 0 naming the node", other.ID, code, short(out), short(errOut))
 	}
-	if sm, _, err := api.slotMap(""); err != nil || sm.Slot(0).ID == other.ID || sm.Warming(0) == nil || sm.Warming(0).NodeID != other.ID {
-		t.Errorf("after mcrib replace %s: %s (%v); want slot 0 moved, warming from %s", other.ID, describeMap(sm), err, other.ID)
+	if !strings.Contains(out, "announced:") {
+		t.Errorf("mcrib replace %s printed %q; want the announce and when it serves", other.ID, out)
 	}
+	testenv.Eventually(t, cachenodes.AnnounceLead+5*time.Second, "mcrib replace "+other.ID+" served", func() bool {
+		sm, _, err := api.slotMap("")
+		return err == nil && sm.Slot(0).ID != other.ID && sm.Warming(0) != nil && sm.Warming(0).NodeID == other.ID
+	})
 }

@@ -45,6 +45,21 @@ func (c *Ceiling) Record(now time.Time) {
 	c.recent = append(c.recent[:n], now)
 }
 
+// GiveBack forgets one replacement recorded at exactly at, when there is
+// one, and reports whether there was: a replacement counted when it was
+// announced and then dropped before it was made (docs/api.md, "Announce,
+// then serve") frees its place again. A time matching no record gives
+// nothing back, so a give-back that cannot be matched errs on the side of
+// counting.
+func (c *Ceiling) GiveBack(at time.Time) bool {
+	i := slices.IndexFunc(c.recent, func(t time.Time) bool { return t.Equal(at) })
+	if i < 0 {
+		return false
+	}
+	c.recent = slices.Delete(c.recent, i, i+1)
+	return true
+}
+
 // Remaining returns how many more replacements fit at now (0 when none).
 func (c *Ceiling) Remaining(now time.Time) int {
 	now = c.clamp(now)

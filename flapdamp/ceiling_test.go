@@ -199,3 +199,28 @@ func TestCeilingAdoptCountsSameInstantTwice(t *testing.T) {
 		t.Fatalf("adopting three at an instant it recorded twice: %d left, want 0", got)
 	}
 }
+
+// TestCeilingGiveBack: a replacement given back (an announce dropped
+// before it moved anything) frees its place; a time that matches no
+// record gives nothing back, and of two at one instant one is given back.
+func TestCeilingGiveBack(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	c := Ceiling{PerMinute: 2}
+	c.Record(t0)
+	c.Record(t0)
+	if got := c.Remaining(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("two recorded: %d left, want 0", got)
+	}
+	if c.GiveBack(t0.Add(time.Millisecond)) {
+		t.Fatal("a time matching no record was given back")
+	}
+	if !c.GiveBack(t0) {
+		t.Fatal("a recorded time was not given back")
+	}
+	if got := c.Remaining(t0.Add(time.Second)); got != 1 {
+		t.Fatalf("after one give-back: %d left, want 1", got)
+	}
+	if got := c.Recent(t0.Add(time.Second), 0); len(got) != 1 || !got[0].Equal(t0) {
+		t.Fatalf("Recent after a give-back = %v, want [%v]", got, t0)
+	}
+}

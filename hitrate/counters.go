@@ -16,6 +16,11 @@ type Counters struct {
 	// as the one slot applications read (warmpair.go), and this node's
 	// own gets are not counted again. Empty for a slot holder.
 	WarmSourceOf string
+	// HoldsSlot, on a warm source, marks one that holds a slot of its own:
+	// a split's source, slot s's holder, whose gets are its slot's and
+	// those forwarded to it (warmpair.go, splitView). Its own gets then
+	// count, less those forwarded.
+	HoldsSlot bool
 	// Planned marks a node whose slot a planned move (a drain or return
 	// step, a replace, a maintenance move) touched recently: it warms, or
 	// moved or ended its warming a short while ago. A meter that leaves

@@ -49,7 +49,9 @@ type nodeCounters struct {
 // A node marked as a warm source (Counters.WarmSourceOf) is counted with
 // the slot holder it warms as the one slot applications read: a get the
 // warm source answered is a hit, and the warm source's own gets are not
-// counted again (warmpair.go).
+// counted again (warmpair.go); one that holds a slot of its own (a
+// split's source, Counters.HoldsSlot) counts its own gets too, less those
+// forwarded to it.
 //
 // The zero value is ready to use and counts every node. A Meter is not
 // safe for concurrent use.
@@ -108,6 +110,7 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 		m.nodes[id] = n
 	}
 	var sources map[string]pairDelta // warm sources' increases, by the holder they warm
+	var splits map[string]bool       // the holders whose warm source holds a slot of its own
 	for id, c := range nodes {
 		if c.WarmSourceOf == "" {
 			continue
@@ -117,6 +120,12 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 				sources = make(map[string]pairDelta)
 			}
 			sources[c.WarmSourceOf] = d
+			if c.HoldsSlot {
+				if splits == nil {
+					splits = make(map[string]bool)
+				}
+				splits[c.WarmSourceOf] = true
+			}
 		}
 	}
 	var settling map[string]pairDelta // the settling nodes' increases, judged below
@@ -125,7 +134,10 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 		if !ok || c.WarmSourceOf != "" {
 			continue // a baseline, or counted with its holder
 		}
-		if src, warms := sources[id]; warms {
+		switch src, warms := sources[id]; {
+		case warms && splits[id]:
+			d.hits, d.misses = splitView(d, src)
+		case warms:
 			d.hits, d.misses = applicationView(d, src)
 		}
 		if m.nodes[id].settling {

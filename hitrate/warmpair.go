@@ -60,3 +60,39 @@ func applicationView(holder, source pairDelta) (hits, misses uint64) {
 	misses = min(misses, holder.misses)
 	return gets - misses, misses
 }
+
+// A split's warm source (docs/api.md, "Growing the pool") is slot s's
+// holder, which keeps serving slot s while it warms the node its twin went
+// to: its counters hold slot s's own gets as well as those forwarded to
+// it. Its gets then count, except for the new holder's misses it was
+// forwarded (which the new holder counted already); its misses are all
+// the applications' (of slot s, or of the twin's keys it did not hold).
+// With the increases of one interval, H and M of the new holder and Gw and
+// Mw of the source:
+//
+//	gets   = H + M + max(0, Gw − M)
+//	misses = min(gets, Mw + max(0, M − Gw))
+//	hits   = gets − misses
+//
+// (so a split whose every get hits reads 1.00, not the 0.50 of counting
+// the forwarded gets as misses of the new holder and hits of the source).
+// A client's re-check of a copy is a get of the source that cannot be
+// told from one of slot s: it counts as a hit of slot s, so the estimate
+// errs high by at most the copies re-checked in the interval.
+
+// splitView returns the hits and misses applications saw of a split's
+// twin and of the slot s its warm source holds, in one interval: holder
+// is the twin's new holder's increase, source slot s's holder's.
+func splitView(holder, source pairDelta) (hits, misses uint64) {
+	srcGets := source.hits + source.misses
+	gets := holder.hits + holder.misses
+	if srcGets > holder.misses {
+		gets += srcGets - holder.misses
+	}
+	misses = source.misses
+	if holder.misses > srcGets {
+		misses += holder.misses - srcGets
+	}
+	misses = min(misses, gets)
+	return gets - misses, misses
+}

@@ -137,3 +137,60 @@ func TestMeterLeavesOutPlanned(t *testing.T) {
 		t.Fatal("a reading of planned nodes alone is a reading")
 	}
 }
+
+// TestSplitView: a split's warm source also serves slot s, so its gets
+// are slot s's and the ones forwarded to it.
+func TestSplitView(t *testing.T) {
+	tests := []struct {
+		name                 string
+		holder, source       pairDelta
+		wantHits, wantMisses uint64
+	}{
+		// Every get hits: the twin's 1000 gets all missed the new holder
+		// and hit the source; slot s had 1000 gets of its own. 2000 gets,
+		// 2000 hits (the 0.50 of finding 5 was 1000 of 3000... read as a
+		// miss and a hit).
+		{"every get hits", pairDelta{0, 1000}, pairDelta{2000, 0}, 2000, 0},
+		// Half the twin's gets hit the new holder already; slot s misses
+		// 10 of its 500.
+		{"half warm", pairDelta{500, 500}, pairDelta{990, 10}, 1490, 10},
+		// Fewer gets at the source than misses of the new holder: they
+		// are taken as forwarded hits, the rest of the misses as misses.
+		{"fewer source gets than holder misses", pairDelta{0, 100}, pairDelta{50, 0}, 50, 50},
+		{"no traffic", pairDelta{}, pairDelta{}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, m := splitView(tt.holder, tt.source)
+			if h != tt.wantHits || m != tt.wantMisses {
+				t.Fatalf("splitView(%+v, %+v) = %d hits, %d misses; want %d, %d", tt.holder, tt.source, h, m, tt.wantHits, tt.wantMisses)
+			}
+		})
+	}
+}
+
+// TestMeterCountsASplitAsApplicationsDo (finding 5 of issue 26): during a
+// split whose every get hits, through the warm source or not, the pool's
+// hit rate is 1.00, not the 0.50 of counting a get forwarded to the source
+// as a miss of the new holder and a hit of the source.
+func TestMeterCountsASplitAsApplicationsDo(t *testing.T) {
+	pool := func(i uint64) map[string]Counters {
+		c := func(hits, misses uint64) Counters {
+			return Counters{Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}
+		}
+		// s holds slot s (1000 gets of its own a second, all hits) and
+		// warms t, whose twin's 1000 gets all miss t and hit s.
+		s, tw := c(2000*i, 0), c(0, 1000*i)
+		s.WarmSourceOf, s.HoldsSlot = "t", true
+		return map[string]Counters{"s": s, "t": tw}
+	}
+	var m Meter
+	m.Observe(t0, pool(0), 0)
+	rate, ok := m.Observe(t0.Add(time.Second), pool(1), 0)
+	if !ok || math.Abs(rate-1) > 1e-9 {
+		t.Fatalf("pool hit rate during a split %v (ok %v), want 1.00 as applications see it", rate, ok)
+	}
+	if m.Requests() != 2000 {
+		t.Errorf("%d gets counted, want 2000", m.Requests())
+	}
+}

@@ -16,6 +16,12 @@ type Event struct {
 	Slot   *int      `json:"slot,omitempty"`
 	Reason string    `json:"reason"`
 	Who    string    `json:"who"`
+	// From, To and ServesAt tell a slot move announced (and dropped): the
+	// slot's holder, the node announced to take it and when it serves it;
+	// left out of other events.
+	From     string     `json:"from,omitempty"`
+	To       string     `json:"to,omitempty"`
+	ServesAt *time.Time `json:"serves_at,omitempty"`
 }
 
 // EventKind says what an Event is.
@@ -84,6 +90,12 @@ const (
 	EventSplitStep     EventKind = "split step"
 	EventResizeStopped EventKind = "resize stopped"
 	EventResizeOver    EventKind = "resize over"
+	// EventSlotMoveAnnounced and EventSlotMoveDropped: a slot's next
+	// holder was announced (flushed, and written as the slot's incoming
+	// node; it serves at serves_at), and an announce was dropped before it
+	// served (docs/api.md, "Announce, then serve").
+	EventSlotMoveAnnounced EventKind = "slot move announced"
+	EventSlotMoveDropped   EventKind = "slot move dropped"
 )
 
 // EventKinds lists the event kinds.
@@ -97,6 +109,7 @@ func EventKinds() []EventKind {
 		EventDrainStep, EventReturnStep, EventReplace, EventWarmStart, EventWarmEnd,
 		EventDrainOver, EventLastSpare,
 		EventResizeStarted, EventSplitStep, EventResizeStopped, EventResizeOver,
+		EventSlotMoveAnnounced, EventSlotMoveDropped,
 	}
 }
 

@@ -82,14 +82,19 @@ const (
 	// NodeDown: the node is unreachable and holds no slot.
 	NodeDown NodeState = "down"
 	// NodeWarming: the node gave its slot away in a planned move and
-	// serves as the new holder's warm source until the warming ends.
+	// serves as the new holder's warm source until the warming ends, and
+	// keeps this state until its warming object is removed.
 	NodeWarming NodeState = "warming"
+	// NodeIncoming: the node is announced to take a slot (the slot map's
+	// incoming) and serves it from serves_at (docs/api.md, "Announce, then
+	// serve").
+	NodeIncoming NodeState = "incoming"
 )
 
 // NodeStates lists the node states, so that an exporter can create each
 // at 0.
 func NodeStates() []NodeState {
-	return []NodeState{NodeServing, NodeHeld, NodeSpare, NodeFlushing, NodeDown, NodeWarming}
+	return []NodeState{NodeServing, NodeHeld, NodeSpare, NodeFlushing, NodeDown, NodeWarming, NodeIncoming}
 }
 
 // ConsulState is how Consul lists a node, in the status document.
@@ -136,10 +141,25 @@ type NodeStatus struct {
 	// Twin is the twin of the node's slot s (s + the slot count before the
 	// resize) while it remains a twin, else null.
 	Twin *int `json:"twin"`
-	// WarmingUntil is when that warming ends at the latest (the slot map's
-	// until, on the clock of the leader that wrote it), else null; the
-	// node is a spare again after it (a drained one, in a drained zone).
+	// WarmingUntil is when clients stop reading that warm source: the
+	// slot map's ended_at when the warming ended early, else its until
+	// (on the clock of the leader that wrote it); null when the node warms
+	// nothing. The warming object stays 12 s longer (for the writes), and
+	// the node is a spare again only once it is removed (a drained one, in
+	// a drained zone).
 	WarmingUntil *time.Time `json:"warming_until"`
+	// WarmingEnded is true once that warming ended before its until (the
+	// slot map's ended_at is set): clients read the new holder only, and
+	// still write both until the object is removed.
+	WarmingEnded bool `json:"warming_ended,omitempty"`
+	// Incoming is the slot this node is announced to take (the slot map's
+	// incoming), else null; ServesAt is when it serves it, on the clock of
+	// the leader that wrote the announce.
+	Incoming *int       `json:"incoming"`
+	ServesAt *time.Time `json:"serves_at,omitempty"`
+	// IncomingNode, on a slot holder, names the node announced to take its
+	// slot ("" when none).
+	IncomingNode string `json:"incoming_node,omitempty"`
 }
 
 // ZoneStatus is one entry of the status document's zones.

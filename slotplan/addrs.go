@@ -2,21 +2,21 @@ package slotplan
 
 import "github.com/mcrib/mcrib/cachenodes"
 
-// distinctAddrs drops the candidates whose address a remaining slot holder
-// or a warm source already serves (as the previous map or Consul now has
-// it): the same memcached registered under another service ID, or twice,
-// is no ready spare (section 7); placing and flushing it would wipe a warm
-// node and give it two slots. It also drops all but the lowest ID of
+// distinctAddrs drops the candidates whose address a slot holder, a warm
+// source or an incoming node (announced, at one of the addresses
+// announcedAt) already serves (as the previous map or Consul now has it):
+// the same memcached registered under another service ID, or twice, is no
+// ready spare (section 7); placing and flushing it would wipe a warm node
+// and give it two slots. It also drops all but the lowest ID of
 // candidates that share an address, so no two slots ever hold the same
 // address.
-func distinctAddrs(in Input, idx *assignIndex, evictions []Eviction, cands []int) []int {
-	used := make(map[string]bool, idx.holders+len(cands))
-	evicted := make(map[int]bool, len(evictions))
-	for _, ev := range evictions {
-		evicted[ev.Slot] = true
+func distinctAddrs(in Input, idx *assignIndex, announcedAt []string, cands []int) []int {
+	used := make(map[string]bool, idx.holders+len(cands)+len(announcedAt))
+	for _, a := range announcedAt {
+		used[a] = true
 	}
 	for i := range in.NumSlots {
-		if n := idx.prevSlot(i); !n.IsZero() && !evicted[i] {
+		if n := idx.prevSlot(i); !n.IsZero() {
 			used[n.Addr] = true
 			if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
 				used[v.Addr] = true // the address Build will refresh it to

@@ -1,9 +1,7 @@
 package slotplan
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
@@ -24,6 +22,18 @@ type NodeView struct {
 	// Due is true when the hold has run out: absent and unreachable, both
 	// for the whole hold.
 	Due bool
+	// DueSoon is true when the hold runs out within
+	// cachenodes.AnnounceLead (Due implies it): absent and unreachable,
+	// both counting. A replacement after the hold is announced then, so
+	// that it serves as the hold ends (docs/api.md, "Announce, then
+	// serve").
+	DueSoon bool
+	// Restarted is true when the node's memcached restarted (another pid,
+	// or its uptime went back) since the loop's mark of it: its flush as
+	// an incoming node, or the loop's first reading of it as one. An
+	// incoming node that restarted lost its tombstones: its announce is
+	// dropped; a warming's new holder that did ends the warming.
+	Restarted bool
 	// Suppressed is true while flap damping keeps the node from promotion.
 	Suppressed bool
 	// OwesFlush is true while the flushes document names the node
@@ -62,11 +72,19 @@ type Input struct {
 	// as controlloop/remoteclock.go does). Zero for a map this process
 	// wrote.
 	PrevShift time.Duration
-	// WarmEnds, when not nil, has one entry per slot of Prev: when the
-	// slot's warming ends on the clock of Now (the caller places each
-	// warming once, when first read). A nil WarmEnds places every warming
-	// at its until + PrevShift.
+	// WarmEnds, when not nil, has one entry per slot of Prev: when clients
+	// stop reading the slot's warm source (its ended_at, or its until), on
+	// the clock of Now (the caller places each instant once, when first
+	// read). A nil WarmEnds places every one at its ReadsUntil + PrevShift.
+	// The warming object is removed WarmWriteGrace later.
 	WarmEnds []time.Time
+	// RewriteEnded marks the slots whose ended_at is written again now:
+	// the write that ended their warming took longer than ClockSkew.
+	RewriteEnded map[int]bool
+	// Incoming, when not nil, has one entry per slot of Prev: what the
+	// loop knows of the slot's incoming node (announce.go); a slot without
+	// an entry is taken as announced by another leader and not judged yet.
+	Incoming []IncomingView
 	// Nodes lists every node the loop knows: slot holders, warm sources and
 	// the nodes of the last accepted Consul answer. A node ID appears at
 	// most once.
@@ -97,8 +115,16 @@ type Input struct {
 	Replace string
 	// Split is the most twins a resize's split step moves in this pass
 	// (split.go); 0 when no split step is due. An operator freeze holds
-	// the step back; an automatic freeze does not.
+	// the step back; an automatic freeze does not, but for a fault of
+	// discovery (DiscoveryFault): the splits wait then.
 	Split int
+	// DiscoveryFault is set while Consul's last answer was taken as a
+	// fault of discovery (invariant 5): nothing is replaced (Frozen is set
+	// too) and the splits wait.
+	DiscoveryFault bool
+	// SplitsPaused is set while a drain pauses the resize's splits: no
+	// split step is due (Split is 0), and a split announced is dropped.
+	SplitsPaused bool
 }
 
 // ZoneStep is a drain or return step due for one zone in this pass.
@@ -143,33 +169,54 @@ func (ev Eviction) CountsAgainstCeiling() bool {
 	return ev.Reason.IsReplacement()
 }
 
-// Placement puts a spare into a slot.
+// Placement puts a spare into a slot: announced (Plan.Placements: the
+// loop flushes the spare, Build writes it as the slot's incoming node), or
+// served (Plan.Serves: the announce's node takes the slot). In the first
+// fill of a new pool, Plan.Placements take their slots at once, unflushed.
 type Placement struct {
 	Slot int
 	Node cachenodes.Node
 	// From is the node the slot is taken from when the placement is part
 	// of a replacement or a move; zero for a slot that was vacant.
 	From cachenodes.Node
-	// Warm marks a warm move: the slot keeps From as its warm source.
+	// Warm marks a warm move: the slot keeps From as its warm source (for
+	// an announce: the move is meant warm, and decided again when served).
 	Warm bool
 	// Reason is the eviction's reason for a move or replacement; "" for a
 	// vacant slot.
 	Reason EvictionReason
+	// Why says in one sentence why the slot moves.
+	Why string
+	// Until is when a served warm move's warming ends: the announce's.
+	Until time.Time
 }
 
 // Plan is the difference Decide wants between the previous and the next map.
 type Plan struct {
-	Evictions  []Eviction
+	// Evictions are the slots vacated (a replacement without a spare),
+	// and the moves announced (Move set: the holder stays).
+	Evictions []Eviction
+	// Placements are the announces to carry out, each a spare the loop
+	// flushes first (in the first fill of a new pool: the placements
+	// themselves, unflushed).
 	Placements []Placement
+	// Serves are the announces of Prev that serve now: the moves written
+	// in this pass, with no flush.
+	Serves []Placement
+	// Drops are the announces of Prev dropped now.
+	Drops []Drop
 	// FirstFill is true when the pool is new: placements need no flush.
 	FirstFill bool
 	// Blocked counts evictions that were due but held back by the freeze
 	// or the ceiling, and the maintenance of nodes that still answer held
 	// back until a spare can be warmed from them.
 	Blocked int
-	// EndWarming lists the slots whose warming ends in this pass (until
-	// passed, or the warm source stopped answering).
-	EndWarming []int
+	// EndWarming lists the warmings whose reads end in this pass, before
+	// their until: the next map writes their ended_at. RemovedWarming
+	// lists the slots whose warming object goes (WarmWriteGrace after its
+	// reads ended).
+	EndWarming     []WarmingEnd
+	RemovedWarming []int
 	// Steps tells, for each zone of Input.Steps, what its step did.
 	Steps map[string]StepOutcome
 	// Refused, when Input.Replace was set and cannot be carried out, says
@@ -181,26 +228,32 @@ type Plan struct {
 	index *assignIndex
 }
 
-// Decide computes the plan for one pass. It frees before it places: due
-// and maintenance nodes leave their slots first (within Budget and only
-// when not frozen), then vacant slots take eligible spares by the spread
-// rule (spread.go); then the planned moves (an operator's replace, the
-// maintenance of a node that still answers) and the drain and return steps
-// due pick their new holders the same way. A full slot table never stops
-// it: extra nodes stay spares, missing nodes leave slots vacant. It runs in
-// time linear in the nodes when in.Nodes is sorted by ID (as the loop
-// passes them); otherwise it sorts a copy of the spares.
+// Decide computes the plan for one pass. First it judges what the
+// previous map carries: the warmings that end or go (warming.go), the
+// announces that serve now or are dropped (announce.go). Then it frees
+// before it places: due and maintenance holders give their slots to
+// spares (within Budget and only when not frozen), announced 12 s before
+// the hold ends, or leave them vacant when no spare can take them; then
+// vacant slots take eligible spares by the spread rule (spread.go); then
+// the planned moves (an operator's replace, the maintenance of a node that
+// still answers), the drain and return steps due and the split step pick
+// their new holders the same way. Every placement but the first fill of a
+// new pool is an announce (Plan.Placements): the loop flushes the spare
+// and Build writes it as the slot's incoming node. A full slot table
+// never stops it: extra nodes stay spares, missing nodes leave slots
+// vacant. It runs in time linear in the nodes when in.Nodes is sorted by
+// ID (as the loop passes them); otherwise it sorts a copy of the spares.
 func Decide(in Input) Plan {
 	plan := Plan{FirstFill: in.Prev == nil}
 	idx := newAssignIndex(in)
 	plan.index = idx
 	warm := endWarmings(in)
-	plan.EndWarming = warm.ended
+	inc := judgeIncoming(&in, idx, warm, &plan)
 	budget := in.Budget
-	var vacated, moves []Eviction
+	var repl, moves []Eviction
 	replaceSlot := -1
 	if in.Replace != "" {
-		ev, refused := replaceMove(in, idx, warm)
+		ev, refused := replaceMove(in, idx, &warm, inc)
 		switch {
 		case refused != "":
 			plan.Refused = refused
@@ -214,8 +267,8 @@ func Decide(in Input) Plan {
 	}
 	for i := range in.NumSlots {
 		holder := idx.prevSlot(i)
-		if holder.IsZero() || i == replaceSlot || idx.twin(i) {
-			continue // a twin goes where slot s goes
+		if holder.IsZero() || i == replaceSlot || idx.twin(i) || inc.announced(i) {
+			continue // a twin goes where slot s goes; an announced slot is judged above
 		}
 		v, known := idx.holderView(in, i)
 		if !known {
@@ -226,9 +279,14 @@ func Decide(in Input) Plan {
 		case v.Maintenance:
 			ev = Eviction{Slot: i, Node: holder, Reason: EvictionMaintenance,
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
-			if v.warmSource() && (warm.keep[i] || warm.lending[i]) {
-				// It still answers and is itself being warmed: it keeps
-				// the slot until the warming ends (then it moves warm).
+			if v.warmSource() && (warm.busy[i] || warm.lending[i]) {
+				// It still answers and its slot has a warming object: the
+				// warming ends first (it would cost the slot what it
+				// gathers, but the node is going), the slot moves once
+				// the object is removed.
+				if !in.Frozen {
+					warm.end(&in, i, fmt.Sprintf("its holder %s is in Consul maintenance", holder.ID))
+				}
 				plan.Blocked++
 				continue
 			}
@@ -236,70 +294,90 @@ func Decide(in Input) Plan {
 				ev.Move, ev.Warm = true, true
 				ev.Why += "; it still answers, so its slot moves warm"
 			}
-		case v.Due:
+		case v.Due || v.DueSoon:
 			ev = Eviction{Slot: i, Node: holder, Reason: EvictionHoldExpired,
 				Why: fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)}
+			if !v.Due {
+				ev.Why = fmt.Sprintf("node %s in slot %d is absent from Consul and unreachable, and its hold ends within %s", holder.ID, i, cachenodes.AnnounceLead)
+			}
+			ev.Move = !v.Due // only a due holder leaves its slot vacant when no spare takes it
 		default:
 			continue
 		}
 		if in.Frozen {
-			plan.Blocked++
+			if v.Due || v.Maintenance {
+				plan.Blocked++
+			}
 			continue
 		}
-		if ev.Move {
-			// A warm move takes the budget only when a spare takes the
-			// slot (below); until then the holder keeps it.
-			moves = append(moves, ev)
+		if warm.busy[i] || warm.lending[i] || (twinIncoming(&in, idx, i) && inc.announced(i+in.Prev.ResizedFrom())) {
+			// No slot is announced while it has a warming object, nor slot
+			// s while its twin is announced.
+			if v.Due {
+				plan.Blocked++
+			}
 			continue
 		}
-		if budget <= 0 {
-			plan.Blocked++
+		if ev.Warm {
+			moves = append(moves, ev) // after the vacant slots, as a planned move
 			continue
 		}
-		budget--
-		vacated = append(vacated, ev)
+		repl = append(repl, ev)
 	}
-	plan.Evictions = vacated
 	stepping := len(in.Steps) > 0 && !in.OperatorFrozen
-	hasVacant := len(vacated) > 0
-	if !in.Frozen && !hasVacant {
+	hasVacant := false
+	if !in.Frozen {
 		for i := range in.NumSlots {
-			if idx.prevSlot(i).IsZero() && !idx.twin(i) {
+			if idx.prevSlot(i).IsZero() && !idx.twin(i) && !inc.announced(i) {
 				hasVacant = true
 				break
 			}
 		}
 	}
 	splitting := in.Split > 0 && !in.OperatorFrozen && idx.twins > 0
-	if (in.Frozen || !hasVacant) && len(moves) == 0 && !stepping && !splitting {
+	if !hasVacant && len(repl) == 0 && len(moves) == 0 && !stepping && !splitting {
+		plan.EndWarming, plan.RemovedWarming = warm.ended, warm.removed
 		return plan
 	}
-	z := newZoneIndex(in, idx, vacated, warm)
-	if !in.Frozen {
-		// Slots vacated in this pass come first, so each takes a spare of
-		// its departed node's zone before an already vacant slot (with no
-		// zone to prefer) takes one.
-		for _, ev := range vacated {
-			j, ok := z.pick(ev.Node.AZ, true)
-			if !ok {
-				break
+	z := newZoneIndex(in, idx, warm, inc)
+	for _, ev := range repl {
+		if budget <= 0 {
+			if !ev.Move {
+				plan.Blocked++
 			}
-			plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: in.Nodes[j].Node, From: ev.Node, Reason: ev.Reason})
+			continue
 		}
+		if z.announceMove(&plan, ev, true) {
+			budget--
+			continue
+		}
+		if ev.Move {
+			continue // its hold has not run out: it waits for a spare
+		}
+		// No spare: the due holder leaves its slot vacant (freeing comes
+		// before placing); a spare fills it when one comes.
+		budget--
+		ev.Move = false
+		z.vacate(ev)
+		plan.Evictions = append(plan.Evictions, ev)
+	}
+	if !in.Frozen {
 		for i := range in.NumSlots {
-			if !idx.prevSlot(i).IsZero() || idx.twin(i) {
+			if !idx.prevSlot(i).IsZero() || idx.twin(i) || inc.announced(i) || z.touched[i] {
 				continue
 			}
-			j, ok := z.pick("", false)
+			j, ok := z.pickOrTake(&plan, "", false, i)
 			if !ok {
 				break
 			}
-			plan.Placements = append(plan.Placements, Placement{Slot: i, Node: in.Nodes[j].Node})
+			z.touched[i] = true
+			plan.Placements = append(plan.Placements, Placement{Slot: i, Node: in.Nodes[j].Node,
+				Why: fmt.Sprintf("a spare takes vacant slot %d", i)})
 		}
 	}
 	for _, ev := range moves {
 		if ev.Reason == EvictionReplace {
-			if !z.move(&plan, ev) {
+			if !z.announceMove(&plan, ev, false) {
 				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s: %s", ev.Slot, ev.Node.ID, noSpareWhy(in, idx, warm))
 			}
 			continue
@@ -307,7 +385,7 @@ func Decide(in Input) Plan {
 		// The maintenance of a node that still answers: it keeps its slot
 		// (and its contents) until a spare can be warmed from it
 		// (invariant 9), held back like a replacement beyond the ceiling.
-		if budget <= 0 || !z.move(&plan, ev) {
+		if budget <= 0 || !z.announceMove(&plan, ev, false) {
 			plan.Blocked++
 			continue
 		}
@@ -320,16 +398,25 @@ func Decide(in Input) Plan {
 		o := z.splits(&plan, warm)
 		plan.Split = &o
 	}
+	plan.EndWarming, plan.RemovedWarming = warm.ended, warm.removed
 	return plan
 }
 
+// twinIncoming reports whether slot s has a twin in Prev (whose own
+// announce, a split, keeps slot s from being announced).
+func twinIncoming(in *Input, idx *assignIndex, s int) bool {
+	return idx.twins > 0 && s < in.Prev.ResizedFrom() && idx.twin(s+in.Prev.ResizedFrom())
+}
+
 // replaceMove checks an operator's replace of in.Replace and returns its
-// move, or why it cannot be done.
-func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) {
+// move, or why it cannot be done. A replace of a slot that warms ends the
+// warming (warm) and is refused until its object is removed.
+func replaceMove(in Input, idx *assignIndex, warm *warmState, inc incomingState) (Eviction, string) {
 	slot := -1
 	if in.Prev != nil {
 		slot = in.Prev.SlotOf(in.Replace)
 	}
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	switch {
 	case slot < 0:
 		return Eviction{}, fmt.Sprintf("node %s holds no slot", in.Replace)
@@ -337,14 +424,24 @@ func replaceMove(in Input, idx *assignIndex, warm warmState) (Eviction, string) 
 		return Eviction{}, "membership is frozen by an operator (mcrib unfreeze lifts it)"
 	case in.Frozen:
 		return Eviction{}, "membership is frozen automatically (see auto_freeze_reason in the status)"
+	case inc.announced(slot):
+		ni := in.Prev.Incoming(slot)
+		return Eviction{}, fmt.Sprintf("slot %d is announced to node %s already, which serves it from %s", slot, ni.NodeID, at(ni.ServesAt))
 	case warm.keep[slot]:
-		// Its new holder is being filled from the old one: moving it now
-		// would cost the slot what it has gathered.
+		// Its new holder is being filled from the old one: the warming
+		// ends first, and the slot moves once its warming object is gone.
 		ws := in.Prev.Warming(slot)
-		return Eviction{}, fmt.Sprintf("slot %d is still being warmed from %s until %s", slot, ws.NodeID, in.WarmEnd(slot).UTC().Format(time.RFC3339))
+		warm.end(&in, slot, "an operator replaces its holder "+in.Replace)
+		return Eviction{}, fmt.Sprintf("slot %d was warming from %s: its warming is ended now, and the slot can be replaced once its warming object is removed, at %s; replace again then",
+			slot, ws.NodeID, at(in.Now.Add(cachenodes.WarmWriteGrace)))
+	case warm.busy[slot]:
+		return Eviction{}, fmt.Sprintf("slot %d's warming ended; its warming object is removed at %s, and the slot can be replaced then", slot, at(in.WarmGone(slot)))
 	case warm.lending[slot]:
 		t := slot + in.Prev.ResizedFrom()
-		return Eviction{}, fmt.Sprintf("node %s is warming slot %d, split from its slot %d, until %s", in.Replace, t, slot, in.WarmEnd(t).UTC().Format(time.RFC3339))
+		return Eviction{}, fmt.Sprintf("node %s is the warm source of slot %d, split from its slot %d, until %s", in.Replace, t, slot, at(in.WarmGone(t)))
+	case twinIncoming(&in, idx, slot) && inc.announced(slot+in.Prev.ResizedFrom()):
+		t := slot + in.Prev.ResizedFrom()
+		return Eviction{}, fmt.Sprintf("slot %d's twin %d is announced to split off to node %s; replace again once it serves, at %s", slot, t, in.Prev.Incoming(t).NodeID, at(in.Prev.Incoming(t).ServesAt))
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
@@ -365,6 +462,8 @@ type assignIndex struct {
 	view     []int32 // index in Nodes of each slot's holder; -1 if unknown
 	slotOf   []int32 // slot of each node of Nodes in the previous map; -1 if none
 	sorted   bool    // in.Nodes is sorted by ID
+	// byID indexes Nodes by ID, built on demand (nodeView).
+	byID map[string]int32
 }
 
 func newAssignIndex(in Input) *assignIndex {
@@ -412,218 +511,4 @@ func (idx *assignIndex) holderView(in Input, i int) (NodeView, bool) {
 		return in.Nodes[j], true
 	}
 	return NodeView{}, false
-}
-
-// Build applies the evictions of plan and the placements that were carried
-// out (done; with a flush unless FirstFill) to the previous map, refreshes
-// the addresses of listed slot holders and the spares list, and returns the
-// next map. The generation rises by one exactly when a slot's node changed;
-// updated_at moves whenever the document changed; an unchanged document is
-// returned as in.Prev itself, without building anything.
-func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.SlotMap, error) {
-	idx := plan.index
-	if idx == nil {
-		idx = newAssignIndex(in)
-	}
-	// The few slots this pass changes; every other slot keeps its holder.
-	changed := make(map[int]cachenodes.Node, len(plan.Evictions)+len(done))
-	var moving map[int]bool
-	for _, ev := range plan.Evictions {
-		if ev.Move {
-			if moving == nil {
-				moving = make(map[int]bool)
-			}
-			moving[ev.Slot] = true
-			continue // the holder stays until its successor is placed
-		}
-		if idx.prevSlot(ev.Slot).ID == ev.Node.ID {
-			changed[ev.Slot] = cachenodes.Node{}
-		}
-	}
-	placed := make(map[string]bool, len(done))
-	var warmed map[int]*cachenodes.Warming
-	for _, p := range done {
-		if cur, ok := changed[p.Slot]; (ok && cur.IsZero()) || (!ok && (idx.prevSlot(p.Slot).IsZero() || moving[p.Slot])) {
-			changed[p.Slot] = p.Node
-			placed[p.Node.ID] = true
-			if p.Warm && in.WarmFor > 0 {
-				if warmed == nil {
-					warmed = make(map[int]*cachenodes.Warming)
-				}
-				from, src := p.From, p.Slot
-				if p.Reason == EvictionSplit {
-					src -= in.Prev.ResizedFrom() // slot s's holder warms its split twin
-				}
-				if v, ok := idx.holderView(in, src); ok && v.ID == from.ID && v.Listed && v.Addr != "" {
-					from = v.Node
-				}
-				warmed[p.Slot] = &cachenodes.Warming{NodeID: from.ID, Addr: from.Addr, Until: now.Add(in.WarmFor)}
-			}
-		}
-	}
-	// The twins left: those of Prev that no split of this pass took.
-	var twins []int
-	if idx.twins > 0 {
-		rf := in.Prev.ResizedFrom()
-		for t := rf; t < in.NumSlots; t++ {
-			if _, split := changed[t]; in.Prev.IsTwin(t) && !split {
-				twins = append(twins, t)
-			}
-		}
-	}
-	warming, sources := nextWarming(in, plan, changed, warmed, twins)
-	slotAt := func(i int) cachenodes.Node {
-		if n, ok := changed[i]; ok {
-			return n
-		}
-		n := idx.prevSlot(i)
-		if v, ok := idx.holderView(in, i); ok && v.Listed && v.Addr != "" {
-			return v.Node
-		}
-		return n
-	}
-	// The addresses of the next map's warm sources: a node registered at
-	// one of them (the same memcached under another service ID) is no
-	// spare either (section 7).
-	var taken map[string]bool
-	for _, w := range warming {
-		if w != nil {
-			if taken == nil {
-				taken = make(map[string]bool)
-			}
-			taken[w.Addr] = true
-		}
-	}
-	isSpare := func(j int) bool {
-		n := &in.Nodes[j]
-		if i := idx.slotOf[j]; i >= 0 {
-			if cur, ok := changed[int(i)]; !ok || cur.ID == n.ID {
-				return false // still holds its slot
-			}
-		}
-		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID]) && !taken[n.Addr]
-	}
-	slots := make([]cachenodes.Node, in.NumSlots)
-	for i := range slots {
-		if _, split := changed[i]; split || !idx.twin(i) {
-			slots[i] = slotAt(i)
-		}
-	}
-	keepAddrsDistinct(slots, idx)
-	var twinMarks []bool
-	if len(twins) > 0 {
-		// Each twin left names slot s's node in the same write.
-		twinMarks = make([]bool, in.NumSlots)
-		for _, t := range twins {
-			slots[t] = slots[t-in.Prev.ResizedFrom()]
-			twinMarks[t] = true
-		}
-	}
-	// The spares, by ID: one memcached is listed once, and never one a
-	// slot holder or a warm source has (the same memcached registered
-	// under a second service ID, section 7).
-	order := make([]int, 0, len(in.Nodes))
-	for j := range in.Nodes {
-		if isSpare(j) {
-			order = append(order, j)
-		}
-	}
-	if !idx.sorted {
-		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
-	}
-	listed := make(map[string]bool, len(slots)+len(order))
-	for _, n := range slots {
-		if n.Addr != "" {
-			listed[n.Addr] = true
-		}
-	}
-	spareNodes := make([]cachenodes.Node, 0, len(order))
-	for _, j := range order {
-		if n := in.Nodes[j].Node; !listed[n.Addr] {
-			listed[n.Addr] = true
-			spareNodes = append(spareNodes, n)
-		}
-	}
-
-	if in.Prev != nil && in.Prev.Pool() == in.Pool && in.Prev.NumSlots() == in.NumSlots && len(plan.EndWarming) == 0 && warmed == nil &&
-		in.Prev.NumSpares() == len(spareNodes) {
-		same := true
-		for i := 0; same && i < in.NumSlots; i++ {
-			same = slots[i] == in.Prev.Slot(i)
-		}
-		for k := 0; same && k < len(spareNodes); k++ {
-			same = in.Prev.Spare(k) == spareNodes[k]
-		}
-		if same {
-			return in.Prev, nil
-		}
-	}
-
-	spec := cachenodes.SlotMapSpec{Pool: in.Pool, Slots: slots, Spares: spareNodes, UpdatedAt: now, Warming: warming, Twins: twinMarks}
-	if in.Prev != nil && in.Prev.NumSlots() == in.NumSlots {
-		spec.ResizedFrom = in.Prev.ResizedFrom()
-	}
-	switch {
-	case in.Prev == nil:
-		spec.Generation = 1
-	case !sameIDs(in.Prev, spec.Slots):
-		spec.Generation = in.Prev.Generation() + 1
-	default:
-		spec.Generation = in.Prev.Generation()
-		if in.Prev.Pool() == in.Pool && sameDoc(in.Prev, spec) {
-			return in.Prev, nil
-		}
-	}
-	// A warming kept from Prev keeps its until exactly as first written,
-	// whichever clock writes the map now: clients stop reading the old
-	// holder at until by their own clocks and send it their writes until
-	// until plus the clock skew, so an until that moved would let one
-	// client read the old holder after another stopped writing to it.
-	next, err := cachenodes.NewSlotMap(spec)
-	if err != nil {
-		return nil, fmt.Errorf("building the next slot map: %w", err)
-	}
-	return next, nil
-}
-
-func sameIDs(m *cachenodes.SlotMap, slots []cachenodes.Node) bool {
-	if m.NumSlots() != len(slots) {
-		return false
-	}
-	for i, n := range slots {
-		if m.Slot(i).ID != n.ID {
-			return false
-		}
-	}
-	return true
-}
-
-// sameDoc reports whether m holds exactly the slots and spares of spec.
-func sameDoc(m *cachenodes.SlotMap, spec cachenodes.SlotMapSpec) bool {
-	if m.NumSlots() != len(spec.Slots) || m.NumSpares() != len(spec.Spares) {
-		return false
-	}
-	for i, n := range spec.Slots {
-		if m.Slot(i) != n {
-			return false
-		}
-	}
-	for i, n := range spec.Spares {
-		if m.Spare(i) != n {
-			return false
-		}
-	}
-	if !m.AnyWarming() && spec.Warming == nil {
-		return true
-	}
-	for i := range spec.Slots {
-		var w *cachenodes.Warming
-		if spec.Warming != nil {
-			w = spec.Warming[i]
-		}
-		if !m.Warming(i).Equal(w) {
-			return false
-		}
-	}
-	return true
 }

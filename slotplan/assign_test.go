@@ -294,7 +294,7 @@ func checkPlan(t testing.TB, in Input, plan Plan) {
 				t.Errorf("node %q evicted for maintenance but not in maintenance: %+v", ev.Node.ID, v)
 			}
 		case "hold_expired":
-			if !v.Due || v.Maintenance {
+			if (!v.Due && (!ev.Move || !v.DueSoon)) || v.Maintenance {
 				t.Errorf("node %q evicted with hold_expired but the view is %+v", ev.Node.ID, v)
 			}
 		default:
@@ -340,7 +340,7 @@ func checkPlan(t testing.TB, in Input, plan Plan) {
 // the addresses of listed holders refreshed, the spares rebuilt, the
 // generation up by one exactly when a slot's node changed, and updated_at
 // moved exactly when the document changed.
-func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachenodes.SlotMap) {
+func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachenodes.SlotMap, at time.Time) {
 	t.Helper()
 	checkSlotMap(t, next, in.NumSlots)
 	if next.Pool() != in.Pool {
@@ -354,8 +354,12 @@ func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachen
 	if in.Prev != nil {
 		copy(want, in.Prev.Slots())
 	}
+	placedAt := map[int]bool{}
+	for _, p := range done {
+		placedAt[p.Slot] = true
+	}
 	for _, ev := range plan.Evictions {
-		if want[ev.Slot].ID == ev.Node.ID {
+		if want[ev.Slot].ID == ev.Node.ID && (!ev.Move || placedAt[ev.Slot]) {
 			want[ev.Slot] = cachenodes.Node{}
 		}
 	}
@@ -404,13 +408,13 @@ func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachen
 	}
 	switch {
 	case in.Prev == nil:
-		if next.Generation() != 1 || !next.UpdatedAt().Equal(assignNow) {
-			t.Errorf("first map: generation %d at %v, want 1 at %v", next.Generation(), next.UpdatedAt(), assignNow)
+		if next.Generation() != 1 || next.Revision() != 1 || !next.UpdatedAt().Equal(at) {
+			t.Errorf("first map: generation %d revision %d at %v, want 1, 1 at %v", next.Generation(), next.Revision(), next.UpdatedAt(), at)
 		}
 	case !next.SameSlots(in.Prev):
-		if next.Generation() != in.Prev.Generation()+1 || !next.UpdatedAt().Equal(assignNow) {
+		if next.Generation() != in.Prev.Generation()+1+genBetween(plan, done) || !next.UpdatedAt().Equal(at) {
 			t.Errorf("slots changed: generation %d at %v, want %d at %v",
-				next.Generation(), next.UpdatedAt(), in.Prev.Generation()+1, assignNow)
+				next.Generation(), next.UpdatedAt(), in.Prev.Generation()+1, at)
 		}
 	case next.Generation() != in.Prev.Generation():
 		t.Errorf("no slot's node changed, but the generation went from %d to %d", in.Prev.Generation(), next.Generation())
@@ -422,15 +426,36 @@ func checkNext(t testing.TB, in Input, plan Plan, done []Placement, next *cachen
 			t.Errorf("document unchanged, but updated_at moved to %v", next.UpdatedAt())
 		}
 	default:
-		if !next.UpdatedAt().Equal(assignNow) {
-			t.Errorf("document changed (addresses or spares), but updated_at is %v, want %v", next.UpdatedAt(), assignNow)
+		if !next.UpdatedAt().Equal(at) {
+			t.Errorf("document changed (addresses or spares), but updated_at is %v, want %v", next.UpdatedAt(), at)
+		}
+		if next.Revision() <= in.Prev.Revision() {
+			t.Errorf("document changed, but its revision %d is not above %d", next.Revision(), in.Prev.Revision())
 		}
 	}
 }
 
-// runAssign runs one pass: Decide on in, Build with the placements whose
-// node is not in failed, at assignNow. It checks every invariant of the
-// plan and of the next map, and that neither call changed its input.
+// genBetween is how many generations a pass that announced done takes
+// before the pass that serves them: one when it also vacated a slot.
+func genBetween(plan Plan, done []Placement) uint64 {
+	if plan.FirstFill || len(done) == 0 {
+		return 0
+	}
+	for _, ev := range plan.Evictions {
+		if !ev.Move {
+			return 1
+		}
+	}
+	return 0
+}
+
+// runAssign runs one pass and, when it announced anything, the pass that
+// serves it: Decide on in, Build with the placements whose node is not in
+// failed, at assignNow (the announces: incoming nodes, checkAnnounced);
+// then, AnnounceLead later, Decide on that map with the loop's own views
+// of its announces and Build of the serves alone (checkServed). It checks
+// every invariant of the plan and of the maps, and that no call changed
+// its input, and returns the first plan and the last map.
 func runAssign(t testing.TB, in Input, failed []string) (Plan, *cachenodes.SlotMap) {
 	t.Helper()
 	nodesBefore := slices.Clone(in.Nodes)
@@ -444,11 +469,10 @@ func runAssign(t testing.TB, in Input, failed []string) (Plan, *cachenodes.SlotM
 	plan := Decide(in)
 	checkPlan(t, in, plan)
 	done := carriedOut(plan, failed)
-	next, err := Build(in, plan, done, assignNow)
+	next, err := Build(in, plan, done, buildAt(in))
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	checkNext(t, in, plan, done, next)
 	if !reflect.DeepEqual(in.Nodes, nodesBefore) {
 		t.Errorf("Decide or Build changed in.Nodes")
 	}
@@ -457,7 +481,96 @@ func runAssign(t testing.TB, in Input, failed []string) (Plan, *cachenodes.SlotM
 			t.Errorf("Decide or Build changed Prev:\nbefore %s\nafter  %s", prevBefore, after)
 		}
 	}
-	return plan, next
+	if plan.FirstFill || len(done) == 0 {
+		checkNext(t, in, plan, done, next, buildAt(in))
+		return plan, next
+	}
+	checkAnnounced(t, in, done, next)
+	final := serveAll(t, in, plan, done, next)
+	checkNext(t, in, plan, done, final, buildAt(in).Add(cachenodes.AnnounceLead))
+	return plan, final
+}
+
+// buildAt is when a test's pass over in builds its map: in.Now, or
+// assignNow when in has none.
+func buildAt(in Input) time.Time {
+	if in.Now.IsZero() {
+		return assignNow
+	}
+	return in.Now
+}
+
+// serveAll runs the pass that serves the announces done of in's pass,
+// which built announced: AnnounceLead after it, with the loop's own views
+// of them, building only what serves (no new announce), and returns the
+// served map.
+func serveAll(t testing.TB, in Input, plan Plan, done []Placement, announced *cachenodes.SlotMap) *cachenodes.SlotMap {
+	t.Helper()
+	at := buildAt(in).Add(cachenodes.AnnounceLead)
+	in2 := in
+	in2.Prev, in2.Now, in2.Incoming = announced, at, ownIncoming(announced, done)
+	in2.Replace, in2.Steps, in2.Split, in2.Budget = "", nil, 0, 0
+	if in.WarmEnds != nil {
+		in2.WarmEnds = in.WarmEnds
+	}
+	plan2 := Decide(in2)
+	if len(plan2.Drops) > 0 || len(plan2.Serves) != len(done) {
+		t.Fatalf("serving %v: serves %v, drops %+v", placementStrings(done), placementStrings(plan2.Serves), plan2.Drops)
+	}
+	plan2.Placements, plan2.Evictions = nil, nil
+	final, err := Build(in2, plan2, nil, at)
+	if err != nil {
+		t.Fatalf("Build of the serves: %v", err)
+	}
+	if final.AnyIncoming() {
+		t.Errorf("an incoming node is left after every announce served: %v", final)
+	}
+	return final
+}
+
+// ownIncoming returns the loop's views of the announces of m that done
+// made: its own, judged, serving at their serves_at.
+func ownIncoming(m *cachenodes.SlotMap, done []Placement) []IncomingView {
+	out := make([]IncomingView, m.NumSlots())
+	for _, p := range done {
+		if ni := m.Incoming(p.Slot); ni != nil {
+			out[p.Slot] = IncomingView{ServesAt: ni.ServesAt, Judged: true, Own: true, Reason: p.Reason}
+		}
+	}
+	return out
+}
+
+// checkAnnounced asserts what Build gives for the announces done of in's
+// pass: each placement done is its slot's incoming node, serving
+// AnnounceLead after assignNow, until WarmFor after that, with the slot's
+// holder unchanged (a due holder vacated without a spare aside), in the
+// same generation and a revision one higher, and no incoming node among
+// the spares.
+func checkAnnounced(t testing.TB, in Input, done []Placement, next *cachenodes.SlotMap) {
+	t.Helper()
+	checkSlotMap(t, next, in.NumSlots)
+	wantGen := in.Prev.Generation()
+	if !next.SameSlots(in.Prev) {
+		wantGen++ // a due holder without a spare left its slot in the same pass
+	}
+	if next.Generation() != wantGen || next.Revision() != in.Prev.Revision()+1 {
+		t.Errorf("announce: generation %d revision %d, want %d and %d", next.Generation(), next.Revision(), wantGen, in.Prev.Revision()+1)
+	}
+	at := buildAt(in).Add(cachenodes.AnnounceLead)
+	for _, p := range done {
+		ni := next.Incoming(p.Slot)
+		if ni == nil || ni.NodeID != p.Node.ID || ni.Addr != p.Node.Addr || !ni.ServesAt.Equal(at) || !ni.Until.Equal(at.Add(max(in.WarmFor, 0))) {
+			t.Errorf("slot %d's incoming %+v, want %s at %s serving from %v", p.Slot, ni, p.Node.ID, p.Node.Addr, at)
+		}
+		if in.Prev != nil && next.Slot(p.Slot).ID != in.Prev.Slot(p.Slot).ID {
+			t.Errorf("slot %d changed hands in the announce: %q, was %q", p.Slot, next.Slot(p.Slot).ID, in.Prev.Slot(p.Slot).ID)
+		}
+	}
+	for _, n := range next.Spares() {
+		if next.IncomingOf(n.ID) >= 0 {
+			t.Errorf("incoming node %s is listed as a spare", n.ID)
+		}
+	}
 }
 
 func TestDecideBuild(t *testing.T) {
@@ -745,14 +858,16 @@ func TestDecideBuild(t *testing.T) {
 
 		// Placements not carried out (the flush failed).
 		{
-			name: "failed flush after an eviction leaves the slot vacant",
+			// The announce is not written: the due holder keeps its slot,
+			// and the next pass announces again.
+			name: "failed flush of a replacement's spare leaves the due holder in its slot",
 			prev: []string{"a1", "b1"}, prevSpares: []string{"c1"}, prevGen: 4,
 			nodes:     []NodeView{vDue("a1"), vUp("b1"), vUp("c1")},
 			budget:    1,
 			failed:    []string{"c1"},
 			wantEvict: []string{"0=a1/hold_expired"}, wantPlace: []string{"0=c1"},
-			wantSlots: []string{"", "b1"}, wantSpares: []string{"c1"},
-			wantGen: 5, wantTouched: true,
+			wantSlots: []string{"a1", "b1"}, wantSpares: []string{"c1"},
+			wantGen: 4, wantSame: true,
 		},
 		{
 			name: "failed flush into a vacant slot changes nothing",
@@ -871,6 +986,9 @@ func TestDecideBuild(t *testing.T) {
 			wantAt := assignPrevAt
 			if tc.wantTouched {
 				wantAt = assignNow
+				if in.Prev != nil && len(carriedOut(plan, tc.failed)) > 0 {
+					wantAt = assignNow.Add(cachenodes.AnnounceLead) // the serve's write
+				}
 			}
 			if !next.UpdatedAt().Equal(wantAt) {
 				t.Errorf("updated_at = %v, want %v", next.UpdatedAt(), wantAt)
@@ -999,9 +1117,9 @@ func TestDecideBuildScenarios(t *testing.T) {
 		}},
 		{"failed flush is retried on the next pass", 2, []assignStep{
 			{"first fill", []NodeView{vUp("a1"), vUp("b1"), vUp("c1")}, false, 1, nil, []string{"a1", "b1"}, 1},
-			{"b1 due, flush of c1 fails", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 1, []string{"c1"}, []string{"a1", ""}, 2},
-			{"flush fails again", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 1, []string{"c1"}, []string{"a1", ""}, 2},
-			{"flush works", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 0, nil, []string{"a1", "c1"}, 3},
+			{"b1 due, flush of c1 fails", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 1, []string{"c1"}, []string{"a1", "b1"}, 1},
+			{"flush fails again", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 1, []string{"c1"}, []string{"a1", "b1"}, 1},
+			{"flush works", []NodeView{vUp("a1"), vDue("b1"), vUp("c1")}, false, 1, nil, []string{"a1", "c1"}, 2},
 		}},
 		{"freeze holds a due node until lifted", 2, []assignStep{
 			{"first fill", []NodeView{vUp("a1"), vUp("b1"), vUp("c1")}, false, 1, nil, []string{"a1", "b1"}, 1},

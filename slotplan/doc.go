@@ -19,14 +19,20 @@
 //   - Every choice of a node for a slot follows the spread rule
 //     (spread.go); nothing is ever moved only to even out the spread.
 //   - Drain and return steps (Input.Steps) move at most a step's size,
-//     a warming slot only when its warming ends, and a return gives back
-//     the slots its drain moved first (undrain.go).
+//     a slot with a warming object only once it is removed, and a return
+//     gives back the slots its drain moved first (undrain.go).
+//   - Every placement but the first fill of a new pool is announced
+//     first (announce.go): Build writes it as the slot's incoming node,
+//     and a later pass serves it (Plan.Serves) or drops it (Plan.Drops);
+//     a warming that ends early is written with ended_at and removed
+//     WarmWriteGrace after its reads end, never sooner (warming.go).
 //   - Build raises the generation by one exactly when a slot's node
-//     changes, keeps a warming's until as first written, and returns
-//     Input.Prev itself when nothing in the document changes.
+//     changes and the revision with every document it builds, keeps a
+//     warming's until and an announce's instants as first written, and
+//     returns Input.Prev itself when nothing in the document changes.
 //
 // The control loop (package controlloop) gathers the Input from its
 // probes, the replicas' votes and the stored documents, carries the plan
-// out (flushing each spare before it is placed) and writes the map Build
-// returns.
+// out (flushing each spare before it is announced) and writes the map
+// Build returns.
 package slotplan

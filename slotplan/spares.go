@@ -17,13 +17,15 @@ func SpareHelp(drained bool) string {
 // noSpareWhy says why no node can take a slot: what every node without a
 // slot is instead (by the counts of Input's nodes), and what would help.
 func noSpareWhy(in Input, idx *assignIndex, warm warmState) string {
-	var drained, warming, down, away, owing, damped int
+	var drained, warming, incoming, down, away, owing, damped int
 	for j := range in.Nodes {
 		v := &in.Nodes[j]
 		switch {
 		case idx.slotOf[j] >= 0:
 		case warm.sources != nil && warm.sources[v.ID]:
 			warming++
+		case in.Prev != nil && in.Prev.IncomingOf(v.ID) >= 0:
+			incoming++
 		case in.Drained[v.AZ]:
 			drained++
 		case !v.Reachable:
@@ -47,6 +49,7 @@ func noSpareWhy(in Input, idx *assignIndex, warm warmState) string {
 	}
 	add(drained, "is in a drained zone")
 	add(warming, "is a warm source")
+	add(incoming, "is announced to a slot")
 	add(down, "does not answer")
 	add(away, "is absent from Consul or in maintenance")
 	add(owing, "owes a flush")

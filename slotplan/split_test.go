@@ -89,31 +89,58 @@ func checkTwinRules(t testing.TB, in Input, plan Plan, next *cachenodes.SlotMap)
 			t.Errorf("slot %d moved from %s to %s in the pass that split its twin", s, holder.ID, next.Slot(s).ID)
 		}
 		w := next.Warming(tw)
+		until := buildAt(in).Add(cachenodes.AnnounceLead + in.WarmFor)
 		switch {
-		case in.WarmFor > 0 && (w == nil || w.NodeID != holder.ID || !w.Until.Equal(assignNow.Add(in.WarmFor))):
-			t.Errorf("split of twin %d warms from %+v, want %s until %v", tw, w, holder.ID, assignNow.Add(in.WarmFor))
+		case in.WarmFor > 0 && (w == nil || w.NodeID != holder.ID || !w.Until.Equal(until)):
+			t.Errorf("split of twin %d warms from %+v, want %s until %v", tw, w, holder.ID, until)
 		case in.WarmFor == 0 && w != nil:
 			t.Errorf("a cold split of twin %d warms from %+v", tw, w)
 		}
 	}
 }
 
-// runSplit runs one pass of Decide and Build over a resized map, checks
-// the slot map rules and the twin rules, and returns the plan and the next
-// map.
+// runSplit runs one pass of Decide and Build over a resized map and, when
+// it announced anything, the pass that serves it (serveAll), checks the
+// slot map rules and the twin rules, and returns the first plan and the
+// last map.
 func runSplit(t testing.TB, in Input, failed []string) (Plan, *cachenodes.SlotMap) {
 	t.Helper()
 	plan := Decide(in)
-	next, err := Build(in, plan, carriedOut(plan, failed), assignNow)
+	done := carriedOut(plan, failed)
+	next, err := Build(in, plan, done, buildAt(in))
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 	checkSlotMap(t, next, in.NumSlots)
+	if len(done) > 0 {
+		checkAnnounced(t, in, done, next)
+		checkAnnouncedTwins(t, in, next)
+		next = serveAll(t, in, plan, done, next)
+		checkSlotMap(t, next, in.NumSlots)
+	}
 	checkTwinRules(t, in, plan, next)
-	if !next.SameSlots(in.Prev) && next.Generation() != in.Prev.Generation()+1 {
+	if !next.SameSlots(in.Prev) && next.Generation() != in.Prev.Generation()+1+genBetween(plan, done) {
 		t.Errorf("slots changed, generation %d after %d", next.Generation(), in.Prev.Generation())
 	}
 	return plan, next
+}
+
+// checkAnnouncedTwins asserts the twin rules of an announce: a twin left
+// carries slot s's incoming node, and a twin with its own (a split
+// announced) belongs to a slot s that has none.
+func checkAnnouncedTwins(t testing.TB, in Input, next *cachenodes.SlotMap) {
+	t.Helper()
+	rf := next.ResizedFrom()
+	for tw := rf; rf > 0 && tw < next.NumSlots(); tw++ {
+		if !next.IsTwin(tw) {
+			continue
+		}
+		s := tw - rf
+		own, ofS := next.Incoming(tw), next.Incoming(s)
+		if ofS != nil && !own.Equal(ofS) {
+			t.Errorf("twin %d carries incoming %+v, slot %d has %+v", tw, own, s, ofS)
+		}
+	}
 }
 
 // warmFrom renders slot i's warm source of m, "" when it does not warm.
@@ -260,7 +287,7 @@ func TestSplitWarmSourceKeepsItsSlot(t *testing.T) {
 	}
 	in = Input{Pool: assignPool, NumSlots: 4, Prev: split, Nodes: nodes, Budget: 2, WarmFor: time.Minute, Now: assignNow.Add(time.Second), Replace: "a1"}
 	plan, _ := runSplit(t, in, nil)
-	if !strings.Contains(plan.Refused, "node a1 is warming slot 2, split from its slot 0") {
+	if !strings.Contains(plan.Refused, "node a1 is the warm source of slot 2, split from its slot 0") {
 		t.Errorf("replace of a lending holder: refused %q", plan.Refused)
 	}
 	in.Replace, in.Drained, in.Steps = "", map[string]bool{"az-a": true}, map[string]ZoneStep{"az-a": {Target: 0, Size: 4}}

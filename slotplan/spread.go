@@ -36,6 +36,12 @@ type zoneIndex struct {
 	bySlot  [][]int // each zone's slots, ascending (built on demand)
 	// sources are the previous map's warm sources, by ID.
 	sources map[string]bool
+	// inc are the previous map's announces; takeable the incoming nodes
+	// of drain and return steps and splits, by ID (indices in Nodes), that
+	// a replacement of a slot without a live holder may take when no
+	// spare is left.
+	inc      incomingState
+	takeable []int
 }
 
 // zone returns the number of zone name, adding it when new.
@@ -68,14 +74,17 @@ func (z *zoneIndex) zone(name string) int {
 }
 
 // newZoneIndex indexes the zones of in for the placements of one pass:
-// vacated are the slots this pass empties, warm the warmings.
-func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState) *zoneIndex {
-	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.keep, sources: warm.sources}
+// warm the warmings, inc the announces. A slot announced (or served now)
+// counts for its incoming node's zone, as if it had moved: the spread, a
+// drain's steps and a split count it there (docs/api.md, "Announce, then
+// serve"); an announced twin counts as a slot of its own.
+func newZoneIndex(in Input, idx *assignIndex, warm warmState, inc incomingState) *zoneIndex {
+	z := &zoneIndex{in: &in, idx: idx, touched: map[int]bool{}, warming: warm.busy, sources: warm.sources, inc: inc}
 	if warm.lending != nil {
 		// A slot whose holder warms its split twin moves as a warming
-		// slot does: when that warming ends.
-		z.warming = make(map[int]bool, len(warm.keep)+len(warm.lending))
-		for i := range warm.keep {
+		// slot does: when that warming object is removed.
+		z.warming = make(map[int]bool, len(warm.busy)+len(warm.lending))
+		for i := range warm.busy {
 			z.warming[i] = true
 		}
 		for i := range warm.lending {
@@ -98,32 +107,49 @@ func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState
 			numPresent++
 		}
 	}
-	z.share = idx.slots
-	if numPresent > 0 {
-		z.share = (idx.slots + numPresent - 1) / numPresent
-	}
+	slots := idx.slots
 	for i := range in.NumSlots {
+		if inc.announced(i) {
+			z.touched[i] = true
+			if idx.twin(i) {
+				slots++ // a twin announced to split counts as a slot of its own
+			}
+			z.held[z.zone(z.incomingAZ(i))]++
+			continue
+		}
 		if !idx.prevSlot(i).IsZero() && !idx.twin(i) {
 			z.held[z.zone(idx.holderAZ(in, i))]++
 		}
 	}
-	for _, ev := range vacated {
-		z.held[z.zone(idx.holderAZ(in, ev.Slot))]--
-		z.touched[ev.Slot] = true
+	z.share = slots
+	if numPresent > 0 {
+		z.share = (slots + numPresent - 1) / numPresent
 	}
-	// Candidates are the eligible spares, by ID; an evicted node is a
-	// holder of the previous map, and a warm source gives its contents to
-	// no other slot, so neither is among them.
+	// Candidates are the eligible spares, by ID; a holder of the previous
+	// map, a warm source (it gives its contents to no other slot) and an
+	// incoming node (it is announced to a slot already) are none.
 	cands := make([]int, 0, len(in.Nodes)-idx.holders)
 	for j := range in.Nodes {
-		if idx.slotOf[j] < 0 && in.Nodes[j].EligibleSpare() && (warm.sources == nil || !warm.sources[in.Nodes[j].ID]) {
+		id := in.Nodes[j].ID
+		if _, announced := inc.nodes[id]; idx.slotOf[j] < 0 && in.Nodes[j].EligibleSpare() && (warm.sources == nil || !warm.sources[id]) && !announced {
 			cands = append(cands, j)
+		} else if announced && inc.live[inc.nodes[id]] && inc.stealable[inc.nodes[id]] && idx.slotOf[j] < 0 && in.Nodes[j].EligibleSpare() {
+			z.takeable = append(z.takeable, j)
 		}
 	}
 	if !idx.sorted {
 		slices.SortFunc(cands, func(a, b int) int { return strings.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
+		slices.SortFunc(z.takeable, func(a, b int) int { return strings.Compare(in.Nodes[a].ID, in.Nodes[b].ID) })
 	}
-	cands = distinctAddrs(in, idx, vacated, cands)
+	var announcedAt []string
+	for id, i := range inc.nodes {
+		if inc.live[i] {
+			if ni := in.Prev.Incoming(i); ni != nil && ni.NodeID == id {
+				announcedAt = append(announcedAt, ni.Addr)
+			}
+		}
+	}
+	cands = distinctAddrs(in, idx, announcedAt, cands)
 	for _, j := range cands {
 		k := z.zone(in.Nodes[j].AZ)
 		z.spares[k] = append(z.spares[k], j)
@@ -134,6 +160,17 @@ func newZoneIndex(in Input, idx *assignIndex, vacated []Eviction, warm warmState
 	}
 	slices.SortFunc(z.order, func(a, b int) int { return strings.Compare(z.names[a], z.names[b]) })
 	return z
+}
+
+// incomingAZ returns the zone of slot i's incoming node in Prev (its
+// holder's when the node is not known).
+func (z *zoneIndex) incomingAZ(i int) string {
+	if ni := z.in.Prev.Incoming(i); ni != nil {
+		if v, ok := z.idx.nodeView(z.in, ni.NodeID); ok {
+			return v.AZ
+		}
+	}
+	return z.idx.holderAZ(*z.in, i)
 }
 
 // holderAZ returns the zone of slot i's holder: as Consul lists it now,
@@ -183,11 +220,24 @@ func (z *zoneIndex) pick(departed string, hasDeparted bool) (int, bool) {
 // move carries out a planned move ev: a spread pick for its slot, not
 // counting the slot for its holder's zone. It reports false when no spare
 // can take it (the holder keeps the slot).
-func (z *zoneIndex) move(plan *Plan, ev Eviction) bool {
+func (z *zoneIndex) move(plan *Plan, ev Eviction) bool { return z.announceMove(plan, ev, false) }
+
+// announceMove announces ev, a move or a replacement of slot ev.Slot: a
+// spread pick for its slot, not counting the slot for its holder's zone
+// (take: with no spare left, it may take a step's incoming node, for a
+// slot without a live holder). The holder keeps the slot until the
+// announce serves. It reports false when no spare can take it.
+func (z *zoneIndex) announceMove(plan *Plan, ev Eviction, take bool) bool {
 	from := z.idx.holderAZ(*z.in, ev.Slot)
 	k := z.zone(from)
 	z.held[k]--
-	j, ok := z.pick(from, true)
+	var j int
+	var ok bool
+	if take {
+		j, ok = z.pickOrTake(plan, from, true, ev.Slot)
+	} else {
+		j, ok = z.pick(from, true)
+	}
 	if !ok {
 		z.held[k]++
 		return false
@@ -196,11 +246,58 @@ func (z *zoneIndex) move(plan *Plan, ev Eviction) bool {
 	return true
 }
 
-// place adds move ev with its new holder Nodes[j] to plan.
+// vacate takes due holder ev out of its slot, for no spare can take it.
+func (z *zoneIndex) vacate(ev Eviction) {
+	z.touched[ev.Slot] = true
+	z.held[z.zone(z.idx.holderAZ(*z.in, ev.Slot))]--
+}
+
+// pickOrTake picks a spare by the spread rule for slot (see pick); with
+// none left it takes the incoming node of a drain or return step or a
+// split (the departed zone's first, else the lowest ID of an undrained
+// zone), dropping that announce, which its rule tries again: only a slot
+// without a live holder may (docs/api.md, "Announce, then serve").
+func (z *zoneIndex) pickOrTake(plan *Plan, departed string, hasDeparted bool, slot int) (int, bool) {
+	if j, ok := z.pick(departed, hasDeparted); ok {
+		return j, true
+	}
+	best := -1
+	for n, j := range z.takeable {
+		if j < 0 {
+			continue
+		}
+		az := z.in.Nodes[j].AZ
+		if z.drained[z.zone(az)] {
+			continue
+		}
+		if best < 0 || (hasDeparted && az == departed && z.in.Nodes[z.takeable[best]].AZ != departed) {
+			best = n
+		}
+	}
+	if best < 0 {
+		return -1, false
+	}
+	j := z.takeable[best]
+	z.takeable[best] = -1
+	id := z.in.Nodes[j].ID
+	i := z.inc.nodes[id]
+	ni := z.in.Prev.Incoming(i)
+	r := z.inc.reasons[i]
+	plan.Drops = append(plan.Drops, Drop{Slot: i, Node: ni.Node(), From: z.idx.prevSlot(i), Reason: r, ServesAt: ni.ServesAt,
+		GiveBack: countsAtAnnounce(r), Why: fmt.Sprintf("slot %d, which has no live holder, takes node %s", slot, id)})
+	delete(z.inc.live, i)
+	// Slot i counts for its holder's zone again; the node's zone keeps
+	// its count, now for slot.
+	z.held[z.zone(z.idx.holderAZ(*z.in, i))]++
+	return j, true
+}
+
+// place adds move ev with its new holder Nodes[j] to plan, as an announce.
 func (z *zoneIndex) place(plan *Plan, ev Eviction, j int) {
 	z.touched[ev.Slot] = true
+	ev.Move = true
 	plan.Evictions = append(plan.Evictions, ev)
-	plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: z.in.Nodes[j].Node, From: ev.Node, Warm: ev.Warm, Reason: ev.Reason})
+	plan.Placements = append(plan.Placements, Placement{Slot: ev.Slot, Node: z.in.Nodes[j].Node, From: ev.Node, Warm: ev.Warm, Reason: ev.Reason, Why: ev.Why})
 }
 
 // slotsOf returns zone k's slots of the previous map, ascending.
@@ -270,7 +367,7 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 			i, warming := z.movable(k)
 			if i < 0 {
 				if warming >= 0 {
-					o.Blocked = fmt.Sprintf("slot %d is still warming; it moves when the warming ends", warming)
+					o.Blocked = fmt.Sprintf("slot %d is still warming; it moves when its warming object is removed", warming)
 				}
 				break // otherwise every slot of the zone moves in this pass already
 			}

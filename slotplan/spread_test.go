@@ -163,8 +163,8 @@ func TestReturnStepTakesFromTheRichestZone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next.Warming(4) == nil || next.Generation() != 5 {
-		t.Fatalf("the warming of slot 4 was lost or the generation is %d", next.Generation())
+	if next.Warming(4) == nil || next.Generation() != 4 || next.Incoming(2).NodeID != "mc-b-1" || next.Incoming(0).NodeID != "mc-b-2" {
+		t.Fatalf("the warming of slot 4 was lost, the generation is %d, or the returns are not announced: %v, %v", next.Generation(), next.Incoming(2), next.Incoming(0))
 	}
 
 	// Without a spare of its own, the return is blocked and says so.

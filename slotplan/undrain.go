@@ -42,8 +42,8 @@ func (z *zoneIndex) givenBack(k int, moved []int) (slot, waiting int) {
 }
 
 // warmSourcesIn names the nodes of zone that are warm sources of the
-// previous map still warming, by ID, and the earliest end of their
-// warmings (on the clock of Input.Now).
+// previous map still warming, by ID, and the earliest removal of their
+// warming objects (on the clock of Input.Now): they are spares then.
 func (z *zoneIndex) warmSourcesIn(zone string) (ids []string, until time.Time) {
 	in := z.in
 	if in.Prev == nil || len(z.warming) == 0 {
@@ -59,7 +59,7 @@ func (z *zoneIndex) warmSourcesIn(zone string) (ids []string, until time.Time) {
 			continue
 		}
 		ids = append(ids, ws.NodeID)
-		if end := in.WarmEnd(i); until.IsZero() || end.Before(until) {
+		if end := in.WarmGone(i); until.IsZero() || end.Before(until) {
 			until = end
 		}
 	}
@@ -87,7 +87,7 @@ func (z *zoneIndex) noSpareBack(zone string) string {
 func (z *zoneIndex) warmingBack(i int, zone string) string {
 	if ws := z.in.Prev.Warming(i); ws != nil {
 		return fmt.Sprintf("slot %d, moved off zone %q, still warms from %s until %s; it comes back when the warming ends",
-			i, zone, ws.NodeID, z.in.WarmEnd(i).UTC().Format("15:04:05 UTC"))
+			i, zone, ws.NodeID, z.in.WarmGone(i).UTC().Format("15:04:05 UTC"))
 	}
 	return fmt.Sprintf("slot %d, moved off zone %q, is still warming; it comes back when the warming ends", i, zone)
 }

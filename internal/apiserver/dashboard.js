@@ -286,6 +286,10 @@
     if (held !== "") td.append(el("span", "pill state-hold", held));
     else if (hold !== null) td.append(el("span", "pill state-hold", hold > 0 ? "hold " + fmtAge(Math.ceil(hold)) + " left" : "hold over: replacing"));
     if (n.flush_pending === true) td.append(el("span", "pill state-flushpending", flushText(n)));
+    if (num(n.incoming) !== null) {
+      const at = Date.parse(str(n.serves_at));
+      td.append(el("span", "pill state-warmsource", "announced to slot " + n.incoming + (isNaN(at) ? "" : ", serves from " + fmtUTC(at))));
+    }
     if (num(n.warming) !== null) {
       const until = Date.parse(str(n.warming_until));
       td.append(el("span", "pill state-warmsource", "warm source of slot " + n.warming + (isNaN(until) ? "" : " until " + fmtUTC(until))));
@@ -341,17 +345,31 @@
   function nodeSig(n) {
     if (!n) return "";
     return [n.state, n.reachable, n.consul, n.flaps, n.suppressed, ageOf(n.absent_since),
-      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming, str(n.held_until), str(n.warming_until)].join("|");
+      Math.ceil(num(n.hold_remaining_seconds) || 0), n.flush_pending, n.drained, n.warming, str(n.held_until), str(n.warming_until),
+      n.incoming, str(n.serves_at)].join("|");
   }
 
   // nodeCell shows a slot's holder and, while the slot warms, the old
-  // holder it reads through to and until when.
-  function nodeCell(id, warm) {
+  // holder it reads through to and until when (once the warming ended
+  // early, until when it is still written); while a node is announced to
+  // the slot (incoming), which and from when it serves.
+  function nodeCell(id, warm, incoming) {
     const td = el("td", "mono", id);
     if (warm) {
+      const ended = Date.parse(str(warm.ended_at));
       const until = Date.parse(str(warm.until));
-      td.append(el("span", "pill state-warmsource",
-        "warming from " + (str(warm.node_id) || "?") + " until " + (isNaN(until) ? "?" : fmtUTC(until))));
+      if (!isNaN(ended)) {
+        td.append(el("span", "pill state-warmsource",
+          "warming from " + (str(warm.node_id) || "?") + " ended " + fmtUTC(ended) + ", still written until " + fmtUTC(ended + 12000)));
+      } else {
+        td.append(el("span", "pill state-warmsource",
+          "warming from " + (str(warm.node_id) || "?") + " until " + (isNaN(until) ? "?" : fmtUTC(until))));
+      }
+    }
+    if (incoming) {
+      const at = Date.parse(str(incoming.serves_at));
+      td.append(el("span", "pill state-announced",
+        "announced: " + (str(incoming.node_id) || "?") + " serves from " + (isNaN(at) ? "?" : fmtUTC(at))));
     }
     return td;
   }
@@ -518,6 +536,7 @@
       const id = str(s.node_id);
       const n = id ? nodes.get(id) : null;
       const warm = s.warming && typeof s.warming === "object" ? s.warming : null;
+      const incoming = s.incoming && typeof s.incoming === "object" ? s.incoming : null;
       // A twin (slot s + N of a resize from N) names slot s's node until
       // it splits; slot s's row names its twin.
       const twinOf = num(s.twin_of);
@@ -525,10 +544,12 @@
       if (!id) vacant++;
       if (twinOf !== null) twins++;
       return {
-        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n), warm ? str(warm.node_id) + str(warm.until) : "", twinOf, twin].join("|"),
+        sig: [slot, id, str(s.addr), str(s.az), nodeSig(n), Boolean(n), warm ? str(warm.node_id) + str(warm.until) + str(warm.ended_at) : "",
+          incoming ? str(incoming.node_id) + str(incoming.serves_at) : "", twinOf, twin].join("|"),
         build: () => {
           if (!id) {
-            const note = el("td", "vacant-note", "no node: keys of this slot miss until a node is placed");
+            const note = el("td", "vacant-note", incoming ? "no node: keys of this slot miss until " + (str(incoming.node_id) || "?") + ", announced, serves it"
+              : "no node: keys of this slot miss until a node is placed");
             note.colSpan = 6;
             const tr = el("tr", "vacant",
               el("td", "num", String(slot)),
@@ -539,7 +560,7 @@
           }
           const tr = el("tr", twinOf !== null ? "twin" : null,
             slotCell(slot, twinOf, twin),
-            nodeCell(id, warm),
+            nodeCell(id, warm, incoming),
             el("td", "mono", str(s.addr)),
             el("td", null, str(s.az) || "—"),
             stateCell(n),
@@ -581,9 +602,9 @@
         down.push(n);
         continue;
       }
-      // A warm source is no spare (docs/api.md, "Warm moves"): its slot row
-      // names it.
-      if (str(n.state) === "warming") continue;
+      // A warm source is no spare (docs/api.md, "Warm moves"), nor an
+      // incoming node ("Announce, then serve"): its slot row names it.
+      if (str(n.state) === "warming" || str(n.state) === "incoming") continue;
       // A node without a slot that is not down and not yet a spare in the
       // slot map (e.g. being flushed) is listed with the spares.
       if ((n.slot === null || n.slot === undefined) && !seen.has(id)) {

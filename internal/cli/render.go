@@ -126,6 +126,10 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap, now time.Time) {
 		if warming {
 			row += "\t" + warmingCell(m.Warming(slot), now)
 		}
+		if in := m.Incoming(slot); in != nil && m.TwinOf(slot) < 0 {
+			// Announced: the node serves the slot from serves_at.
+			row += "\tincoming " + orUnknown(in.NodeID) + " from " + untilText(in.ServesAt, now)
+		}
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
@@ -149,6 +153,9 @@ func printSlots(w io.Writer, m *cachenodes.SlotMap, now time.Time) {
 func warmingCell(wm *cachenodes.Warming, now time.Time) string {
 	if wm == nil {
 		return "-"
+	}
+	if wm.Ended() {
+		return "from " + orUnknown(wm.NodeID) + " ended " + untilText(wm.EndedAt, now) + ", written until " + untilText(wm.WritesUntil(), now)
 	}
 	return "from " + orUnknown(wm.NodeID) + " until " + untilText(wm.Until, now)
 }

@@ -247,3 +247,24 @@ SPARES: none
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// TestPrintSlotsShowsAnnouncesAndEndedWarmings: mcrib slots names a
+// slot's incoming node and from when it serves, and a warming that ended
+// early with until when its old holder is still written.
+func TestPrintSlotsShowsAnnouncesAndEndedWarmings(t *testing.T) {
+	at := testNow.Add(12 * time.Second)
+	m, err := cachenodes.NewSlotMap(cachenodes.SlotMapSpec{Pool: "p", Generation: 3, Revision: 9, UpdatedAt: testNow,
+		Slots:    []cachenodes.Node{{ID: "mc-1", Addr: "10.0.0.1:11211"}, {ID: "mc-2", Addr: "10.0.0.2:11211"}},
+		Incoming: []*cachenodes.Incoming{{NodeID: "mc-9", Addr: "10.0.0.9:11211", ServesAt: at, Until: at}, nil},
+		Warming:  []*cachenodes.Warming{nil, {NodeID: "mc-3", Addr: "10.0.0.3:11211", Until: testNow.Add(time.Hour), EndedAt: testNow}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	printSlots(&b, m, testNow)
+	for _, want := range []string{"incoming mc-9 from", "from mc-3 ended", "written until"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printSlots lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -121,6 +121,11 @@ func printReplace(w io.Writer, r mcribapi.ReplaceAnswer) {
 		how = "warm: " + orUnknown(r.From) + " stays the slot's warm source until --warm-for passes"
 	}
 	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orUnknown(r.From), orUnknown(r.To), how)
+	if !r.ServesAt.IsZero() {
+		// The move is announced: the new node is flushed and serves the
+		// slot from serves_at (docs/api.md, "Announce, then serve").
+		fmt.Fprintf(w, "announced: %s serves slot %d from %s\n", orUnknown(r.To), r.Slot, r.ServesAt.UTC().Format(time.RFC3339))
+	}
 	if r.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", r.Warning)
 	}
