@@ -78,7 +78,7 @@ type soakClients struct {
 // soakHTTPClients following the replicas' GET /v1/slotmap, each starting
 // on a different one. They run until ctx ends; wg waits for them.
 func newSoakClients(t *testing.T, ctx context.Context, wg *sync.WaitGroup, replicas []*replica, cc *api.Client, seed uint64) *soakClients {
-	s := &soakClients{base: time.Now(), hist: staleread.New(), reported: map[*staleread.Op]bool{}}
+	s := &soakClients{base: time.Now(), hist: staleread.New(staleread.Options{WithinGeneration: true}), reported: map[*staleread.Op]bool{}}
 	for i := range soakKeys {
 		s.keys = append(s.keys, "soak-"+strconv.Itoa(i))
 	}
@@ -262,9 +262,9 @@ func (s *soakClients) takeViolations() []string {
 func (s *soakClients) finish() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.hist.Check() {
-		if !s.reported[r] {
-			s.staleRead(r, s.hist.ReplacedBy(r))
+	for _, v := range s.hist.Check() {
+		if v.Rule == staleread.Replaced && !s.reported[v.Read] {
+			s.staleRead(v.Read, v.By)
 		}
 	}
 	for _, r := range s.unwritten {
@@ -315,7 +315,7 @@ func (s *soakClients) summary() []string {
 // write during which the client's map changed replaces nothing, and a
 // read during one is not judged.
 func TestSoakClientsRecord(t *testing.T) {
-	s := &soakClients{base: time.Now(), hist: staleread.New(), reported: map[*staleread.Op]bool{}}
+	s := &soakClients{base: time.Now(), hist: staleread.New(staleread.Options{WithinGeneration: true}), reported: map[*staleread.Op]bool{}}
 	a, b := &soakApp{name: "c1"}, &soakApp{name: "c2"}
 	op := func(app *soakApp, kind staleread.Kind, value string, hit, ok bool, genBefore, genAfter uint64) {
 		s.record(app, &staleread.Op{Client: app.name, Kind: kind, Key: "k", Value: value, Hit: hit, OK: ok}, s.now(), genBefore, genAfter, nil)
