@@ -26,8 +26,8 @@ import (
 // replica decided alone).
 var (
 	placementLine = regexp.MustCompile(`msg="slot placement" .*node=(\S+) .*flushed=(true|false)`)
-	moveLine      = regexp.MustCompile(`msg="slot move" .*to=(\S+)`)
-	announceLine  = regexp.MustCompile(`msg="slot move announced" .*(?:to|node)=(\S+)`)
+	moveLine      = regexp.MustCompile(`msg="slot move" .*? to=(\S+)`)
+	announceLine  = regexp.MustCompile(`msg="slot move announced" .*? to=(\S+)`)
 	returnLine    = regexp.MustCompile(`msg="flushed a node that (?:owed a flush|was unreachable), before it serves again" node=(\S+)`)
 )
 
