@@ -29,7 +29,9 @@
 #                under a cache-aside load: the pool doubled to 32 slots in 10%
 #                steps every 5 s, warm (--warm-for 10m), cold and the naive
 #                resize to a fresh 32-slot map; report in bench/grow/
-#   make soak    the fault soak on a bed of hosts for 10 minutes
+#   make soak    the fault soak on a bed of hosts for 10 minutes: faults,
+#                planned moves (drain, replace, maintenance, a resize)
+#                and the stale-read check across generations
 #                (SOAK_DURATION, SOAK_SEED; make test runs 60 s of it)
 #   make scale   10,000 nodes and 4,096 slots with 1% churn a minute for 10 minutes
 #   make dst     the deterministic simulation of the whole pool (package
@@ -172,9 +174,10 @@ bench-sim: build
 	$(MCRIB) sim --nodes 1000 --scenario grow --policy mcrib,mcrib-cold,naive --warm-for 15m --out bench/sim-grow
 
 # The fault soak on a bed of hosts (needs root): 10 minutes of seeded random
-# faults with every invariant checked after each and every client operation
-# checked for stale reads, without the race detector (make test runs 60 s of
-# it). SOAK_SEED replays a run.
+# faults and planned moves with every invariant checked after each and every
+# client operation checked for stale reads across generations, without the
+# race detector (make test runs 60 s of it, and each planned move once).
+# SOAK_SEED replays a run.
 soak: deps
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count=1 -timeout 60m -run TestSoak -v ./e2e/
 

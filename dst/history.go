@@ -9,15 +9,17 @@ import (
 // by package staleread (the check the soak on real hosts runs too): no
 // read returns a value that a delete or set completed before the read
 // began had replaced, judged against the writes made under the generation
-// of the reader's map (see the package's doc for the scope). recs maps
-// each record back to the simulation's operation, for the messages.
+// of the reader's map (staleread.Options.WithinGeneration: the
+// simulation's clients do not yet record whether their maps were fresh,
+// which the rule across generations needs). recs maps each record back
+// to the simulation's operation, for the messages.
 type history struct {
 	h    *staleread.History
 	recs map[*staleread.Op]*op
 }
 
 func newHistory() *history {
-	return &history{h: staleread.New(), recs: map[*staleread.Op]*op{}}
+	return &history{h: staleread.New(staleread.Options{WithinGeneration: true}), recs: map[*staleread.Op]*op{}}
 }
 
 // kinds are the simulation's operation kinds as package staleread has
@@ -43,7 +45,7 @@ func (h *history) writer(value string) *op { return h.recs[h.h.Writer(value)] }
 // first stale one.
 func (h *history) recheck() *op {
 	if stale := h.h.Check(); len(stale) > 0 {
-		return h.recs[stale[0]]
+		return h.recs[stale[0].Read]
 	}
 	return nil
 }

@@ -33,7 +33,8 @@ func TestGrowOnTheRealStack(t *testing.T) {
 
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	clients := newSoakClients(t, ctx, &wg, []*replica{{mcrib: m, name: "mcrib"}}, p.consul.Client, 20)
+	clients := newSoakClients(t, ctx, &wg, soakClientsOptions{replicas: []*replica{{mcrib: m, name: "mcrib"}},
+		consul: p.consul.Client, http: soakHTTPClients, seed: 20})
 	stopped := false
 	stop := func() []string {
 		if stopped {
@@ -72,7 +73,7 @@ func TestGrowOnTheRealStack(t *testing.T) {
 	// final map and run a while on it.
 	testenv.Eventually(t, 20*time.Second, "the clients on the final map", func() bool {
 		for _, a := range clients.apps {
-			if generation(a.c.SlotMap()) < final.Generation() {
+			if generation(a.client().SlotMap()) < final.Generation() {
 				return false
 			}
 		}

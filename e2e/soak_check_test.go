@@ -17,11 +17,17 @@ import (
 // after every fault once the pool has settled, and a monitor that watches
 // the stored map's generation between checks.
 
-// placementLine and returnLine are mcrib's log lines of a flush: a spare
-// flushed as part of its placement, and a slot holder flushed on its return
-// (a flush owed by the pool, or one a replica decided alone).
+// placementLine, moveLine, announceLine and returnLine are mcrib's log
+// lines of a flush: a spare flushed as part of its placement, or of a
+// move (a warm or cold move: a drain or return step, a replace, a
+// maintenance move, a split), or of the announce of a move (which flushes
+// the incoming node, docs/api.md "Announce, then serve"), and a slot
+// holder flushed on its return (a flush owed by the pool, or one a
+// replica decided alone).
 var (
 	placementLine = regexp.MustCompile(`msg="slot placement" .*node=(\S+) .*flushed=(true|false)`)
+	moveLine      = regexp.MustCompile(`msg="slot move" .*? to=(\S+)`)
+	announceLine  = regexp.MustCompile(`msg="slot move announced" .*? to=(\S+)`)
 	returnLine    = regexp.MustCompile(`msg="flushed a node that (?:owed a flush|was unreachable), before it serves again" node=(\S+)`)
 )
 
@@ -98,6 +104,10 @@ func (c *soakChecker) newLogs() (placed, returned map[string]int) {
 					c.violate("%s placed %s without a flush: %s", r.name, m[1], line)
 				}
 				placed[m[1]]++
+			} else if m := moveLine.FindStringSubmatch(line); m != nil {
+				placed[m[1]]++
+			} else if m := announceLine.FindStringSubmatch(line); m != nil {
+				placed[m[1]]++
 			} else if m := returnLine.FindStringSubmatch(line); m != nil {
 				returned[m[1]]++
 			}
@@ -106,11 +116,10 @@ func (c *soakChecker) newLogs() (placed, returned map[string]int) {
 	return placed, returned
 }
 
-// check runs every invariant check against the settled pool. touched says
-// which nodes' memcached the step's faults stopped; killed which replicas
-// the step killed on purpose (none is left down at a check).
-func (c *soakChecker) check(step string, touched map[string]soakTouch) {
-	p := c.p
+// check runs every invariant check against the settled pool, after the
+// step e.
+func (c *soakChecker) check(e soakEffect) {
+	p, step, touched := c.p, e.what, e.touched
 	c.checks++
 	// mcrib never exits on its own.
 	for _, r := range p.replicas {
@@ -119,7 +128,8 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 		}
 	}
 	sm := p.slotMap()
-	// No node and no address in two places; generation never goes back.
+	// No node and no address in two places (a twin names slot s's node);
+	// generation never goes back.
 	seenID, seenAddr := map[string]string{}, map[string]string{}
 	place := func(where string, n cachenodes.Node) {
 		if n.IsZero() {
@@ -134,13 +144,25 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 		seenID[n.ID], seenAddr[n.Addr] = where, where
 	}
 	for i, n := range sm.Slots() {
-		place(fmt.Sprintf("slot %d", i), n)
+		if !sm.IsTwin(i) {
+			place(fmt.Sprintf("slot %d", i), n)
+		}
 	}
 	for _, n := range sm.Spares() {
 		place("the spares", n)
 	}
 	if sm.Generation() < c.prev.Generation() {
 		c.violate("after %s: generation went back from %d to %d", step, c.prev.Generation(), sm.Generation())
+	}
+	was := func(i int) cachenodes.Node { return c.prev.Slot(i) }
+	switch n, prevN := sm.NumSlots(), c.prev.NumSlots(); {
+	case n == 2*prevN:
+		// A resize's first write: slot s + N was a twin of slot s.
+		was = func(i int) cachenodes.Node { return c.prev.Slot(i % prevN) }
+	case n != prevN:
+		c.violate("after %s: the slot count went from %d to %d", step, prevN, n)
+		c.prev = sm
+		return
 	}
 	placed, returned := c.newLogs()
 	for _, n := range placed {
@@ -150,15 +172,17 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 		c.causes["return"] += n
 	}
 	// Every placement preceded by a flush; a slot leaves a node only when
-	// the step stopped its memcached.
+	// the step stopped its memcached, or a planned move took it (a split
+	// takes a twin from slot s's holder).
 	newly := map[string]bool{}
 	for i := range sm.NumSlots() {
-		was, now := c.prev.Slot(i), sm.Slot(i)
+		was, now := was(i), sm.Slot(i)
 		if was.ID == now.ID {
 			continue
 		}
+		split := i >= c.prev.NumSlots() || c.prev.IsTwin(i)
 		switch tw := touched[was.ID]; {
-		case was.IsZero():
+		case was.IsZero(), split, e.anyMove, e.moves[was.ID]:
 		case !tw.stopped:
 			c.violate("after %s: slot %d moved from %s to %q although %s's memcached never stopped answering", step, i, was.ID, now.ID, was.ID)
 		case !tw.absent:
@@ -214,14 +238,25 @@ func (c *soakChecker) check(step string, touched map[string]soakTouch) {
 // genMonitor polls the stored slot map every 100ms and records a
 // violation when its generation goes back, when a slot changes hands while
 // an operator freeze is confirmed in force, or when more slots are taken
-// from their holders in a minute than --max-replacements-per-minute allows.
+// from their holders in a minute than --max-replacements-per-minute allows
+// (a twin's split, and the steps of a drain or its return, which keep
+// their own pace, are not counted).
 type genMonitor struct {
 	mu        sync.Mutex
 	last      uint64
 	prev      *cachenodes.SlotMap
 	evictions []soakEviction      // slots seen taken from their holders
 	frozen    *cachenodes.SlotMap // the map when an operator freeze was confirmed; nil: none
+	draining  bool                // a drain or its return under way: moves not counted
 	bad       []string
+}
+
+// planned starts (on) or ends the time of a drain and its return, whose
+// steps the ceiling does not count.
+func (g *genMonitor) planned(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.draining = on
 }
 
 func (g *genMonitor) run(ctx context.Context, c *api.Client) {
@@ -255,10 +290,10 @@ func (g *genMonitor) observe(sm *cachenodes.SlotMap) {
 		g.frozen = sm
 	}
 	g.last = max(g.last, gen)
-	if g.prev != nil && sm.NumSlots() == g.prev.NumSlots() {
+	if g.prev != nil && sm.NumSlots() == g.prev.NumSlots() && !g.draining {
 		now := time.Now()
 		for i := range sm.NumSlots() {
-			if was := g.prev.Slot(i); !was.IsZero() && was.ID != sm.Slot(i).ID {
+			if was := g.prev.Slot(i); !was.IsZero() && was.ID != sm.Slot(i).ID && !g.prev.IsTwin(i) {
 				g.evictions = append(g.evictions, soakEviction{at: now,
 					what: fmt.Sprintf("slot %d: %s → %q (generation %d)", i, was.ID, sm.Slot(i).ID, gen)})
 				g.ceiling(now)
