@@ -26,9 +26,9 @@ var knownBugs = []struct {
 	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
 	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
 	{revert.WarmWriteDurable, 29, 69405 * time.Millisecond, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 10, 196798 * time.Millisecond, ruleInv3Ceiling},
+	{revert.CeilingAfterTakeover, 43, 77108 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 4, 38702 * time.Millisecond, ruleClientGeneration},
+	{revert.GenerationOrder, 50, 33861 * time.Millisecond, ruleClientGeneration},
 	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
 }
 
