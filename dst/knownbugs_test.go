@@ -25,7 +25,7 @@ var knownBugs = []struct {
 	{revert.FollowerFlush, 19, 65520 * time.Millisecond, ruleInv2Undecided},
 	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
 	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 29, 69405 * time.Millisecond, ruleStaleRead},
+	{revert.WarmWriteDurable, 52, 406056 * time.Millisecond, ruleStaleRead},
 	{revert.CeilingAfterTakeover, 43, 77108 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
 	{revert.GenerationOrder, 50, 33861 * time.Millisecond, ruleClientGeneration},
