@@ -68,10 +68,11 @@ func main() {
 	gremlins := flag.String("gremlins", "bin/gremlins", "the gremlins binary (relative to -root, or absolute)")
 	out := flag.String("out", "bench/mutate", "the report's directory (relative to -root, or absolute)")
 	workers := flag.Int("workers", runtime.NumCPU(), "mutants tested at once")
-	coefficient := flag.Int("timeout-coefficient", 10, "a mutant's go test may take this many times the coverage run before gremlins calls it timed out")
+	coefficient := flag.Int("timeout-coefficient", 30, "a mutant's go test may take this many times gremlins' coverage run before gremlins calls it timed out (the second pass runs those again: a spurious timeout under load costs time, not a wrong status)")
 	only := flag.String("pkgs", "", "comma-separated package directories of the scope to run (default: all of it)")
 	noDST := flag.Bool("no-dst", false, "skip the dst pass (the package's tests alone)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	merge := flag.Bool("merge", false, "with -pkgs: keep the other packages' mutants from the report in -out and replace only those of -pkgs")
 	try := flag.String("try", "", "run one mutant, dir/file.go:line:col:TYPE as the report names it, against its package's tests and dst, and say which kill it")
 	flag.Parse()
 
@@ -84,7 +85,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, options{root: *root, gremlins: *gremlins, out: *out, workers: *workers, coefficient: *coefficient, only: *only, dst: !*noDST, keep: *keep}); err != nil {
+	if err := run(ctx, options{root: *root, gremlins: *gremlins, out: *out, workers: *workers, coefficient: *coefficient, only: *only, dst: !*noDST, keep: *keep, merge: *merge}); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
@@ -95,7 +96,7 @@ type options struct {
 	root, gremlins, out  string
 	workers, coefficient int
 	only                 string
-	dst, keep            bool
+	dst, keep, merge     bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -133,7 +134,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
-	rep := &report{Started: start, Workers: o.workers}
+	rep := &report{Started: start, Workers: o.workers, Commit: describe(root)}
 	pkgCov := map[string][]block{} // what the covering tests run, by dir/file
 	var all []*mutant
 	for _, t := range targets {
@@ -178,6 +179,11 @@ func run(ctx context.Context, o options) error {
 	rep.DST = o.dst
 	rep.Elapsed = time.Since(start)
 	rep.Mutants = all
+	if o.merge {
+		if err := rep.mergeInto(abs(o.out)); err != nil {
+			return err
+		}
+	}
 	if err := rep.write(abs(o.out)); err != nil {
 		return err
 	}

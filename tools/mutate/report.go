@@ -25,6 +25,40 @@ type report struct {
 	DST      bool          `json:"dst"`
 	Packages []pkgReport   `json:"packages"`
 	Mutants  []*mutant     `json:"mutants"`
+	// Updates are the later runs of some packages merged in (-merge).
+	Updates []string `json:"updates,omitempty"`
+}
+
+// mergeInto makes r the report in dir with r's packages replaced by r's
+// run of them: the others' mutants, the run's time and start stay.
+func (r *report) mergeInto(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "mutants.json"))
+	if err != nil {
+		return fmt.Errorf("-merge: %w", err)
+	}
+	var old report
+	if err := json.Unmarshal(data, &old); err != nil {
+		return fmt.Errorf("-merge: %w", err)
+	}
+	if old.DST != r.DST {
+		return fmt.Errorf("-merge: the report in %s was made with dst %v, this run with %v", dir, old.DST, r.DST)
+	}
+	ran := map[string]bool{}
+	var dirs []string
+	for _, p := range r.Packages {
+		ran[p.Dir] = true
+		dirs = append(dirs, p.Dir)
+	}
+	pkgs := slices.DeleteFunc(old.Packages, func(p pkgReport) bool { return ran[p.Dir] })
+	r.Packages = append(pkgs, r.Packages...)
+	r.Mutants = append(slices.DeleteFunc(old.Mutants, func(m *mutant) bool { return ran[m.Dir] }), r.Mutants...)
+	commit := ""
+	if r.Commit != "" {
+		commit = " at " + r.Commit
+	}
+	r.Updates = append(old.Updates, fmt.Sprintf("%s run again%s, %s, in %s", strings.Join(dirs, ", "), commit, r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Round(time.Second)))
+	r.Started, r.Elapsed, r.Commit, r.Workers = old.Started, old.Elapsed, old.Commit, old.Workers
+	return nil
 }
 
 // pkgReport is one package of the scope as the run saw it.
@@ -89,6 +123,15 @@ func (r *report) byFile() ([]string, map[string]*tally, tally) {
 	return names, files, total
 }
 
+// describe returns git describe --always --dirty of the work tree at dir.
+func describe(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // table prints the score by file.
 func (r *report) table(w io.Writer) {
 	names, files, total := r.byFile()
@@ -107,9 +150,6 @@ func (r *report) write(dir string) error {
 		return err
 	}
 	r.CPUs = runtime.NumCPU()
-	if out, err := exec.Command("git", "-C", dir, "describe", "--always", "--dirty").Output(); err == nil {
-		r.Commit = strings.TrimSpace(string(out))
-	}
 	slices.SortFunc(r.Mutants, func(a, b *mutant) int {
 		return cmp.Or(cmp.Compare(a.Dir, b.Dir), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col), cmp.Compare(a.Type, b.Type))
 	})
@@ -129,7 +169,10 @@ func (r *report) markdown() []byte {
 	fmt.Fprintf(&b, "# Mutation testing\n\n")
 	fmt.Fprintf(&b, "Written by `make mutate` (tools/mutate; [how it works](../../docs/testing.md#mutation-testing)) at commit %s, %s, in %s with %d workers on %d CPUs.\n\n",
 		r.Commit, r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Round(time.Second), r.Workers, r.CPUs)
-	killers := "each package's covering tests and `go test ./dst`"
+	for _, u := range r.Updates {
+		fmt.Fprintf(&b, "Then %s.\n\n", u)
+	}
+	killers := "each package's covering tests and `go test ./dst` (less TestDeterminism)"
 	if !r.DST {
 		killers = "each package's covering tests alone (-no-dst)"
 	}

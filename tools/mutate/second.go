@@ -46,7 +46,7 @@ func dstCoverage(ctx context.Context, src, work string, targets []target) (map[s
 		pkgs = append(pkgs, "./"+t.Dir)
 	}
 	prof := filepath.Join(work, "dst.cover.out")
-	if _, err := goOutput(ctx, src, []string{goflags("-trimpath")}, "test", "-count=1", "-covermode=set", "-coverpkg="+strings.Join(pkgs, ","), "-coverprofile="+prof, "./"+killerPackage); err != nil {
+	if _, err := goOutput(ctx, src, []string{goflags("-trimpath")}, "test", "-count=1", "-covermode=set", "-coverpkg="+strings.Join(pkgs, ","), "-coverprofile="+prof, "-skip="+killerSkip, "./"+killerPackage); err != nil {
 		return nil, fmt.Errorf("dst fails without any mutant: %w", err)
 	}
 	mod, err := modulePath(src)
@@ -172,7 +172,7 @@ func decide(ctx context.Context, src, work string, worker int, t target, coverin
 	common := []string{"-overlay=" + overlay, "-trimpath", "-vet=off", "-count=1", "-failfast"}
 	runs := 0
 	if rerun {
-		args := append(clone(common), "-timeout=3m")
+		args := append(clone(common), "-timeout=60s")
 		if t.Short {
 			args = append(args, "-short")
 		}
@@ -190,7 +190,7 @@ func decide(ctx context.Context, src, work string, worker int, t target, coverin
 		}
 	}
 	if dstCovers {
-		ok, out, err := passes(ctx, src, nil, append(clone(common), "-timeout=5m", "./"+killerPackage)...)
+		ok, out, err := passes(ctx, src, nil, append(clone(common), "-timeout=2m", "-skip="+killerSkip, "./"+killerPackage)...)
 		runs++
 		if err != nil {
 			return runs, err

@@ -82,7 +82,7 @@ func tryOne(ctx context.Context, root, spec string, withDST bool) error {
 	}
 	report("go test ./"+dir, ok, out)
 	if withDST {
-		ok, out, err := passes(ctx, root, nil, append(common, "./"+killerPackage)...)
+		ok, out, err := passes(ctx, root, nil, append(common, "-skip="+killerSkip, "./"+killerPackage)...)
 		if err != nil {
 			return err
 		}
