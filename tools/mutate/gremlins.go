@@ -75,12 +75,21 @@ func runGremlins(ctx context.Context, bin, src, work string, t target, excluded,
 		args = append(args, "-E", "^"+regexp.QuoteMeta(name)+"$")
 	}
 	args = append(args, "./"+t.Dir)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), goflags(flags...), "TMPDIR="+work)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("gremlins on %s: %w", t.Dir, err)
+	// gremlins stops when its coverage run fails, which a test that waits
+	// on real time can under load: it gets three tries.
+	for try := 1; ; try++ {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), goflags(flags...), "TMPDIR="+work)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		err := cmd.Run()
+		if err == nil {
+			break
+		}
+		if try == 3 || ctx.Err() != nil {
+			return nil, fmt.Errorf("gremlins on %s: %w", t.Dir, err)
+		}
+		fmt.Printf("mutate: gremlins on %s failed (%v); again\n", t.Dir, err)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
