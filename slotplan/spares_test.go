@@ -3,6 +3,9 @@ package slotplan
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // TestNoSpareSaysWhy: when no node can take a slot, the refusal says what
@@ -37,5 +40,25 @@ func TestNoSpareSaysWhy(t *testing.T) {
 				t.Errorf("refused:\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoSpareWhileWarming: a node that is a warm source counts as one,
+// and waiting for the warming is what would help as well; a slot holder
+// counts as one whatever else it is (a1 does not answer, inside its hold).
+func TestNoSpareWhileWarming(t *testing.T) {
+	spec := cachenodes.SlotMapSpec{Pool: assignPool, Generation: 2, UpdatedAt: assignPrevAt,
+		Slots:   []cachenodes.Node{cacheNode("a1"), cacheNode("b1")},
+		Warming: []*cachenodes.Warming{{NodeID: "c1", Addr: cacheNode("c1").Addr, Until: assignNow.Add(time.Minute)}, nil}}
+	prev, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Pool: assignPool, NumSlots: 2, Prev: prev, Nodes: []NodeView{vUnreachable("a1"), vUp("b1"), vUp("c1"), vUnreachable("d1")},
+		Budget: 1, WarmFor: time.Minute, Now: assignNow, Replace: "b1"}
+	want := "no spare can take slot 1 of node b1: every node holds a slot, is a warm source (1 node) or does not answer (1 node); " +
+		"add a memcached to the service, or wait until the warming ends"
+	if got := Decide(in).Refused; got != want {
+		t.Errorf("refused:\n%s\nwant\n%s", got, want)
 	}
 }
