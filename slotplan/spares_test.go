@@ -62,3 +62,29 @@ func TestNoSpareWhileWarming(t *testing.T) {
 		t.Errorf("refused:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestWarmSourceMovedAddressIsNoSpare: a warm source that Consul now
+// lists at another address still serves there, so a spare registered at
+// that address is the same memcached and takes no slot (placing and
+// flushing it would wipe the warm source).
+func TestWarmSourceMovedAddressIsNoSpare(t *testing.T) {
+	spec := cachenodes.SlotMapSpec{Pool: assignPool, Generation: 2, UpdatedAt: assignPrevAt,
+		Slots:   []cachenodes.Node{cacheNode("a1"), cacheNode("b1")},
+		Warming: []*cachenodes.Warming{{NodeID: "c1", Addr: cacheNode("c1").Addr, Until: assignNow.Add(time.Minute)}, nil}}
+	prev, err := cachenodes.NewSlotMap(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Pool: assignPool, NumSlots: 2, Prev: prev,
+		Nodes:  []NodeView{vUp("a1"), vUp("b1"), vMoved("c1", "shared.cache:11211"), vMoved("d1", "shared.cache:11211")},
+		Budget: 1, WarmFor: time.Minute, Now: assignNow, Replace: "b1"}
+	plan := Decide(in)
+	for _, p := range plan.Placements {
+		if p.Node.ID == "d1" {
+			t.Fatalf("d1, at the address the warm source c1 now serves, placed into slot %d", p.Slot)
+		}
+	}
+	if plan.Refused == "" {
+		t.Errorf("the replace of b1 was not refused with no other spare")
+	}
+}
