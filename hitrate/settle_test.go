@@ -28,3 +28,21 @@ func TestSettlingNeedsGetsOfItsOwn(t *testing.T) {
 		t.Fatalf("b back at the others' rate: %d settling, want 0", m.Settling())
 	}
 }
+
+// TestObservingTwiceAtOneInstant: a second observation at the same
+// instant (a clock that did not move) leaves the meter working: later
+// intervals still move the rate.
+func TestObservingTwiceAtOneInstant(t *testing.T) {
+	c := func(hits, misses uint64) map[string]Counters {
+		return map[string]Counters{"a": {Hits: hits, Misses: misses, PID: 1, Uptime: time.Hour}}
+	}
+	var m Meter
+	m.Observe(t0, c(0, 0), 0)
+	m.Observe(t0.Add(time.Second), c(950, 50), 0)
+	m.Observe(t0.Add(time.Second), c(1045, 55), 0)
+	// A collapse at the usual traffic a second later.
+	rate, ok := m.Observe(t0.Add(2*time.Second), c(1045, 1055), 0)
+	if !ok || rate > 0.6 {
+		t.Fatalf("rate %v (ok %v) after a collapse that followed two observations at one instant; want it to fall to about half", rate, ok)
+	}
+}
