@@ -39,6 +39,12 @@
 #                DST_DURATION simulated (default 10m); make test runs its
 #                short fixed set. make dst-selftest finds, for each
 #                known bug, a seed that finds it.
+#   make mutate  mutation testing of the decision code (tools/mutate, with
+#                bin/gremlins v0.6.0 built from tools/mutate only when
+#                missing): each mutant against the package tests that cover
+#                it and go test ./dst; report in bench/mutate/ (under an
+#                hour on two cores; MUTATE_FLAGS=-pkgs=hitrate for one
+#                package, -try=FILE:LINE:COL:TYPE for one mutant)
 #   make fuzz    run each fuzz target for FUZZTIME (default 30s) and print
 #                its executions (make test replays the committed corpora)
 #   make clean   remove bin/mcrib and test outputs (keeps bin/consul);
@@ -57,8 +63,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CONSUL := bin/consul
 MCRIB := bin/mcrib
+GREMLINS := bin/gremlins
 
-.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones bench-grow scale dst dst-selftest fuzz soak clean distclean
+.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones bench-grow scale dst dst-selftest mutate fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -150,6 +157,22 @@ dst:
 
 dst-selftest:
 	$(GO) test -count=1 -timeout 0 -run '^TestDSTSelfTest$$' -v ./dst/ -dst.selftest -dst.seeds=$(DST_SEEDS) -dst.from=$(DST_FROM) -dst.duration=$(DST_DURATION)
+
+# Mutation testing (docs/testing.md#mutation-testing): tools/mutate finds
+# each package's covering tests, runs gremlins over the decision code with
+# exactly those (-short in controlloop, whose other tests start Consul),
+# type-checks every mutant, runs the survivors against go test ./dst, and
+# writes bench/mutate/report.md and mutants.json. The mcclient tests it
+# runs start memcached (make deps).
+MUTATE_FLAGS ?=
+mutate: $(GREMLINS)
+	cd tools/mutate && $(GO) run . -root $(CURDIR) -gremlins $(CURDIR)/$(GREMLINS) -out $(CURDIR)/bench/mutate $(MUTATE_FLAGS)
+
+# gremlins, pinned by tools/mutate/go.mod (its own module, so that the
+# product's go.mod stays small); built only when missing, like bin/consul.
+$(GREMLINS):
+	@mkdir -p $(dir $@)
+	cd tools/mutate && $(GO) build -o ../../$(GREMLINS) github.com/go-gremlins/gremlins/cmd/gremlins
 
 FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 1000x

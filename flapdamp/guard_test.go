@@ -47,3 +47,32 @@ func TestMassGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestMassGuardUnreachable: the same guard over the slot holders the
+// probes cannot reach; one node alone is never a mass episode, whatever
+// the pool's size, and with no holders it never trips.
+func TestMassGuardUnreachable(t *testing.T) {
+	tests := []struct {
+		name        string
+		fraction    float64
+		holders     int
+		unreachable int
+		wantTrip    bool
+		wantReason  string
+	}{
+		{"two of three above a half", 0.5, 3, 2, true,
+			"2 of 3 slot holders (67%) are unreachable at once, above the 50% limit: taken as a fault of the observer or the network between, nothing is flushed or replaced because of it"},
+		{"exactly at the fraction", 0.5, 4, 2, false, ""},
+		{"one alone in a pool of one", 0.5, 1, 1, false, ""},
+		{"one alone, zero fraction", 0, 10, 1, false, ""},
+		{"no holders", 0.5, 0, 2, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tripped, reason := MassGuard{MaxAbsentFraction: tt.fraction}.CheckUnreachable(tt.holders, tt.unreachable)
+			if tripped != tt.wantTrip || reason != tt.wantReason {
+				t.Errorf("CheckUnreachable(%d, %d) = %v %q, want %v %q", tt.holders, tt.unreachable, tripped, reason, tt.wantTrip, tt.wantReason)
+			}
+		})
+	}
+}

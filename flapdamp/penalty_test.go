@@ -72,6 +72,8 @@ func TestDampingConfigCeilingAndValidate(t *testing.T) {
 		{"max suppress two half-lives", DampingConfig{MaxSuppress: 4 * time.Minute}, 3000, false},
 		{"reuse not below suppress", DampingConfig{Reuse: 2000}, 32000, true},
 		{"ceiling below suppress", DampingConfig{MaxSuppress: time.Minute}, 750 * math.Sqrt2, true},
+		// A node can still reach Suppress, at the ceiling itself.
+		{"ceiling exactly at suppress", DampingConfig{Reuse: 1000, MaxSuppress: 2 * time.Minute}, 2000, false},
 		{"negative penalty", DampingConfig{Penalty: -1}, 12000, true},
 		{"NaN suppress", DampingConfig{Suppress: math.NaN()}, 12000, true},
 		{"infinite reuse", DampingConfig{Reuse: math.Inf(1)}, math.Inf(1), true},

@@ -26,6 +26,25 @@ func TestMeterHugeCounters(t *testing.T) {
 			want: 0.9,
 		},
 		{
+			name: "a restart reporting huge misses alone is only a baseline",
+			readings: []map[string]Counters{
+				{"a": {Hits: 900, Misses: 100, PID: 1, Uptime: time.Hour}},
+				{"a": {Hits: 990, Misses: 110, PID: 1, Uptime: time.Hour + 5*time.Second}},
+				{"a": {Hits: 10, Misses: math.MaxUint64 / 2, PID: 2, Uptime: 3 * time.Second}},
+			},
+			want: 0.9,
+		},
+		{
+			// Unreadable for ten minutes, restarted meanwhile: 3 million
+			// gets in its 600 s of uptime (5,000 a second) are believable.
+			name: "gets within the uptime's bound after a long gap count",
+			readings: []map[string]Counters{
+				{"a": {Hits: 900, Misses: 100, PID: 1, Uptime: time.Hour}},
+				{"a": {Hits: 2_400_000, Misses: 600_000, PID: 2, Uptime: 10 * time.Minute}},
+			},
+			want: 0.8,
+		},
+		{
 			name: "two nodes whose sum overflows a uint64",
 			readings: []map[string]Counters{
 				{"a": {Hits: 0, Misses: 0, PID: 1, Uptime: 1000 * time.Hour}, "b": {Hits: 0, Misses: 0, PID: 2, Uptime: 1000 * time.Hour}},

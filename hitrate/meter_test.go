@@ -93,6 +93,24 @@ func TestMeter(t *testing.T) {
 			},
 		},
 		{
+			name: "a pid first unknown then known is no restart",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{"a": {Hits: 500, Misses: 500, Uptime: time.Hour}}},
+				// +90 hits +10 misses, not the 590/1100 since the start.
+				{n: 2, nodes: map[string]Counters{"a": {Hits: 590, Misses: 510, PID: 7, Uptime: time.Hour + time.Second}}, rate: 0.9, ok: true},
+			},
+		},
+		{
+			name: "an early tick at the usual traffic weighs as much as a full one",
+			readings: []reading{
+				{n: 2, nodes: map[string]Counters{"a": c(0, 0)}},
+				// 1000 gets in 2 s: the usual traffic is 500 a second.
+				{n: 4, nodes: map[string]Counters{"a": c(950, 50)}, rate: 0.95, ok: true},
+				// 500 gets in 1 s, all misses: the same traffic, weight 0.5.
+				{n: 5, nodes: map[string]Counters{"a": c(950, 550)}, rate: 0.475, ok: true},
+			},
+		},
+		{
 			name: "a quiet interval barely moves the value",
 			readings: []reading{
 				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},

@@ -226,6 +226,11 @@ func TestForwardedNeverShared(t *testing.T) {
 			if b.adm.shares != tc.wantShares || b.adm.pool != 0 || b.net.count() != 0 {
 				t.Errorf("%d admitted from the share, %d from the limit, %d forwarded; want %d, 0, 0", b.adm.shares, b.adm.pool, b.net.count(), tc.wantShares)
 			}
+			// Each is a boot this replica decided: counted, as refused
+			// (or, reverted, admitted).
+			if want := tc.wantCode == http.StatusOK; len(b.rec) != 2 || b.rec[0] != want || b.rec[1] != want {
+				t.Errorf("recorded %v, want two boots admitted %v", b.rec, want)
+			}
 		})
 	}
 }
