@@ -36,10 +36,13 @@ func (s *signal) notifyLocked() {
 	}
 }
 
-// waitUntil waits, up to 5 s, until cond (called with mu held) holds.
+// waitUntil waits until cond (called with mu held) holds, up to 30 s: a
+// deadline for goroutines to run, not a timing the test asserts (a loaded
+// two-core machine running make test's packages side by side can hold a
+// goroutine back for seconds).
 func waitUntil(t *testing.T, mu *sync.Mutex, sig *signal, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(5 * time.Second)
+	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
 	for {
 		mu.Lock()

@@ -41,7 +41,7 @@ func TestRunSchedulesOnTheClock(t *testing.T) {
 		<-done
 	})
 
-	waitCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	waitCtx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	passes := func(n int) []mcribapi.Outcome {
 		t.Helper()
@@ -169,7 +169,7 @@ func TestRunStepsAtTheDrainInterval(t *testing.T) {
 	waitUntil(t, &store.mu, &store.changed, "the first step", func() bool { return announced(store.slotMap) == 1 })
 	// Run is idle on its ticker and the probe loop's timer: no step is due
 	// before the next tick.
-	waitCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	waitCtx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	for clk.Waiters() != 2 {
 		if waitCtx.Err() != nil {
