@@ -53,6 +53,7 @@ func Example() {
 	// mcrib_nodes{state="down"} 0
 	// mcrib_nodes{state="flushing"} 0
 	// mcrib_nodes{state="held"} 0
+	// mcrib_nodes{state="incoming"} 0
 	// mcrib_nodes{state="serving"} 16
 	// mcrib_nodes{state="spare"} 1
 	// mcrib_nodes{state="warming"} 0
