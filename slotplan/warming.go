@@ -72,11 +72,6 @@ type warmState struct {
 	lending map[int]bool
 }
 
-// ends reports whether slot i's warming ends in this pass.
-func (w *warmState) ends(i int) bool {
-	return slices.ContainsFunc(w.ended, func(e WarmingEnd) bool { return e.Slot == i })
-}
-
 // end makes slot i's warming, which keeps warming until now, end in this
 // pass (ended_at): what ends it is why.
 func (w *warmState) end(in *Input, i int, why string) {
