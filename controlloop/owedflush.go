@@ -245,7 +245,7 @@ func (t *tracker) restartClean(s *nodeState) bool {
 // owed flushes live in this process's memory only, as they once did. l.mu
 // must be held.
 func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
-	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
+	if l.reverted.Reverted(revert.ForgottenFlush) {
 		l.owed.known = l.owed.mem
 		return slices.Clone(l.owed.mem)
 	}

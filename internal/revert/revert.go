@@ -1,16 +1,23 @@
 // Package revert names the fixes that the deterministic simulation (dst)
 // proves itself against. A simulation that cannot find the bugs we already
-// know is no checker: its self-test turns one fix off at a time, through a
-// Set passed in the options of the package that holds the fix, and expects
-// the checker to find the fault within the short seed set.
+// know is no checker: its self-test turns one fix off at a time and
+// expects the checker to find the fault within the short seed set.
 //
-// Production code never sets a Set: the zero value keeps every fix in
-// place. A Set is a plain value, safe for concurrent use.
+// The switch is no part of any public API. Each package that holds fixes
+// keeps an unexported Set on its objects and registers, in its init, a
+// hook with Register; code of this module (the simulation, the packages'
+// tests) turns fixes off on an object with Apply, after building it and
+// before using it. Being internal, this package cannot be imported from
+// outside the module, so no application can turn a fix off, and
+// production code never calls Apply: every object's Set is zero, which
+// keeps every fix in place. A Set is a plain value, safe for concurrent
+// use.
 package revert
 
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Fix is one fix that a Set may turn off.
@@ -114,4 +121,36 @@ func (s Set) String() string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// hooks are the packages' hooks (Register), in the order registered.
+var hooks struct {
+	mu  sync.Mutex
+	all []func(obj any, s Set) bool
+}
+
+// Register adds a package's hook, from its init: hook turns the fixes of s
+// off in obj and reports true when obj is one of the package's objects,
+// or reports false and changes nothing.
+func Register(hook func(obj any, s Set) bool) {
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	hooks.all = append(hooks.all, hook)
+}
+
+// Apply turns the fixes of s off in obj, an object that a package holding
+// fixes built (a *controlloop.Loop, a *mcclient.Client, ...), replacing
+// what an earlier Apply set. Call it after building obj and before using
+// it: it is not safe concurrently with obj's methods. It panics when no
+// registered package knows obj, which is a mistake of the caller.
+func Apply(obj any, s Set) {
+	hooks.mu.Lock()
+	all := hooks.all
+	hooks.mu.Unlock()
+	for _, h := range all {
+		if h(obj, s) {
+			return
+		}
+	}
+	panic(fmt.Sprintf("revert: no package holds fixes of a %T", obj))
 }
