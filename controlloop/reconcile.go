@@ -236,6 +236,9 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
 	}
+	if l.reverted != 0 {
+		revert.Apply(&in, l.reverted) // the self-test's switch (revert.go)
+	}
 	var plan slotplan.Plan
 	if !rd.doubled {
 		// The first write of a resize carries the doubling alone (no slot

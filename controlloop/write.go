@@ -91,7 +91,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		}
 		if err != nil {
 			var noAnswer *url.Error
-			if w.Flushes != nil && errors.As(err, &noAnswer) {
+			if w.Flushes != nil && errors.As(err, &noAnswer) && !l.reverted.Reverted(revert.LostWritePending) {
 				// No answer came (the HTTP call itself failed): the write
 				// may have been carried out with its answer lost. The
 				// flushes decided stay shown (flush_pending) until a read

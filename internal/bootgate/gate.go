@@ -233,6 +233,9 @@ func (g *Gate) admitShare(w http.ResponseWriter, least int) {
 	}
 	top, _ := g.peak.Peak(now)
 	g.mu.Unlock()
+	if g.reverted.Reverted(revert.ShareNotAlone) {
+		top, least = n, 1 // the old way: the count of this instant alone
+	}
 	ok, retry := g.adm.AdmitShare(max(n, top, least))
 	g.answer(w, ok, retry)
 }

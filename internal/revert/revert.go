@@ -51,6 +51,46 @@ const (
 	// ForwardedNeverShared: a replica that does not lead never admits a
 	// boot marked forwarded.
 	ForwardedNeverShared
+	// WarmingUntilKept: a warming's until is written once and kept as
+	// written by whichever leader rewrites the map (clients compare it
+	// with their own clocks); it is never moved onto the writer's clock.
+	WarmingUntilKept
+	// RestartEndsCleanOnly: a restart of a node's memcached ends its owed
+	// flush only when the new process has not stopped answering since it
+	// started (one that restarted, took writes and stopped answering
+	// again may have missed deletes).
+	RestartEndsCleanOnly
+	// FlushBaseCounted: the cmd_flush base of an owed flush comes only
+	// from a reading that counts every flush a leader made of the node
+	// (after its placement and after its last owed flush ended); any
+	// other base is cmd_flush_unknown, read again before the flush.
+	FlushBaseCounted
+	// VotesLagPlacement: an episode whose votes began before the node was
+	// placed into its slot, with none of this process's probes failing
+	// since, owes no flush (the votes lag the probes).
+	VotesLagPlacement
+	// VotesLagFlush: an episode whose votes began before this process's
+	// last flush of the node (or the end of its owed flush), with none of
+	// its probes failing since, owes no flush.
+	VotesLagFlush
+	// AssuredLimit: a leader admits boots from the pool's limit only
+	// while it is sure no other process leads (leader.Assured);
+	// otherwise its share.
+	AssuredLimit
+	// ShareNotAlone: a replica's share of the boot limit divides by the
+	// most replicas seen in the last 10 minutes, and by at least 2 while
+	// another replica leads, never by a count that just restarted.
+	ShareNotAlone
+	// ListedOnce: one memcached (one address) is listed once in the slot
+	// map, whatever service IDs it is registered under.
+	ListedOnce
+	// LostWritePending: the owed flushes of a write whose answer was lost
+	// stay shown flush_pending until a read of the store says otherwise.
+	LostWritePending
+	// StoredBeforeFlush: a flush decided in a pass for a node that answers
+	// already is stored first and carried out by a later pass, never in
+	// the pass that decides it.
+	StoredBeforeFlush
 )
 
 // names are the fixes' names, as the simulation's report prints them.
@@ -66,6 +106,16 @@ var names = []struct {
 	{CallerErrorNotLeaderDown, "caller-error-not-leader-down"},
 	{GenerationOrder, "generation-order"},
 	{ForwardedNeverShared, "forwarded-never-shared"},
+	{WarmingUntilKept, "warming-until-kept"},
+	{RestartEndsCleanOnly, "restart-ends-clean-only"},
+	{FlushBaseCounted, "flush-base-counted"},
+	{VotesLagPlacement, "votes-lag-placement"},
+	{VotesLagFlush, "votes-lag-flush"},
+	{AssuredLimit, "assured-limit"},
+	{ShareNotAlone, "share-not-alone"},
+	{ListedOnce, "listed-once"},
+	{LostWritePending, "lost-write-pending"},
+	{StoredBeforeFlush, "stored-before-flush"},
 }
 
 // All lists every fix, in the order of the constants.
