@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
-	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // ErrSlotMapNotStored is wrapped by the error SlotMapFollower.Run reports
@@ -61,10 +60,6 @@ type SlotMapFollowerOptions struct {
 	Clock clock.Clock
 	// Logger receives a warning for every failed query; nil discards.
 	Logger *slog.Logger
-	// Reverted turns fixes off, for the simulation's self-test;
-	// production leaves it zero. With revert.GenerationOrder the follower
-	// takes a map of a lower generation too.
-	Reverted revert.Set
 }
 
 // SlotMapFollower follows the slot map document in Consul KV with blocking
@@ -80,7 +75,7 @@ type SlotMapFollowerOptions struct {
 // is safe for concurrent use; Run must not be called twice at a time.
 type SlotMapFollower struct {
 	key     string
-	order   bool // the generation order holds (not reverted)
+	order   bool // the generation order holds (not reverted: revert.go)
 	clock   clock.Clock
 	get     consulwatch.Query[*api.KVPair]
 	watch   consulwatch.Options[kvAnswer]
@@ -112,7 +107,7 @@ func NewSlotMapFollower(opts SlotMapFollowerOptions) (*SlotMapFollower, error) {
 	kv := opts.Client.KV()
 	return &SlotMapFollower{
 		key:   opts.Key,
-		order: !opts.Reverted.Reverted(revert.GenerationOrder),
+		order: true,
 		clock: clock.Or(opts.Clock),
 		get: func(_ context.Context, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
 			pair, meta, err := kv.Get(opts.Key, q)

@@ -312,7 +312,8 @@ func TestSlotMapFollowerNeverGoesBack(t *testing.T) {
 		{"reverted", revert.Of(revert.GenerationOrder), []uint64{8, 7, 8, 9}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := scriptedFollower(t, SlotMapFollowerOptions{Reverted: tc.reverted}, values...)
+			f := scriptedFollower(t, SlotMapFollowerOptions{}, values...)
+			revert.Apply(f, tc.reverted)
 			r := startFollower(t, f)
 			testenv.Eventually(t, 5*time.Second, "every answer to be handled", func() bool {
 				changes, errs := r.snapshot()

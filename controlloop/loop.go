@@ -42,12 +42,15 @@ var _ Discovery = (*cachenodes.ConsulSource)(nil)
 // health of the last reads and passes (health.go). A pass reads as decide, write, publish
 // (reconcile.go).
 type Loop struct {
-	opts   Options
-	store  Store
-	source Discovery
-	lead   Leadership
-	clock  clock.Clock
-	kick   chan struct{}
+	opts Options
+	// reverted are the fixes the simulation's self-test turned off
+	// (revert.go); zero in production.
+	reverted revert.Set
+	store    Store
+	source   Discovery
+	lead     Leadership
+	clock    clock.Clock
+	kick     chan struct{}
 	// probeWake tells the probe loop that new nodes may be tracked.
 	probeWake chan struct{}
 	passes    *rate.Limiter
@@ -119,7 +122,7 @@ func New(opts Options) (*Loop, error) {
 		probeWake: make(chan struct{}, 1),
 		passes:    rate.NewLimiter(rate.Limit(50), 10),
 		tr: newTracker(trackerConfig{Hold: flapdamp.Hold{Duration: opts.Hold}, FlushAfter: opts.FlushAfterUnreachable, Damping: opts.Damping, ProbeInterval: opts.ProbeInterval,
-			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}, LegacyFlush: opts.Reverted.Reverted(revert.FollowerFlush)}),
+			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/flapdamp"
-	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Options configures a Loop. Pool, KVPrefix, NumSlots and ProbeInterval
@@ -80,11 +79,6 @@ type Options struct {
 	// Tracer, when set, traces each reconcile pass with its decisions, the
 	// Consul calls and the flushes in it (nil: no spans).
 	Tracer trace.Tracer
-
-	// Reverted turns fixes off, for the simulation's self-test; production
-	// leaves it zero (package revert). The loop honours FollowerFlush,
-	// ForgottenFlush, WarmFromOwing and CeilingAfterTakeover.
-	Reverted revert.Set
 }
 
 // withDefaults checks o and fills in the defaults of its optional fields,

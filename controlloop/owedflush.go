@@ -73,7 +73,7 @@ func (t *tracker) flushDue(s *nodeState, pending bool, now time.Time) bool {
 		return e != nil && !e.observerFault && !e.stale &&
 			(t.cfg.FlushAfter <= 0 || e.until.Sub(e.since) > t.cfg.FlushAfter)
 	}
-	if s.observerFault || s.staleEpisode() {
+	if s.observerFault || s.staleEpisode(t.cfg.Reverted) {
 		return false
 	}
 	return t.cfg.FlushAfter <= 0 || now.Sub(s.unreachableSince) > t.cfg.FlushAfter
@@ -106,11 +106,19 @@ func (s *nodeState) episode(now time.Time) (since, until time.Time) {
 // they are no evidence that it missed a delete since. (The replicas' votes
 // lag their probes: a node that paused just before its placement or a
 // flush is voted unreachable just after it, and flushed for nothing.)
-func (s *nodeState) staleEpisode() bool {
-	clean := s.placedAt
-	for _, t := range []time.Time{s.flushedAt, s.owedCleared} {
-		if t.After(clean) {
-			clean = t
+//
+// With revert.VotesLagPlacement the placement, and with
+// revert.VotesLagFlush the flush and the owed flush's end, do not count.
+func (s *nodeState) staleEpisode(reverted revert.Set) bool {
+	var clean time.Time
+	if !reverted.Reverted(revert.VotesLagPlacement) {
+		clean = s.placedAt
+	}
+	if !reverted.Reverted(revert.VotesLagFlush) {
+		for _, t := range []time.Time{s.flushedAt, s.owedCleared} {
+			if t.After(clean) {
+				clean = t
+			}
 		}
 	}
 	return !clean.IsZero() && s.unreachableSince.Before(clean) && !s.lastFailed.After(clean)
@@ -119,7 +127,7 @@ func (s *nodeState) staleEpisode() bool {
 // flushDueAt returns when s's flush would be due, and false when it will
 // not be due by the passing of time alone.
 func (t *tracker) flushDueAt(s *nodeState) (time.Time, bool) {
-	if s.reachable || !s.holdsSlot || s.observerFault || t.cfg.FlushAfter <= 0 || s.staleEpisode() {
+	if s.reachable || !s.holdsSlot || s.observerFault || t.cfg.FlushAfter <= 0 || s.staleEpisode(t.cfg.Reverted) {
 		return time.Time{}, false
 	}
 	return s.unreachableSince.Add(t.cfg.FlushAfter + time.Millisecond), true
@@ -162,7 +170,8 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 	if s.haveDownStats {
 		e.CmdFlush, e.PID = s.downStats.CmdFlush, s.downStats.PID
 		e.StartedAt = s.downStatsAt.Add(-s.downStats.Uptime).UTC()
-		e.CmdFlushUnknown = !s.downCounted
+		// With revert.FlushBaseCounted any reading is a base.
+		e.CmdFlushUnknown = !s.downCounted && !t.cfg.Reverted.Reverted(revert.FlushBaseCounted)
 	}
 	if t.cfg.FlushAfter <= 0 {
 		e.Reason = "unreachable by the pool's verdict (--flush-after-unreachable 0s): it may have missed deletes"
@@ -182,7 +191,7 @@ func (t *tracker) owedEntry(s *nodeState, now time.Time) OwedFlush {
 // stored count, when that count is known to count every earlier flush) or
 // another memcached (another pid, or a restart seen by this process's own
 // readings before and after) that has not stopped answering since
-// (restartClean). A start time written by another host is never compared
+// (restartClean; with revert.RestartEndsCleanOnly any restart). A start time written by another host is never compared
 // with this process's clock: a restart shows in the pid, or in this
 // process's own readings, and when it happened in the reading's uptime.
 func (t *tracker) flushDone(e OwedFlush, s *nodeState) (bool, string) {
@@ -194,13 +203,13 @@ func (t *tracker) flushDone(e OwedFlush, s *nodeState) (bool, string) {
 	case e.PID == 0:
 		// Decided from no reading: a memcached that started after the
 		// episode began, as this process saw it, is empty of its misses.
-		if !s.downSince.IsZero() && started.After(s.downSince) && t.restartClean(s) {
+		if !s.downSince.IsZero() && started.After(s.downSince) && (t.restartClean(s) || t.cfg.Reverted.Reverted(revert.RestartEndsCleanOnly)) {
 			return true, "its memcached started after the node became unreachable: it is empty"
 		}
 		return false, ""
 	case s.stats.CmdFlush > e.CmdFlush && s.stats.PID == e.PID && !e.CmdFlushUnknown:
 		return true, fmt.Sprintf("it was flushed since (cmd_flush %d, was %d)", s.stats.CmdFlush, e.CmdFlush)
-	case !t.restartClean(s):
+	case !t.restartClean(s) && !t.cfg.Reverted.Reverted(revert.RestartEndsCleanOnly):
 		return false, ""
 	case s.stats.PID != e.PID:
 		return true, fmt.Sprintf("its memcached restarted (pid %d, was %d): it is empty", s.stats.PID, e.PID)
@@ -245,7 +254,7 @@ func (t *tracker) restartClean(s *nodeState) bool {
 // owed flushes live in this process's memory only, as they once did. l.mu
 // must be held.
 func (l *Loop) owedBaseLocked(st Snapshot, now time.Time) []OwedFlush {
-	if l.opts.Reverted.Reverted(revert.ForgottenFlush) {
+	if l.reverted.Reverted(revert.ForgottenFlush) {
 		l.owed.known = l.owed.mem
 		return slices.Clone(l.owed.mem)
 	}
@@ -305,7 +314,8 @@ func (l *Loop) decideFlushesLocked(prev *cachenodes.SlotMap, base []OwedFlush, n
 // which does not flush the node again. An entry this pass decided (not in
 // base) for a node that answers already (its episode ended between two
 // passes) is stored first and carried out by the next pass, like any
-// other: stored is set then. l.mu must be held.
+// other: stored is set then (with revert.StoredBeforeFlush it is flushed
+// in this pass, before its decision is stored). l.mu must be held.
 func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed, base []OwedFlush, frozen bool) (out []cachenodes.Node, stored bool) {
 	if frozen || prev == nil {
 		return nil, false
@@ -316,7 +326,7 @@ func (l *Loop) owedToFlushLocked(prev *cachenodes.SlotMap, owed, base []OwedFlus
 		if s == nil || !s.reachable || prev.SlotOf(e.NodeID) < 0 {
 			continue
 		}
-		if owedIndex(base, e.NodeID) < 0 {
+		if owedIndex(base, e.NodeID) < 0 && !l.reverted.Reverted(revert.StoredBeforeFlush) {
 			stored = true
 			continue
 		}

@@ -207,7 +207,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	incoming := l.incomingViewsLocked(prev, shift, now)
 	nodes := l.tr.views(now)
 	for i := range nodes {
-		if !l.opts.Reverted.Reverted(revert.WarmFromOwing) {
+		if !l.reverted.Reverted(revert.WarmFromOwing) {
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
 		nodes[i].Restarted = l.restartedLocked(nodes[i].ID)
@@ -235,6 +235,9 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
+	}
+	if l.reverted != 0 {
+		revert.Apply(&in, l.reverted) // the self-test's switch (revert.go)
 	}
 	var plan slotplan.Plan
 	if !rd.doubled {
@@ -268,7 +271,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 // count once, as they once did. l.mu must be held.
 func (l *Loop) adoptedBudgetLocked(st Snapshot, shift time.Duration, now time.Time) int {
 	times := shifted(st.Replacements, shift)
-	if l.opts.Reverted.Reverted(revert.CeilingAfterTakeover) {
+	if l.reverted.Reverted(revert.CeilingAfterTakeover) {
 		times = slices.CompactFunc(slices.SortedFunc(slices.Values(times), func(a, b time.Time) int { return a.Compare(b) }),
 			func(a, b time.Time) bool { return a.Equal(b) })
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/slotplan"
 )
@@ -26,6 +27,9 @@ type trackerConfig struct {
 	// replica marks a returning slot holder for a flush from its own probe
 	// timing (needsFlush), shows it and flushes it when it leads.
 	LegacyFlush bool
+	// Reverted are the fixes the simulation's self-test turned off
+	// (revert.go); zero in production.
+	Reverted revert.Set
 }
 
 // endedEpisode is an episode of unreachability that ended after this

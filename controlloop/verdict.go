@@ -223,7 +223,7 @@ func (t *tracker) returned(s *nodeState, now time.Time) {
 	if s.lastFailed.After(s.unreachableSince) && s.lastFailed.Before(now) {
 		until = s.lastFailed
 	}
-	s.ended = &endedEpisode{since: s.unreachableSince, until: until, observerFault: s.observerFault, stale: s.staleEpisode()}
+	s.ended = &endedEpisode{since: s.unreachableSince, until: until, observerFault: s.observerFault, stale: s.staleEpisode(t.cfg.Reverted)}
 	s.reachable = true
 	s.downSince, s.unreachableSince = s.unreachableSince, time.Time{}
 	s.answersSince = now

@@ -91,7 +91,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		}
 		if err != nil {
 			var noAnswer *url.Error
-			if w.Flushes != nil && errors.As(err, &noAnswer) {
+			if w.Flushes != nil && errors.As(err, &noAnswer) && !l.reverted.Reverted(revert.LostWritePending) {
 				// No answer came (the HTTP call itself failed): the write
 				// may have been carried out with its answer lost. The
 				// flushes decided stay shown (flush_pending) until a read
@@ -176,7 +176,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
 		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.givenBackLocked(d.plan))
 	}
-	if !l.opts.Reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
+	if !l.reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
 		w.Flushes = flushesDoc(owed)
 	}
 	if _, keepsDrains := asDrainStore(l.store); keepsDrains {
@@ -214,7 +214,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	}
 	l.noteMovesLocked(d.prev, next, now)
 	l.current = next
-	l.owed.wrote(owed, l.opts.Reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
+	l.owed.wrote(owed, l.reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
 	var a adopted
 	if w.Drain != nil {
 		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)

@@ -9,6 +9,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/internal/staleread"
 	"github.com/mcrib/mcrib/mcclient"
 )
@@ -75,12 +76,12 @@ func (w *world) newClient(i int, h *host) *appClient {
 		// milliseconds apart, so the backoff's jitter never decides
 		// anything and a run stays a function of its seed.
 		RetryMin: time.Millisecond, RetryMax: time.Millisecond,
-		Dial:     func(addr string) (mcclient.Conn, error) { return &conn{c: c.caller, addr: addr}, nil },
-		Reverted: w.cfg.Reverted, // the self-test's switch
+		Dial: func(addr string) (mcclient.Conn, error) { return &conn{c: c.caller, addr: addr}, nil },
 	})
 	if err != nil {
 		panic(err)
 	}
+	revert.Apply(mc, w.cfg.Reverted) // the self-test's switch
 	c.mc = mc
 	return c
 }

@@ -47,11 +47,10 @@ type Config struct {
 	FlushAfter    time.Duration
 	FlushAfterSet bool
 	// Reverted turns fixes off, for the checker's self-test. It is one
-	// parameter of the run: the world hands it to the Options.Reverted of
-	// each package under test once that package holds its fixes (the
-	// replicas' controlloop.Options in replica.go, the clients'
-	// mcclient.Options in client.go, the boot gate through BootEnv); until
-	// then today's code runs whatever it says.
+	// parameter of the run: the world applies it (revert.Apply) to each
+	// object under test it builds (the replicas' controlloop.Loop in
+	// replica.go, the clients' mcclient.Client in client.go, the boot
+	// gate in limiter.go, a planted handler through BootEnv).
 	Reverted revert.Set
 	// Tolerate names fixes known to be missing from the code under test:
 	// a violation of a rule only that fix keeps is recorded in

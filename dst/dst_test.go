@@ -25,9 +25,9 @@ var (
 
 // pending lists the fixes that this tree does not hold yet: a clean run
 // tolerates their violations. Every fix the simulation proves itself
-// against has landed, so it is empty; each fix's switch (Options.Reverted,
-// handed Config.Reverted where the world builds the package's Options)
-// turns it back off for the self-test (TestDSTKnownBugs).
+// against has landed, so it is empty; each fix's switch (Config.Reverted,
+// applied with revert.Apply to each object the world builds) turns it
+// back off for the self-test (TestDSTKnownBugs).
 var pending revert.Set
 
 // parseSet reads a list of fix names: "all", "none", "pending" or

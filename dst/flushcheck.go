@@ -47,7 +47,15 @@ func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
 	case !seen && pendingIn(p.loop.Status(), t.n.id):
 		// Decided by this leader in this very pass.
 	case !seen:
-		c.fail(ruleInv2Undecided, 0, "%s flushed slot holder %s, which neither the pool nor %s itself had found owing a flush", p.name(), t.n.id, p.name())
+		// A node disturbed long enough to owe a flush, flushed before any
+		// decision was stored or shown: the flush in the very pass that
+		// decides it.
+		thr := max(probeInterval-2*maxSkew, w.flushAfter-2*probeInterval-2*maxSkew)
+		fix := revert.Fix(0)
+		if longestIn(t.disturbed, t.settledClean(w.now, settle), w.now, probeInterval) >= thr {
+			fix = revert.StoredBeforeFlush
+		}
+		c.fail(ruleInv2Undecided, fix, "%s flushed slot holder %s, which neither the pool nor %s itself had found owing a flush", p.name(), t.n.id, p.name())
 		return
 	case since < p.lead.termStart:
 		c.fail(ruleInv2Undecided, revert.FollowerFlush,

@@ -30,6 +30,9 @@ var knownBugs = []struct {
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
 	{revert.GenerationOrder, 50, 33861 * time.Millisecond, ruleClientGeneration},
 	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
+	{revert.AssuredLimit, 15, 42518 * time.Millisecond, ruleAdmissions},
+	{revert.StoredBeforeFlush, 3, 305406 * time.Millisecond, ruleInv2Undecided},
+	{revert.ListedOnce, 11, 41163 * time.Millisecond, ruleSlotMapValid},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
@@ -138,7 +141,7 @@ func ruleName(rule string) string {
 	for name, r := range map[string]string{
 		"ruleInv2Undecided": ruleInv2Undecided, "ruleInv2Forgotten": ruleInv2Forgotten, "ruleInv9WarmOwing": ruleInv9WarmOwing,
 		"ruleS7CopyOwing": ruleS7CopyOwing, "ruleStaleRead": ruleStaleRead, "ruleInv3Ceiling": ruleInv3Ceiling, "ruleClientGeneration": ruleClientGeneration,
-		"ruleShareUnfailed": ruleShareUnfailed, "ruleAdmissions": ruleAdmissions,
+		"ruleShareUnfailed": ruleShareUnfailed, "ruleAdmissions": ruleAdmissions, "ruleSlotMapValid": ruleSlotMapValid,
 	} {
 		if r == rule {
 			return name

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
 )
 
@@ -83,8 +84,12 @@ func (c *campaign) Confirm(ctx context.Context) (leader.Lease, error) {
 }
 
 // Assured reports whether the process leads and is sure no other process
-// does (leader.Assured), as leader.Elector.IsAssured.
+// does (leader.Assured), as leader.Elector.IsAssured, which the campaign
+// stands in for: with revert.AssuredLimit, whenever it leads.
 func (c *campaign) Assured() bool {
+	if c.p.wl().cfg.Reverted.Reverted(revert.AssuredLimit) {
+		return c.leading
+	}
 	return c.leading && leader.Assured(c.renewedAt, c.p.clock().Now(), lockDelay)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/bootgate"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -56,11 +57,11 @@ func (w *world) startLimiter(p *replicaProc) {
 		Transport: replicaTransport{w: w, from: p.r.host.name},
 		Clock:     p.clock(),
 		Logger:    w.logger(p.name()),
-		Reverted:  w.cfg.Reverted,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("dst: building the boot gate: %v", err))
 	}
+	revert.Apply(gate, w.cfg.Reverted) // the self-test's switch
 	p.limiter = &limiter{svc: svc, gate: gate}
 	alive := func() bool { return p.alive }
 	ctx := context.Background()

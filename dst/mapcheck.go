@@ -77,7 +77,13 @@ func (c *checker) validMap(m *cachenodes.SlotMap) {
 	seen := map[string]string{}
 	add := func(id, addr, what string) {
 		if prev, dup := seen[addr]; dup {
-			c.fail(ruleSlotMapValid, 0, "generation %d: the memcached at %s is %s and also %s", m.Generation(), addr, prev, what)
+			// A spare listed at an address the map names already is the
+			// same memcached under a second service ID.
+			fix := revert.Fix(0)
+			if prev == "a spare" || what == "a spare" {
+				fix = revert.ListedOnce
+			}
+			c.fail(ruleSlotMapValid, fix, "generation %d: the memcached at %s is %s and also %s", m.Generation(), addr, prev, what)
 		}
 		seen[addr] = what
 		if n := c.w.nodeByID[id]; n == nil || n.addr != addr {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/controlloop"
+	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -78,7 +79,7 @@ func (r *replica) start() {
 	p.source = src
 	p.lead = &campaign{p: p, key: poolKeys.Leader(), id: r.id}
 	cfg := w.cfg
-	// mcrib serve's Options, with the self-test's switch.
+	// mcrib serve's Options; the self-test's switch after them.
 	loop, err := controlloop.New(controlloop.Options{
 		Consul:                   p.consul,
 		Pool:                     poolName,
@@ -98,11 +99,11 @@ func (r *replica) start() {
 		Prober:                   prober{c: p.caller},
 		Clock:                    p.clock(),
 		Logger:                   w.logger(p.name()),
-		Reverted:                 cfg.Reverted,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("dst: building the loop: %v", err))
 	}
+	revert.Apply(loop, cfg.Reverted) // the self-test's switch
 	p.loop = loop
 	r.proc = p
 	w.truth++

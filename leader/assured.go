@@ -1,6 +1,10 @@
 package leader
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcrib/mcrib/internal/revert"
+)
 
 // A leader holds the lock as far as it knows until it notices otherwise,
 // which may take up to sessionTTL while Consul's servers cannot be reached.
@@ -24,12 +28,13 @@ func Assured(lastRenewed, now time.Time, lockDelay time.Duration) bool {
 
 // IsAssured reports whether this process leads and is sure that no other
 // process holds the lock (see Assured): its session was renewed within the
-// lock delay less one renewal timeout.
+// lock delay less one renewal timeout. (With revert.AssuredLimit it is
+// assured whenever it leads, as it once was.)
 func (e *Elector) IsAssured() bool {
 	now := e.opts.Clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.session != "" && Assured(e.renewed, now, e.opts.LockDelay)
+	return e.session != "" && (e.reverted.Reverted(revert.AssuredLimit) || Assured(e.renewed, now, e.opts.LockDelay))
 }
 
 // renewedAt records a successful renewal of the session (or the acquire of

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/backoff"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Elector campaigns for the leader lock of one pool and reports who leads.
@@ -14,6 +15,9 @@ import (
 // concurrent use, but Run must not run more than once at a time.
 type Elector struct {
 	opts Options
+	// reverted are the fixes the simulation's self-test turned off
+	// (revert.go); zero in production.
+	reverted revert.Set
 
 	mu       sync.Mutex
 	running  bool

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
-	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Defaults of the zero fields of Options.
@@ -82,13 +81,6 @@ type Options struct {
 	// gomemcache client with Timeout and MaxIdleConns. Tests and
 	// simulators set it to reach nodes of their own.
 	Dial func(addr string) (Conn, error)
-
-	// Reverted turns fixes off, for the simulation's self-test;
-	// production leaves it zero. revert.WarmWriteDurable brings back the
-	// warm writes that answered success without the old holder;
-	// revert.GenerationOrder lets SetSlotMap take a map of a lower
-	// generation.
-	Reverted revert.Set
 }
 
 // shared is what every node of a client needs.
@@ -106,7 +98,8 @@ type Client struct {
 	sh    *shared
 	route atomic.Pointer[routing]
 	// durable and order are the fixes revert.WarmWriteDurable and
-	// revert.GenerationOrder, in place.
+	// revert.GenerationOrder, in place unless the simulation's self-test
+	// turned them off (revert.go).
 	durable, order bool
 	// first is closed when the client takes its first map.
 	first chan struct{}
@@ -143,9 +136,7 @@ func New(opts Options) (*Client, error) {
 		o := opts
 		opts.Dial = func(addr string) (Conn, error) { return dialBackend(addr, o) }
 	}
-	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}),
-		durable: !opts.Reverted.Reverted(revert.WarmWriteDurable),
-		order:   !opts.Reverted.Reverted(revert.GenerationOrder)}
+	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}), durable: true, order: true}
 	m, err := newMetrics(opts.Meter, c.queueLengths, c.MapAge)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // errDown is the error of a fake node that does not answer: a timeout, as
@@ -224,7 +225,9 @@ type testClient struct {
 	reader *sdkmetric.ManualReader
 }
 
-func newTestClient(t *testing.T, opts Options) *testClient {
+// newTestClient builds a client on a fake fleet and clock; reverted, when
+// given, turns fixes off (revert.Apply).
+func newTestClient(t *testing.T, opts Options, reverted ...revert.Set) *testClient {
 	t.Helper()
 	tc := &testClient{fleet: &fakeFleet{}, clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), reader: sdkmetric.NewManualReader()}
 	opts.Clock = tc.clock
@@ -233,6 +236,9 @@ func newTestClient(t *testing.T, opts Options) *testClient {
 	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range reverted {
+		revert.Apply(c, s)
 	}
 	t.Cleanup(func() { c.Close() })
 	tc.Client = c

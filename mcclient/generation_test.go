@@ -21,7 +21,7 @@ func TestSetSlotMapNeverGoesBack(t *testing.T) {
 		reverted revert.Set
 	}{{"fixed", 0}, {"reverted", revert.Of(revert.GenerationOrder)}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newTestClient(t, Options{Reverted: tc.reverted})
+			c := newTestClient(t, Options{}, tc.reverted)
 			k := keysOfSlot(0, 2, 1)[0]
 			gen8 := slotMap(t, 8, []string{"b", "c"}, "a")
 			if err := c.SetSlotMap(gen8); err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/internal/consulwatch"
-	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -51,10 +50,6 @@ type HTTPFollowerOptions struct {
 	Clock clock.Clock
 	// Logger receives a warning for every failed read; nil discards.
 	Logger *slog.Logger
-	// Reverted turns fixes off, for the simulation's self-test;
-	// production leaves it zero. With revert.GenerationOrder the
-	// follower takes a map of a lower generation too.
-	Reverted revert.Set
 }
 
 // ErrStaleReplica is wrapped by the error an HTTPFollower reports for an
@@ -97,7 +92,7 @@ var ErrStaleReplica = errors.New("mcclient: the replica's slot map is not fresh"
 type HTTPFollower struct {
 	urls    []string // each replica's /v1/slotmap
 	at      int      // the replica read now; Run's goroutine only
-	order   bool     // the generation order holds (not reverted)
+	order   bool     // the generation order holds (not reverted: revert.go)
 	hc      *http.Client
 	clock   clock.Clock
 	watch   consulwatch.Options[*cachenodes.SlotMap]
@@ -137,7 +132,7 @@ func NewHTTPFollower(opts HTTPFollowerOptions) (*HTTPFollower, error) {
 	}
 	return &HTTPFollower{
 		urls:  urls,
-		order: !opts.Reverted.Reverted(revert.GenerationOrder),
+		order: true,
 		hc:    hc,
 		clock: clock.Or(opts.Clock),
 		watch: consulwatch.Options[*cachenodes.SlotMap]{

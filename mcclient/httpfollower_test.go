@@ -308,11 +308,11 @@ func TestHTTPFollowerNeverGoesBack(t *testing.T) {
 		api := &fakeSlotMapAPI{}
 		srv := httptest.NewServer(api)
 		t.Cleanup(srv.Close) // after the follower's end (cleanups run last first)
-		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond,
-			Reverted: revert.Of(revert.GenerationOrder)})
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
+		revert.Apply(f, revert.Of(revert.GenerationOrder))
 		maps, _ := follow(t, f)
 		api.set(t, slotMap(t, 8, []string{"a", "b"}), 1)
 		delivered(t, maps, "generation 8")

@@ -9,6 +9,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // warmMap builds a map like slotMap in which slot i warms from the node
@@ -36,9 +37,9 @@ type warmBed struct {
 	slot0, slot1 []string
 }
 
-func newWarmBed(t *testing.T, opts Options) *warmBed {
+func newWarmBed(t *testing.T, opts Options, reverted ...revert.Set) *warmBed {
 	t.Helper()
-	tc := newTestClient(t, opts)
+	tc := newTestClient(t, opts, reverted...)
 	wb := &warmBed{testClient: tc, until: tc.clock.Now().Add(time.Minute),
 		slot0: keysOfSlot(0, 2, 6), slot1: keysOfSlot(1, 2, 6)}
 	if err := tc.SetSlotMap(warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, wb.until)); err != nil {

@@ -33,7 +33,7 @@ type peer struct {
 }
 
 // newPeer returns a client of fleet on a clock of its own set at now.
-func newPeer(t *testing.T, fleet *fakeFleet, now time.Time, opts Options) *peer {
+func newPeer(t *testing.T, fleet *fakeFleet, now time.Time, opts Options, reverted ...revert.Set) *peer {
 	t.Helper()
 	p := &peer{clock: clock.NewFake(now), cut: map[string]bool{}}
 	opts.Clock = p.clock
@@ -41,6 +41,9 @@ func newPeer(t *testing.T, fleet *fakeFleet, now time.Time, opts Options) *peer 
 	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range reverted {
+		revert.Apply(c, s)
 	}
 	t.Cleanup(func() { c.Close() })
 	p.Client = c
@@ -158,7 +161,7 @@ func TestWarmDeleteMissingTheOldHolderIsNoSuccess(t *testing.T) {
 		fleet := &fakeFleet{}
 		until := epoch.Add(time.Minute)
 		m := warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, until)
-		a, b := newPeer(t, fleet, epoch, Options{Reverted: reverted}), newPeer(t, fleet, epoch, Options{Reverted: reverted})
+		a, b := newPeer(t, fleet, epoch, Options{}, reverted), newPeer(t, fleet, epoch, Options{}, reverted)
 		for _, p := range []*peer{a, b} {
 			if err := p.SetSlotMap(m); err != nil {
 				t.Fatal(err)
@@ -216,8 +219,8 @@ func TestWarmWritesOutlastUntilByTheSkew(t *testing.T) {
 		fleet := &fakeFleet{}
 		until := epoch.Add(time.Minute)
 		m := warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, until)
-		w := newPeer(t, fleet, until.Add(50*time.Millisecond), Options{Reverted: reverted})
-		r := newPeer(t, fleet, until.Add(-50*time.Millisecond), Options{Reverted: reverted})
+		w := newPeer(t, fleet, until.Add(50*time.Millisecond), Options{}, reverted)
+		r := newPeer(t, fleet, until.Add(-50*time.Millisecond), Options{}, reverted)
 		for _, p := range []*peer{w, r} {
 			if err := p.SetSlotMap(m); err != nil {
 				t.Fatal(err)
@@ -288,7 +291,7 @@ func TestWarmWritesOutlastAWarmingEndedEarly(t *testing.T) {
 		fleet := &fakeFleet{}
 		until := epoch.Add(time.Minute)
 		warm := warmMap(t, 2, []string{"b", "c"}, map[int]string{0: "a"}, until)
-		w, r := newPeer(t, fleet, epoch, Options{Reverted: reverted}), newPeer(t, fleet, epoch, Options{Reverted: reverted})
+		w, r := newPeer(t, fleet, epoch, Options{}, reverted), newPeer(t, fleet, epoch, Options{}, reverted)
 		for _, p := range []*peer{w, r} {
 			if err := p.SetSlotMap(warm); err != nil {
 				t.Fatal(err)
@@ -352,7 +355,7 @@ func TestWarmFillRacingADeleteInOneClient(t *testing.T) {
 	for _, read := range []string{"Get", "GetMulti"} {
 		for _, reverted := range []revert.Set{0, revert.Of(revert.WarmWriteDurable)} {
 			if v := func() string {
-				wb := newWarmBed(t, Options{Reverted: reverted})
+				wb := newWarmBed(t, Options{}, reverted)
 				k := wb.slot0[0]
 				wb.a.items[k] = []byte("old")
 				var stale string

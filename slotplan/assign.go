@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // NodeView is what the loop knows of one node at the moment of a decision.
@@ -125,6 +126,10 @@ type Input struct {
 	// SplitsPaused is set while a drain pauses the resize's splits: no
 	// split step is due (Split is 0), and a split announced is dropped.
 	SplitsPaused bool
+
+	// reverted are the fixes the simulation's self-test turned off
+	// (revert.go); zero in production.
+	reverted revert.Set
 }
 
 // ZoneStep is a drain or return step due for one zone in this pass.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Build applies plan to the previous map, with the placements of plan
@@ -115,7 +116,8 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 				return false // still holds its slot
 			}
 		}
-		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID]) && !incomingIDs[n.ID] && !taken[n.Addr]
+		return n.listedSpare() && (len(placed) == 0 || !placed[n.ID]) && (sources == nil || !sources[n.ID]) && !incomingIDs[n.ID] &&
+			(!taken[n.Addr] || in.reverted.Reverted(revert.ListedOnce))
 	}
 	slots := make([]cachenodes.Node, in.NumSlots)
 	for i := range slots {
@@ -153,7 +155,7 @@ func Build(in Input, plan Plan, done []Placement, now time.Time) (*cachenodes.Sl
 	}
 	spareNodes := make([]cachenodes.Node, 0, len(order))
 	for _, j := range order {
-		if n := in.Nodes[j].Node; !listed[n.Addr] {
+		if n := in.Nodes[j].Node; !listed[n.Addr] || in.reverted.Reverted(revert.ListedOnce) {
 			listed[n.Addr] = true
 			spareNodes = append(spareNodes, n)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/revert"
 )
 
 // Warm moves (section 7) and their end (docs/api.md, "An ended warming
@@ -169,6 +170,9 @@ func nextWarming(in Input, plan Plan, changed map[int]cachenodes.Node, warmed ma
 				if !w.Until.After(now) {
 					w.EndedAt = time.Time{} // its until came first: nothing ends early
 				}
+			}
+			if in.reverted.Reverted(revert.WarmingUntilKept) {
+				w.Until = w.Until.Add(in.PrevShift) // the old way: onto this clock
 			}
 			out[i], sources[w.NodeID], any = w, true, true
 		}

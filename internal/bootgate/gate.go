@@ -111,13 +111,6 @@ type Options struct {
 	// Recorder, when set, counts each boot this replica decides (not the
 	// ones the leader answered for it).
 	Recorder Recorder
-	// Reverted turns fixes off, for the simulation's self-test; production
-	// leaves it zero. With revert.CallerErrorNotLeaderDown the body is not
-	// read before the forward (it streams to the leader) and any failed
-	// forward, the caller's doing included, takes the leader for down;
-	// with revert.ForwardedNeverShared a follower admits a boot marked
-	// forwarded from its share.
-	Reverted revert.Set
 }
 
 // Gate answers POST /v1/boot for one replica (see the package comment).
@@ -134,7 +127,7 @@ type Gate struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	rec       Recorder
-	reverted  revert.Set
+	reverted  revert.Set // turned off by the simulation's self-test (revert.go)
 
 	mu        sync.Mutex // guards the fields below
 	downUntil time.Time  // the leader counts as unreachable before it
@@ -158,7 +151,6 @@ func New(opts Options) (*Gate, error) {
 		clock:     clock.Or(opts.Clock),
 		log:       opts.Logger,
 		rec:       opts.Recorder,
-		reverted:  opts.Reverted,
 	}
 	if g.leader == nil {
 		g.leader = func() (bool, string) { return true, "" }
@@ -241,6 +233,9 @@ func (g *Gate) admitShare(w http.ResponseWriter, least int) {
 	}
 	top, _ := g.peak.Peak(now)
 	g.mu.Unlock()
+	if g.reverted.Reverted(revert.ShareNotAlone) {
+		top, least = n, 1 // the old way: the count of this instant alone
+	}
 	ok, retry := g.adm.AdmitShare(max(n, top, least))
 	g.answer(w, ok, retry)
 }

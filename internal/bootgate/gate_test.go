@@ -113,11 +113,11 @@ func newBed(t *testing.T, reverted revert.Set) *bed {
 		Transport: b.net,
 		Clock:     b.clk,
 		Recorder:  b,
-		Reverted:  reverted,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	revert.Apply(g, reverted)
 	b.g = g
 	return b
 }

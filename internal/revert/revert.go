@@ -1,16 +1,23 @@
 // Package revert names the fixes that the deterministic simulation (dst)
 // proves itself against. A simulation that cannot find the bugs we already
-// know is no checker: its self-test turns one fix off at a time, through a
-// Set passed in the options of the package that holds the fix, and expects
-// the checker to find the fault within the short seed set.
+// know is no checker: its self-test turns one fix off at a time and
+// expects the checker to find the fault within the short seed set.
 //
-// Production code never sets a Set: the zero value keeps every fix in
-// place. A Set is a plain value, safe for concurrent use.
+// The switch is no part of any public API. Each package that holds fixes
+// keeps an unexported Set on its objects and registers, in its init, a
+// hook with Register; code of this module (the simulation, the packages'
+// tests) turns fixes off on an object with Apply, after building it and
+// before using it. Being internal, this package cannot be imported from
+// outside the module, so no application can turn a fix off, and
+// production code never calls Apply: every object's Set is zero, which
+// keeps every fix in place. A Set is a plain value, safe for concurrent
+// use.
 package revert
 
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Fix is one fix that a Set may turn off.
@@ -44,6 +51,46 @@ const (
 	// ForwardedNeverShared: a replica that does not lead never admits a
 	// boot marked forwarded.
 	ForwardedNeverShared
+	// WarmingUntilKept: a warming's until is written once and kept as
+	// written by whichever leader rewrites the map (clients compare it
+	// with their own clocks); it is never moved onto the writer's clock.
+	WarmingUntilKept
+	// RestartEndsCleanOnly: a restart of a node's memcached ends its owed
+	// flush only when the new process has not stopped answering since it
+	// started (one that restarted, took writes and stopped answering
+	// again may have missed deletes).
+	RestartEndsCleanOnly
+	// FlushBaseCounted: the cmd_flush base of an owed flush comes only
+	// from a reading that counts every flush a leader made of the node
+	// (after its placement and after its last owed flush ended); any
+	// other base is cmd_flush_unknown, read again before the flush.
+	FlushBaseCounted
+	// VotesLagPlacement: an episode whose votes began before the node was
+	// placed into its slot, with none of this process's probes failing
+	// since, owes no flush (the votes lag the probes).
+	VotesLagPlacement
+	// VotesLagFlush: an episode whose votes began before this process's
+	// last flush of the node (or the end of its owed flush), with none of
+	// its probes failing since, owes no flush.
+	VotesLagFlush
+	// AssuredLimit: a leader admits boots from the pool's limit only
+	// while it is sure no other process leads (leader.Assured);
+	// otherwise its share.
+	AssuredLimit
+	// ShareNotAlone: a replica's share of the boot limit divides by the
+	// most replicas seen in the last 10 minutes, and by at least 2 while
+	// another replica leads, never by a count that just restarted.
+	ShareNotAlone
+	// ListedOnce: one memcached (one address) is listed once in the slot
+	// map, whatever service IDs it is registered under.
+	ListedOnce
+	// LostWritePending: the owed flushes of a write whose answer was lost
+	// stay shown flush_pending until a read of the store says otherwise.
+	LostWritePending
+	// StoredBeforeFlush: a flush decided in a pass for a node that answers
+	// already is stored first and carried out by a later pass, never in
+	// the pass that decides it.
+	StoredBeforeFlush
 )
 
 // names are the fixes' names, as the simulation's report prints them.
@@ -59,6 +106,16 @@ var names = []struct {
 	{CallerErrorNotLeaderDown, "caller-error-not-leader-down"},
 	{GenerationOrder, "generation-order"},
 	{ForwardedNeverShared, "forwarded-never-shared"},
+	{WarmingUntilKept, "warming-until-kept"},
+	{RestartEndsCleanOnly, "restart-ends-clean-only"},
+	{FlushBaseCounted, "flush-base-counted"},
+	{VotesLagPlacement, "votes-lag-placement"},
+	{VotesLagFlush, "votes-lag-flush"},
+	{AssuredLimit, "assured-limit"},
+	{ShareNotAlone, "share-not-alone"},
+	{ListedOnce, "listed-once"},
+	{LostWritePending, "lost-write-pending"},
+	{StoredBeforeFlush, "stored-before-flush"},
 }
 
 // All lists every fix, in the order of the constants.
@@ -114,4 +171,36 @@ func (s Set) String() string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// hooks are the packages' hooks (Register), in the order registered.
+var hooks struct {
+	mu  sync.Mutex
+	all []func(obj any, s Set) bool
+}
+
+// Register adds a package's hook, from its init: hook turns the fixes of s
+// off in obj and reports true when obj is one of the package's objects,
+// or reports false and changes nothing.
+func Register(hook func(obj any, s Set) bool) {
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	hooks.all = append(hooks.all, hook)
+}
+
+// Apply turns the fixes of s off in obj, an object that a package holding
+// fixes built (a *controlloop.Loop, a *mcclient.Client, ...), replacing
+// what an earlier Apply set. Call it after building obj and before using
+// it: it is not safe concurrently with obj's methods. It panics when no
+// registered package knows obj, which is a mistake of the caller.
+func Apply(obj any, s Set) {
+	hooks.mu.Lock()
+	all := hooks.all
+	hooks.mu.Unlock()
+	for _, h := range all {
+		if h(obj, s) {
+			return
+		}
+	}
+	panic(fmt.Sprintf("revert: no package holds fixes of a %T", obj))
 }

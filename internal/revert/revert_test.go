@@ -32,3 +32,26 @@ func TestParseNamesEveryFix(t *testing.T) {
 		t.Error("Parse of an unknown name did not fail")
 	}
 }
+
+type holder struct{ s Set }
+
+func TestApplyReachesTheRegisteredHook(t *testing.T) {
+	Register(func(obj any, s Set) bool {
+		h, ok := obj.(*holder)
+		if ok {
+			h.s = s
+		}
+		return ok
+	})
+	h := &holder{}
+	Apply(h, Of(GenerationOrder))
+	if h.s != Of(GenerationOrder) {
+		t.Errorf("Apply set %v, want generation-order", h.s)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Apply to an object no package knows did not panic")
+		}
+	}()
+	Apply(&struct{}{}, Of(GenerationOrder))
+}
