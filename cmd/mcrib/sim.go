@@ -21,7 +21,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs = flag.NewFlagSet("mcrib sim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	scenarios = fs.String("scenario", "all", "scenarios, comma-separated, or all: "+strings.Join(sim.Scenarios, ", "))
+	scenarios = fs.String("scenario", "all", "scenarios, comma-separated, or all: "+strings.Join(sim.Scenarios(), ", "))
 	policies = fs.String("policy", "immediate,mcrib", "policies, comma-separated: immediate, mcrib, mcrib-cold (--warm-for 0s), adaptive, static:N")
 	like = fs.String("like", "", "shape the pool like the running mcrib at this URL (GET /v1/status and /v1/slotmap)")
 	out = fs.String("out", "", "write report.md, one SVG per scenario and results.json into this directory")
@@ -75,7 +75,7 @@ func (c proc) sim(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usageError("unexpected argument %q", pos[0])
 	}
-	scenarios := sim.Scenarios
+	scenarios := sim.Scenarios()
 	if *scenarioList != "all" {
 		scenarios = strings.Split(*scenarioList, ",")
 	}
