@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/sim"
 )
 
@@ -155,15 +156,17 @@ func (c proc) poolShape(ctx context.Context, addr string) (sim.Shape, error) {
 		return sim.Shape{}, err
 	}
 	defer cl.Close()
-	st, err := cl.Get(ctx, "/v1/status")
-	if err != nil {
+	// sim.ParseShape reads the documents and words what does not read.
+	var unreadable *cli.DocumentError
+	st, err := cl.API().Status(ctx)
+	if err != nil && !errors.As(err, &unreadable) {
 		return sim.Shape{}, err
 	}
-	m, err := cl.Get(ctx, "/v1/slotmap")
-	if err != nil {
+	m, err := cl.API().SlotMap(ctx)
+	if err != nil && !errors.As(err, &unreadable) {
 		return sim.Shape{}, err
 	}
-	shape, err := sim.ParseShape(st, m)
+	shape, err := sim.ParseShape(st.Body, m.Body)
 	if errors.Is(err, sim.ErrBadConfig) {
 		return sim.Shape{}, fmt.Errorf("--like %s: %w", addr, err)
 	}
