@@ -642,24 +642,6 @@ func TestConsulSourceFetch(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writes, for logs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitAnswer waits up to timeout for an answer delivered after the first
 // `after` answers that satisfies cond, and returns it with its delivery time.
 func (r *runRecorder) waitAnswer(t *testing.T, after int, timeout time.Duration, what string, cond func(Membership) bool) (Membership, time.Time) {
@@ -766,7 +748,7 @@ func TestConsulSourceRealConsul(t *testing.T) {
 				t.Fatalf("deregistering ext-0: %v", err)
 			}
 		}()
-		var logs lockedBuffer
+		var logs testenv.SyncBuffer
 		dup := newTestSource(t, c.Client, ConsulSourceOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		m, err := dup.Fetch(t.Context())
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/slotplan"
 )
 
@@ -44,7 +45,7 @@ type ownAnnounce struct {
 	node   string
 	raw    time.Time // serves_at as written
 	serves time.Time // when it may serve on this clock
-	reason slotplan.EvictionReason
+	reason mcribapi.EvictionReason
 }
 
 // seenAnnounce is an announce another leader wrote, as this process first

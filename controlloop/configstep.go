@@ -6,7 +6,7 @@ func (o *outputs) inStep(kind string, gen uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.steps == nil {
-		o.steps = make(map[string]uint64, len(ConfigKinds))
+		o.steps = make(map[string]uint64, len(ConfigKinds()))
 	}
 	o.steps[kind] = gen
 }

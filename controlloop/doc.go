@@ -6,7 +6,7 @@
 // Build), and writes the difference with check-and-set. An error means
 // backoff and retry, never exit.
 //
-// The invariants it keeps are the invariants of docs/api.md: a node that
+// The invariants it keeps are those of docs/invariants.md: a node that
 // still answers keeps its slot however long Consul misses it; freeing comes
 // before placing; a spare is flushed as part of its placement, which is
 // announced as the slot's incoming node 12 s before it serves (announce.go

@@ -124,14 +124,14 @@ func (l *Loop) nextDrainLocked(next *cachenodes.SlotMap, steps map[string]slotpl
 	for _, p := range done {
 		// A step starts at its announce.
 		switch p.Reason {
-		case slotplan.EvictionDrain:
+		case mcribapi.EvictionDrain:
 			stepped[p.From.AZ] = true
-		case slotplan.EvictionReturn:
+		case mcribapi.EvictionReturn:
 			stepped[p.Node.AZ] = true
 		}
 	}
 	for _, p := range served {
-		if p.Reason == slotplan.EvictionDrain {
+		if p.Reason == mcribapi.EvictionDrain {
 			movedOff[p.From.AZ] = append(movedOff[p.From.AZ], p.Slot)
 		}
 	}

@@ -45,7 +45,7 @@ func (l *Loop) changeLog(r *report, prev, next *cachenodes.SlotMap, plan slotpla
 		r.log(slog.LevelInfo, "slot move announced", args...)
 	}
 	for _, p := range plan.Serves {
-		if p.From.IsZero() || p.Reason == slotplan.EvictionHoldExpired || (p.Reason == slotplan.EvictionMaintenance && !p.Warm) {
+		if p.From.IsZero() || p.Reason == mcribapi.EvictionHoldExpired || (p.Reason == mcribapi.EvictionMaintenance && !p.Warm) {
 			r.log(slog.LevelInfo, "slot placement", "slot", p.Slot, "node", p.Node.ID, "addr", p.Node.Addr, "flushed", true)
 			continue
 		}
@@ -85,7 +85,7 @@ func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, d
 		}
 		e := mcribapi.Event{Kind: mcribapi.EventSlotMoveAnnounced, Node: p.Node.ID, Slot: &slot, From: p.From.ID, To: p.Node.ID}
 		reason := p.Why
-		if p.Reason == slotplan.EvictionReplace && replace != nil {
+		if p.Reason == mcribapi.EvictionReplace && replace != nil {
 			reason += ": " + replace.reason
 			e.Who = replace.by
 		}
@@ -101,15 +101,15 @@ func (l *Loop) changeEvents(r *report, in *slotplan.Input, plan slotplan.Plan, d
 		slot := p.Slot
 		kind, reason := mcribapi.EventPlacement, fmt.Sprintf("a spare takes vacant slot %d, flushed at its announce", p.Slot)
 		switch p.Reason {
-		case slotplan.EvictionDrain:
+		case mcribapi.EvictionDrain:
 			kind, reason = mcribapi.EventDrainStep, p.Why
-		case slotplan.EvictionReturn:
+		case mcribapi.EvictionReturn:
 			kind, reason = mcribapi.EventReturnStep, p.Why
-		case slotplan.EvictionSplit:
+		case mcribapi.EvictionSplit:
 			kind, reason = mcribapi.EventSplitStep, p.Why
-		case slotplan.EvictionReplace:
+		case mcribapi.EvictionReplace:
 			kind, reason = mcribapi.EventReplace, p.Why
-		case slotplan.EvictionHoldExpired, slotplan.EvictionMaintenance:
+		case mcribapi.EvictionHoldExpired, mcribapi.EvictionMaintenance:
 			r.tracedEvent(mcribapi.Event{Kind: mcribapi.EventReplacement, Node: p.From.ID, Slot: &slot,
 				Reason: fmt.Sprintf("node %s leaves slot %d (%s)", p.From.ID, p.Slot, p.Reason)})
 			reason = fmt.Sprintf("a spare takes slot %d of node %s, flushed at its announce", p.Slot, p.From.ID)

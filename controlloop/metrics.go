@@ -31,10 +31,10 @@ type Metrics interface {
 	SlotMove(kind mcribapi.MoveKind)
 }
 
-// FlushReasons are the reasons of Metrics.Flush, so an exporter can create
-// each at 0; the other label values are mcribapi's vocabularies
+// FlushReasons lists the reasons of Metrics.Flush, so that an exporter can
+// create each at 0; the other label values are mcribapi's vocabularies
 // (mcribapi.Outcomes, mcribapi.ReplacementReasons, mcribapi.MoveKinds).
-var FlushReasons = []string{"placement", "returned"}
+func FlushReasons() []string { return []string{"placement", "returned"} }
 
 type nopMetrics struct{}
 

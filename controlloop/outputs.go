@@ -16,7 +16,7 @@ const (
 
 // ConfigKinds lists every config kind, so that an exporter can create
 // each label value at 0.
-var ConfigKinds = []string{ConfigMcrouter, ConfigTwemproxy}
+func ConfigKinds() []string { return []string{ConfigMcrouter, ConfigTwemproxy} }
 
 // outputs is what the loop last handed to the world outside Consul: the
 // bytes of each config file it wrote, and the slot map it published to
@@ -60,7 +60,7 @@ func (l *Loop) writeConfig(kind, path string, m *cachenodes.SlotMap, render func
 	}
 	l.out.mu.Lock()
 	if l.out.written == nil {
-		l.out.written = make(map[string][]byte, len(ConfigKinds))
+		l.out.written = make(map[string][]byte, len(ConfigKinds()))
 	}
 	l.out.written[kind] = data
 	l.out.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
-
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/slotplan"
 )
@@ -87,7 +86,7 @@ func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, 
 		return
 	}
 	for _, p := range done {
-		if p.Reason == slotplan.EvictionReplace {
+		if p.Reason == mcribapi.EvictionReplace {
 			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
 			if ni := next.Incoming(p.Slot); ni != nil {
 				res.ServesAt = ni.ServesAt
@@ -130,8 +129,8 @@ func carriedOutReplacements(plan slotplan.Plan, done []slotplan.Placement) []slo
 // servedReplacements returns the reasons of the replacements plan makes:
 // the slots it vacates and the replacements whose announce it serves
 // (mcrib_slot_replacements_total).
-func servedReplacements(plan slotplan.Plan) []slotplan.EvictionReason {
-	var out []slotplan.EvictionReason
+func servedReplacements(plan slotplan.Plan) []mcribapi.EvictionReason {
+	var out []mcribapi.EvictionReason
 	for _, ev := range plan.Evictions {
 		if !ev.Move && ev.CountsAgainstCeiling() {
 			out = append(out, ev.Reason)

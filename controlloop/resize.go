@@ -325,7 +325,7 @@ func (l *Loop) nextResizeLocked(d resizeDecision, plan slotplan.Plan, next *cach
 	}
 	c := *e
 	events := slices.Clone(d.events)
-	if slices.ContainsFunc(done, func(p slotplan.Placement) bool { return p.Reason == slotplan.EvictionSplit }) {
+	if slices.ContainsFunc(done, func(p slotplan.Placement) bool { return p.Reason == mcribapi.EvictionSplit }) {
 		t := now.UTC()
 		c.LastStepAt = &t
 	}

@@ -141,7 +141,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	}
 	if w.SlotMap != nil {
 		for _, reason := range servedReplacements(d.plan) {
-			r.count(func(m Metrics) { m.Replacement(mcribapi.EvictionReason(reason)) })
+			r.count(func(m Metrics) { m.Replacement(reason) })
 		}
 		for _, p := range d.plan.Serves {
 			if !p.From.IsZero() {

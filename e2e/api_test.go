@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -18,21 +20,25 @@ const apiTimeout = 10 * time.Second
 
 // apiClient is the one client of mcrib's HTTP API in these tests, for a
 // replica on loopback or on a host of a bed: requests with the operator
-// token or without, and the documents decoded as every test decodes them
-// (documents_test.go). It never fails the test by itself, as a replica may
-// be down on purpose: a request that gets no answer comes back with code 0
-// and the error. The mcrib handle (harness_test.go) adds the checks that
-// fail the test, for tests whose replica must answer.
+// token or without, sent as written (the contract's bodies and answers),
+// and the documents read through the CLI's typed client (internal/cli's
+// API), as an operator's commands read them. It never fails the test by
+// itself, as a replica may be down on purpose: a request that gets no
+// answer comes back with code 0 and the error. The mcrib handle
+// (harness_test.go) adds the checks that fail the test, for tests whose
+// replica must answer.
 type apiClient struct {
-	base string // "http://host:port"
-	hc   *http.Client
+	base  string // "http://host:port"
+	hc    *http.Client
+	typed *cli.API
 }
 
 // newAPIClient returns a client of the API at addr (host:port) whose
 // requests give up after timeout; 0 means never, as blocking reads of the
-// slot map need.
+// slot map need (the typed reads then give up after cli.DefaultTimeout).
 func newAPIClient(addr string, timeout time.Duration) *apiClient {
-	return &apiClient{base: "http://" + addr, hc: &http.Client{Timeout: timeout}}
+	typed := cli.NewAPI(cli.APIOptions{Addr: "http://" + addr, AddrFrom: "the test's replica", Timeout: timeout})
+	return &apiClient{base: "http://" + addr, hc: &http.Client{Timeout: timeout}, typed: typed}
 }
 
 // answer is what one request got back.
@@ -88,42 +94,37 @@ func (a *apiClient) ready() int {
 	return code
 }
 
-// getDoc GETs path and decodes a 200's body as a T.
-func getDoc[T any](a *apiClient, path string) (T, []byte, error) {
-	code, b := a.get(path)
-	if code != http.StatusOK {
-		var zero T
-		return zero, b, fmt.Errorf("GET %s: %d %s", path, code, b)
-	}
-	v, err := decodeAs[T](b, path)
-	return v, b, err
-}
-
 // status GETs /v1/status.
 func (a *apiClient) status() (mcribapi.Status, error) {
-	st, _, err := getDoc[mcribapi.Status](a, "/v1/status")
-	return st, err
+	an, err := a.typed.Status(context.Background())
+	return an.Doc, err
 }
 
 // bootLimit GETs /v1/ratelimit.
 func (a *apiClient) bootLimit() (mcribapi.BootLimit, error) {
-	d, _, err := getDoc[mcribapi.BootLimit](a, "/v1/ratelimit")
-	return d, err
+	an, err := a.typed.BootLimit(context.Background())
+	return an.Doc, err
 }
 
 // events GETs /v1/events.
 func (a *apiClient) events() ([]mcribapi.Event, error) {
-	evs, _, err := getDoc[[]mcribapi.Event](a, "/v1/events")
-	return evs, err
+	an, err := a.typed.Events(context.Background(), 0)
+	return an.Doc, err
 }
 
 // drain GETs /v1/drain; the raw body is returned too.
 func (a *apiClient) drain() (mcribapi.DrainDoc, []byte, error) {
-	d, b, err := getDoc[mcribapi.DrainDoc](a, "/v1/drain")
-	if err == nil && d.Zones == nil {
-		err = fmt.Errorf("GET /v1/drain: %s has no \"zones\" object (an empty document is {\"zones\": {}})", b)
+	an, err := a.typed.Drains(context.Background())
+	if err == nil && an.Doc.Zones == nil {
+		err = fmt.Errorf("GET /v1/drain: %s has no \"zones\" object (an empty document is {\"zones\": {}})", an.Body)
 	}
-	return d, b, err
+	return an.Doc, an.Body, err
+}
+
+// resize GETs /v1/resize; the raw body is returned too.
+func (a *apiClient) resize() (mcribapi.ResizeDoc, []byte, error) {
+	an, err := a.typed.Resize(context.Background())
+	return an.Doc, an.Body, err
 }
 
 // slotMap GETs /v1/slotmap (query without "?", may be "") and returns the

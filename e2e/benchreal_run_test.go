@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -165,9 +164,9 @@ func runBenchReal(t *testing.T, cfg benchRealConfig) *benchRealResult {
 	res.flushes = p.flushes(t)
 	res.gen1 = m.slotMap().Generation()
 	res.generationsSeen = poller.generations()
-	var evs []mcribapi.Event
-	if code := m.getJSON("/v1/events", &evs); code != http.StatusOK {
-		t.Fatalf("GET /v1/events: %d", code)
+	evs, err := m.api.events()
+	if err != nil {
+		t.Fatalf("GET /v1/events: %v", err)
 	}
 	for _, e := range evs {
 		res.events[e.Kind]++

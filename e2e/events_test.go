@@ -32,8 +32,8 @@ func TestEventsAfterAgentRestart(t *testing.T) {
 
 	var evs []mcribapi.Event
 	testenv.Eventually(t, 10*time.Second, "the hold of "+id+" cleared in /v1/events", func() bool {
-		evs = nil
-		if m.getJSON("/v1/events", &evs) != 200 {
+		var err error
+		if evs, err = m.api.events(); err != nil {
 			return false
 		}
 		for _, e := range evs {

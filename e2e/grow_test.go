@@ -109,8 +109,10 @@ func TestGrowOnTheRealStack(t *testing.T) {
 	if st.Resize == nil || st.Resize.State != mcribapi.ResizeDone || st.Resize.Split != 4 || st.Capacity == nil || st.Capacity.Slots != 8 {
 		t.Errorf("status resize %+v capacity %+v", st.Resize, st.Capacity)
 	}
-	var events []mcribapi.Event
-	m.getJSON("/v1/events", &events)
+	events, err := m.api.events()
+	if err != nil {
+		t.Errorf("GET /v1/events: %v", err)
+	}
 	kinds := map[mcribapi.EventKind]int{}
 	for _, e := range events {
 		kinds[e.Kind]++
@@ -239,7 +241,7 @@ func TestGrowAcrossALeaderKill(t *testing.T) {
 	api := newAPIClient(survivor.Addr, apiTimeout)
 	var last []byte
 	if !within(10*time.Second, func() bool {
-		d, raw, err := getDoc[mcribapi.ResizeDoc](api, "/v1/resize")
+		d, raw, err := api.resize()
 		last = raw
 		return err == nil && (d.Resize == nil || (d.Resize.State == mcribapi.ResizeDone && d.Resize.Split == 4 && d.Resize.Twins == 0))
 	}) {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,19 +111,6 @@ func (m *mcrib) restart() {
 		m.t.Fatalf("mcrib exited with %d on SIGTERM", code)
 	}
 	m.Start(m.t)
-}
-
-// getJSON GETs path into v (when the answer is 200) and returns the status
-// code, 0 without an answer; a 200 that does not decode fails the test.
-func (m *mcrib) getJSON(path string, v any) int {
-	m.t.Helper()
-	code, body := m.api.get(path)
-	if v != nil && code == http.StatusOK {
-		if err := json.Unmarshal(body, v); err != nil {
-			m.t.Fatalf("decoding %s: %v\n%s", path, err, body)
-		}
-	}
-	return code
 }
 
 // call sends method path with body and the optional token; it returns the

@@ -12,7 +12,7 @@ import (
 
 // The tests across hosts: mcrib deployed as in production, on a
 // bed of network namespaces (hosts_harness_test.go), with faults on mcrib's
-// own side that must never cool the fleet (invariants 7 and 8, docs/api.md).
+// own side that must never cool the fleet (invariants 7 and 8, docs/invariants.md).
 // Each test has a bed of its own, so they run in parallel.
 
 // TestHostsReplicaCutOff cuts the only replica's host off for 3 s: every

@@ -175,8 +175,9 @@ func TestReplicasElectOneLeader(t *testing.T) {
 		t.Fatalf("PUT /v1/ratelimit on the follower: %d %s", code, body)
 	}
 	testenv.Eventually(t, 10*time.Second, "both replicas enforce 5/s", func() bool {
-		var a, b struct{ Limit float64 }
-		return lead.getJSON("/v1/ratelimit", &a) == 200 && follow.getJSON("/v1/ratelimit", &b) == 200 && a.Limit == 5 && b.Limit == 5
+		a, errA := lead.api.bootLimit()
+		b, errB := follow.api.bootLimit()
+		return errA == nil && errB == nil && a.Limit == 5 && b.Limit == 5
 	})
 	time.Sleep(time.Second) // refill the bucket
 	admitted := 0

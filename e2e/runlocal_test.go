@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,10 +40,10 @@ type runLocal struct {
 	dir    string // scratch directory: the log, the exit status
 	mark   string // value of the environment variable every process of the run inherits
 	cmd    *exec.Cmd
-	pty    *os.File      // the terminal's master side; nil without a terminal
-	out    *syncBuffer   // what the terminal (or the shell's stdout) showed
-	done   chan struct{} // closed when the shell has exited
-	outEOF chan struct{} // closed when the terminal's output is drained
+	pty    *os.File            // the terminal's master side; nil without a terminal
+	out    *testenv.SyncBuffer // what the terminal (or the shell's stdout) showed
+	done   chan struct{}       // closed when the shell has exited
+	outEOF chan struct{}       // closed when the terminal's output is drained
 }
 
 // runLocalOptions says how a run is started.
@@ -70,7 +69,7 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	mcrib := mcribBinary(t)
 	var b [8]byte
 	rand.Read(b[:])
-	r := &runLocal{t: t, dir: t.TempDir(), mark: hex.EncodeToString(b[:]), out: &syncBuffer{},
+	r := &runLocal{t: t, dir: t.TempDir(), mark: hex.EncodeToString(b[:]), out: &testenv.SyncBuffer{},
 		done: make(chan struct{}), outEOF: make(chan struct{})}
 
 	what := "scripts/run-local.sh"
@@ -141,25 +140,6 @@ func startRunLocal(t *testing.T, o runLocalOptions) *runLocal {
 	}
 	t.Logf("ready in %.1f s", time.Since(start).Seconds())
 	return r
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads: what a
-// terminal showed.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // output returns what the terminal showed, or the log when the run is

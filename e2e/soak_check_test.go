@@ -13,7 +13,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 )
 
-// The soak's invariant checks (docs/api.md, "Invariants"), made
+// The soak's invariant checks (docs/invariants.md), made
 // after every fault once the pool has settled, and a monitor that watches
 // the stored map's generation between checks.
 

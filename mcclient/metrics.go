@@ -24,9 +24,9 @@ const (
 	dropNodeGone = "node_gone"
 )
 
-// DropReasons are the values of the reason label of
+// DropReasons lists the values of the reason label of
 // mcrib_client_replay_drops_total. Only queue_full loses an invalidation.
-var DropReasons = []string{dropQueueFull, dropNodeFlushed, dropNodeGone}
+func DropReasons() []string { return []string{dropQueueFull, dropNodeFlushed, dropNodeGone} }
 
 // clientMetrics are the client's instruments. The OpenTelemetry names
 // have no _total: the Prometheus exporter adds it to counters.

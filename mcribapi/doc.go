@@ -6,7 +6,8 @@
 // reason, pass outcome, move kind). The server, the CLI, the control loop,
 // the metrics and the tests all use these types, so a document is written
 // down once; an application that talks to mcrib over HTTP can decode with
-// them too. docs/api.md describes every document and its invariants.
+// them too. docs/api.md describes every document, docs/invariants.md the
+// rules they keep.
 //
 // The slot map document is cachenodes.SlotMap (cachenodes.ParseSlotMap).
 //

@@ -38,13 +38,13 @@ func newConfigWrites(meter metric.Meter) (*configWrites, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the config write gauge: %w", err)
 	}
-	for _, kind := range controlloop.ConfigKinds {
+	for _, kind := range controlloop.ConfigKinds() {
 		c.failures.Add(context.Background(), 0, metric.WithAttributes(attribute.String("kind", kind)))
 	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for _, kind := range controlloop.ConfigKinds {
+		for _, kind := range controlloop.ConfigKinds() {
 			o.ObserveFloat64(lastWrite, unixSeconds(c.last[kind]), metric.WithAttributes(attribute.String("kind", kind)))
 		}
 		return nil

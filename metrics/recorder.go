@@ -151,7 +151,7 @@ func (r *Recorder) counters(meter metric.Meter) error {
 		{r.passes, "result", labels(mcribapi.Outcomes())},
 		{r.replacements, "reason", labels(mcribapi.ReplacementReasons())},
 		{r.moves, "kind", labels(mcribapi.MoveKinds())},
-		{r.flushes, "reason", controlloop.FlushReasons},
+		{r.flushes, "reason", controlloop.FlushReasons()},
 		{r.boots, "result", []string{BootAdmitted, BootRejected}},
 	} {
 		for _, v := range c.values {

@@ -99,10 +99,10 @@ func TestCountersStartAtZero(t *testing.T) {
 	for _, v := range mcribapi.ReplacementReasons() {
 		want = append(want, fmt.Sprintf(`mcrib_slot_replacements_total{reason=%q} 0`, v))
 	}
-	for _, v := range controlloop.FlushReasons {
+	for _, v := range controlloop.FlushReasons() {
 		want = append(want, fmt.Sprintf(`mcrib_flushes_total{reason=%q} 0`, v))
 	}
-	for _, v := range controlloop.ConfigKinds {
+	for _, v := range controlloop.ConfigKinds() {
 		want = append(want,
 			fmt.Sprintf(`mcrib_config_write_failures_total{kind=%q} 0`, v),
 			fmt.Sprintf(`mcrib_config_last_write_timestamp_seconds{kind=%q} 0`, v))

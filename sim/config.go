@@ -31,7 +31,9 @@ const (
 )
 
 // Scenarios lists every scenario in the report's order.
-var Scenarios = []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy, ZoneDrain, Grow}
+func Scenarios() []string {
+	return []string{AgentRollout, NodeFailure, Partition, ObserverBlip, PacketLoss, ColdStart, Deploy, ZoneDrain, Grow}
+}
 
 // Policy names (the --policy flag); static boot limits are "static:N".
 const (
@@ -208,7 +210,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case !isScenario(c.Scenario):
-		return bad("unknown scenario %q (%s)", c.Scenario, strings.Join(Scenarios, ", "))
+		return bad("unknown scenario %q (%s)", c.Scenario, strings.Join(Scenarios(), ", "))
 	case c.Nodes < 1 || c.Nodes > 20000:
 		return bad("--nodes must be from 1 to 20000")
 	case c.Slots < 1 || c.Slots > 4096 || c.Slots&(c.Slots-1) != 0 || c.Slots > c.Nodes:
@@ -238,7 +240,7 @@ func (c Config) Validate() error {
 }
 
 func isScenario(s string) bool {
-	for _, n := range Scenarios {
+	for _, n := range Scenarios() {
 		if n == s {
 			return true
 		}

@@ -70,7 +70,7 @@ func TestSameSeedSameNumbers(t *testing.T) {
 }
 
 func TestEveryScenarioAndPolicy(t *testing.T) {
-	for _, sc := range Scenarios {
+	for _, sc := range Scenarios() {
 		for _, policy := range []string{PolicyImmediate, PolicyMCrib, PolicyAdaptive, "static:20"} {
 			cfg := small(sc, policy)
 			if !Applies(sc, cfg.Policy) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Announce, then serve (docs/api.md, "Announce, then serve"). Every
@@ -61,7 +62,7 @@ type IncomingView struct {
 	// Own is set when this process wrote the announce; Reason is then why
 	// (the empty reason: a vacant slot's fill).
 	Own    bool
-	Reason EvictionReason
+	Reason mcribapi.EvictionReason
 }
 
 // Drop is an announce Decide drops.
@@ -71,7 +72,7 @@ type Drop struct {
 	Node, From cachenodes.Node
 	// Reason is why it was announced; Why, in one sentence, why it is
 	// dropped.
-	Reason EvictionReason
+	Reason mcribapi.EvictionReason
 	Why    string
 	// GiveBack is set when the announce counted against the replacement
 	// ceiling: its count is given back. ServesAt is the dropped entry's
@@ -83,8 +84,8 @@ type Drop struct {
 // countsAtAnnounce reports whether an announce for reason counts against
 // the replacement ceiling (at the announce): a replacement after the
 // hold, a maintenance move, a replace.
-func countsAtAnnounce(r EvictionReason) bool {
-	return r == EvictionHoldExpired || r == EvictionMaintenance || r == EvictionReplace
+func countsAtAnnounce(r mcribapi.EvictionReason) bool {
+	return r == mcribapi.EvictionHoldExpired || r == mcribapi.EvictionMaintenance || r == mcribapi.EvictionReplace
 }
 
 // incomingState is what Decide found of the previous map's announces.
@@ -96,7 +97,7 @@ type incomingState struct {
 	// map, by slot.
 	live, served map[int]bool
 	nodes        map[string]int
-	reasons      map[int]EvictionReason
+	reasons      map[int]mcribapi.EvictionReason
 	// stealable are the live announces a replacement of a slot without a
 	// live holder may take the node of: drain and return steps and splits
 	// (their rules try them again), by slot.
@@ -148,7 +149,7 @@ func (idx *assignIndex) nodeView(in *Input, id string) (NodeView, bool) {
 // judgeIncoming decides, for every announce of in.Prev, whether it serves
 // now, is dropped or stays, and adds the serves and drops to plan.
 func judgeIncoming(in *Input, idx *assignIndex, warm warmState, plan *Plan) incomingState {
-	st := incomingState{live: map[int]bool{}, served: map[int]bool{}, nodes: map[string]int{}, reasons: map[int]EvictionReason{}, stealable: map[int]bool{}}
+	st := incomingState{live: map[int]bool{}, served: map[int]bool{}, nodes: map[string]int{}, reasons: map[int]mcribapi.EvictionReason{}, stealable: map[int]bool{}}
 	if in.Prev == nil || !in.Prev.AnyIncoming() {
 		return st
 	}
@@ -177,7 +178,7 @@ func judgeIncoming(in *Input, idx *assignIndex, warm warmState, plan *Plan) inco
 		}
 		st.live[i] = true
 		st.nodes[inc.NodeID] = i
-		if !holder.IsZero() && (reason == EvictionDrain || reason == EvictionReturn || reason == EvictionSplit) {
+		if !holder.IsZero() && (reason == mcribapi.EvictionDrain || reason == mcribapi.EvictionReturn || reason == mcribapi.EvictionSplit) {
 			st.stealable[i] = true // a step, tried again at its pace
 		}
 	}
@@ -188,8 +189,8 @@ func judgeIncoming(in *Input, idx *assignIndex, warm warmState, plan *Plan) inco
 // as the hold goes: a replacement after the hold serves once the holder
 // is due by the loop's own view (the announce came AnnounceLead before the
 // hold's end; a new leader counts the hold itself), any other at once.
-func holdEnded(in *Input, idx *assignIndex, i int, reason EvictionReason) bool {
-	if reason != EvictionHoldExpired {
+func holdEnded(in *Input, idx *assignIndex, i int, reason mcribapi.EvictionReason) bool {
+	if reason != mcribapi.EvictionHoldExpired {
 		return true
 	}
 	hv, known := idx.holderView(*in, i)
@@ -198,9 +199,9 @@ func holdEnded(in *Input, idx *assignIndex, i int, reason EvictionReason) bool {
 
 // inferReason takes an announce another leader wrote by what the pool
 // shows (see the top of this file).
-func inferReason(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming) EvictionReason {
+func inferReason(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming) mcribapi.EvictionReason {
 	if idx.twin(i) {
-		return EvictionSplit
+		return mcribapi.EvictionSplit
 	}
 	holder := idx.prevSlot(i)
 	if holder.IsZero() {
@@ -210,29 +211,29 @@ func inferReason(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming) E
 	bv, _ := idx.nodeView(in, inc.NodeID)
 	switch hv, known := idx.holderView(*in, i); {
 	case in.Drained[bv.AZ] && bv.AZ != "":
-		return EvictionReturn
+		return mcribapi.EvictionReturn
 	case in.Drained[haz]:
-		return EvictionDrain
+		return mcribapi.EvictionDrain
 	case known && hv.Maintenance:
-		return EvictionMaintenance
+		return mcribapi.EvictionMaintenance
 	case known && (!hv.Reachable || !hv.Present):
-		return EvictionHoldExpired
+		return mcribapi.EvictionHoldExpired
 	}
-	return EvictionReplace // dropped: see dropWhy
+	return mcribapi.EvictionReplace // dropped: see dropWhy
 }
 
 // dropWhy says why slot i's announce inc (reason, as the loop knows it:
 // iv) is dropped now, or "" when it is not.
-func dropWhy(in *Input, idx *assignIndex, warm warmState, i int, inc *cachenodes.Incoming, iv IncomingView, reason EvictionReason) string {
+func dropWhy(in *Input, idx *assignIndex, warm warmState, i int, inc *cachenodes.Incoming, iv IncomingView, reason mcribapi.EvictionReason) string {
 	switch reason {
-	case EvictionDrain, EvictionReturn, EvictionSplit:
+	case mcribapi.EvictionDrain, mcribapi.EvictionReturn, mcribapi.EvictionSplit:
 		if in.OperatorFrozen {
 			return "an operator freeze holds the move back"
 		}
-		if reason == EvictionSplit && in.DiscoveryFault {
+		if reason == mcribapi.EvictionSplit && in.DiscoveryFault {
 			return "Consul's last answer is taken as a fault of discovery: the splits wait"
 		}
-		if reason == EvictionSplit && in.SplitsPaused {
+		if reason == mcribapi.EvictionSplit && in.SplitsPaused {
 			return "a zone is drained: the splits wait until it is undrained"
 		}
 	default:
@@ -266,33 +267,33 @@ func dropWhy(in *Input, idx *assignIndex, warm warmState, i int, inc *cachenodes
 	}
 	hv, hknown := idx.holderView(*in, idx.ownSlot(i))
 	switch reason {
-	case EvictionReplace:
+	case mcribapi.EvictionReplace:
 		if !iv.Own {
 			// Taken from the pool, it cannot be told from a replacement
 			// after the hold whose holder came back: a new leader drops it
 			// rather than move a slot that answers.
 			return "it was announced by another leader, and its holder answers: it cannot be told from a replacement whose holder came back"
 		}
-	case EvictionDrain:
+	case mcribapi.EvictionDrain:
 		if !in.Drained[idx.holderAZ(*in, i)] {
 			return fmt.Sprintf("zone %q is no longer drained", idx.holderAZ(*in, i))
 		}
-	case EvictionReturn:
+	case mcribapi.EvictionReturn:
 		if !in.Drained[bv.AZ] {
 			return fmt.Sprintf("zone %q is no longer drained: its return is over", bv.AZ)
 		}
-	case EvictionHoldExpired:
+	case mcribapi.EvictionHoldExpired:
 		switch {
 		case hknown && hv.Reachable:
 			return fmt.Sprintf("its holder %s answers again", hv.ID)
 		case hknown && hv.Present:
 			return fmt.Sprintf("its holder %s is present in Consul again", hv.ID)
 		}
-	case EvictionMaintenance:
+	case mcribapi.EvictionMaintenance:
 		if hknown && hv.Listed && hv.Present && !hv.Maintenance {
 			return fmt.Sprintf("its holder %s left Consul maintenance", hv.ID)
 		}
-	case EvictionSplit:
+	case mcribapi.EvictionSplit:
 		s := i - in.Prev.ResizedFrom()
 		switch {
 		case !hknown || !hv.Reachable:
@@ -310,7 +311,7 @@ func dropWhy(in *Input, idx *assignIndex, warm warmState, i int, inc *cachenodes
 // slot's holder (slot s's for a split) until the announce's until when the
 // holder answers and owes no flush and the announce leaves time to warm,
 // cold otherwise.
-func serve(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming, reason EvictionReason) Placement {
+func serve(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming, reason mcribapi.EvictionReason) Placement {
 	holder := idx.prevSlot(i)
 	bv, _ := idx.nodeView(in, inc.NodeID)
 	node := bv.Node
@@ -319,17 +320,17 @@ func serve(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming, reason 
 	warm := reason != "" && !holder.IsZero() && known && hv.warmSource() && in.WarmFor > 0 && inc.Until.After(inc.ServesAt)
 	var why string
 	switch reason {
-	case EvictionDrain:
+	case mcribapi.EvictionDrain:
 		why = fmt.Sprintf("a drain step moves slot %d off zone %q (from node %s)", i, holder.AZ, holder.ID)
-	case EvictionReturn:
+	case mcribapi.EvictionReturn:
 		why = fmt.Sprintf("a return step gives slot %d back to zone %q (from node %s)", i, node.AZ, holder.ID)
-	case EvictionSplit:
+	case mcribapi.EvictionSplit:
 		why = fmt.Sprintf("a split step moves slot %d, the twin of slot %d, off node %s", i, idx.ownSlot(i), holder.ID)
-	case EvictionReplace:
+	case mcribapi.EvictionReplace:
 		why = fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, i)
-	case EvictionMaintenance:
+	case mcribapi.EvictionMaintenance:
 		why = fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)
-	case EvictionHoldExpired:
+	case mcribapi.EvictionHoldExpired:
 		why = fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)
 	default:
 		why = fmt.Sprintf("a spare takes vacant slot %d", i)

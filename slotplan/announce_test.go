@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // servesAt is the serves_at of the announces the tests start from: an
@@ -33,7 +34,7 @@ func announcedMap(t testing.TB, slots, spares []string, incoming map[int]string,
 }
 
 // own is the loop's view of an announce it wrote for reason, judged.
-func own(reason EvictionReason) IncomingView {
+func own(reason mcribapi.EvictionReason) IncomingView {
 	return IncomingView{ServesAt: servesAt, Judged: true, Own: true, Reason: reason}
 }
 
@@ -112,24 +113,24 @@ func TestAnnounceRules(t *testing.T) {
 		{name: "the node is put in maintenance", nodes: []NodeView{vUp("a1"), vUp("b1"), vMaintPassing("c1")}, wantDrops: []string{"1=c1 back"}, why: "maintenance"},
 		{name: "the node moved to another address", nodes: []NodeView{vUp("a1"), vUp("b1"), vMoved("c1", "10.9.9.9:11211")}, wantDrops: []string{"1=c1 back"}, why: "registered at"},
 		{name: "any freeze drops a replace", nodes: up, tweak: func(in *Input) { in.Frozen = true }, wantDrops: []string{"1=c1 back"}, why: "frozen"},
-		{name: "an automatic freeze does not drop a drain step", nodes: up, incoming: map[int]IncomingView{1: own(EvictionDrain)},
+		{name: "an automatic freeze does not drop a drain step", nodes: up, incoming: map[int]IncomingView{1: own(mcribapi.EvictionDrain)},
 			tweak: func(in *Input) { in.Frozen, in.Drained = true, map[string]bool{"az-b": true} }, wantServes: []string{"1=c1 warm"}},
-		{name: "an operator freeze does", nodes: up, incoming: map[int]IncomingView{1: own(EvictionDrain)},
+		{name: "an operator freeze does", nodes: up, incoming: map[int]IncomingView{1: own(mcribapi.EvictionDrain)},
 			tweak: func(in *Input) { in.Frozen, in.OperatorFrozen, in.Drained = true, true, map[string]bool{"az-b": true} }, wantDrops: []string{"1=c1"}, why: "operator freeze"},
-		{name: "a drain step whose zone is no longer drained", nodes: up, incoming: map[int]IncomingView{1: own(EvictionDrain)},
+		{name: "a drain step whose zone is no longer drained", nodes: up, incoming: map[int]IncomingView{1: own(mcribapi.EvictionDrain)},
 			wantDrops: []string{"1=c1"}, why: "no longer drained"},
 		{name: "a replacement after the hold serves once the holder is due", nodes: []NodeView{vUp("a1"), vDue("b1"), vUp("c1")},
-			incoming: map[int]IncomingView{1: own(EvictionHoldExpired)}, wantServes: []string{"1=c1 cold"}},
+			incoming: map[int]IncomingView{1: own(mcribapi.EvictionHoldExpired)}, wantServes: []string{"1=c1 cold"}},
 		{name: "and waits while the loop's hold of the holder runs", nodes: []NodeView{vUp("a1"), vFailing("b1"), vUp("c1")},
-			incoming: map[int]IncomingView{1: own(EvictionHoldExpired)}},
+			incoming: map[int]IncomingView{1: own(mcribapi.EvictionHoldExpired)}},
 		{name: "and is dropped, giving its count back, when the holder answers again", nodes: []NodeView{vUp("a1"), vAway("b1"), vUp("c1")},
-			incoming: map[int]IncomingView{1: own(EvictionHoldExpired)}, wantDrops: []string{"1=c1 back"}, why: "answers again"},
+			incoming: map[int]IncomingView{1: own(mcribapi.EvictionHoldExpired)}, wantDrops: []string{"1=c1 back"}, why: "answers again"},
 		{name: "or is present again", nodes: []NodeView{vUp("a1"), with(vFailing("b1"), func(v *NodeView) { v.Listed, v.Present = true, true }), vUp("c1")},
-			incoming: map[int]IncomingView{1: own(EvictionHoldExpired)}, wantDrops: []string{"1=c1 back"}, why: "present in Consul again"},
+			incoming: map[int]IncomingView{1: own(mcribapi.EvictionHoldExpired)}, wantDrops: []string{"1=c1 back"}, why: "present in Consul again"},
 		{name: "or under an automatic freeze (a fault of discovery)", nodes: []NodeView{vUp("a1"), vDue("b1"), vUp("c1")},
-			incoming: map[int]IncomingView{1: own(EvictionHoldExpired)}, tweak: func(in *Input) { in.Frozen, in.DiscoveryFault = true, true },
+			incoming: map[int]IncomingView{1: own(mcribapi.EvictionHoldExpired)}, tweak: func(in *Input) { in.Frozen, in.DiscoveryFault = true, true },
 			wantDrops: []string{"1=c1 back"}, why: "frozen"},
-		{name: "a maintenance move whose holder left maintenance", nodes: up, incoming: map[int]IncomingView{1: own(EvictionMaintenance)},
+		{name: "a maintenance move whose holder left maintenance", nodes: up, incoming: map[int]IncomingView{1: own(mcribapi.EvictionMaintenance)},
 			wantDrops: []string{"1=c1 back"}, why: "left Consul maintenance"},
 		{name: "a vacant slot's fill counts nothing to give back", nodes: []NodeView{vUp("a1"), vUnreachable("c1")},
 			incoming: map[int]IncomingView{1: own("")}, tweak: func(in *Input) {
@@ -144,7 +145,7 @@ func TestAnnounceRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			inc := tt.incoming
 			if inc == nil {
-				inc = map[int]IncomingView{1: own(EvictionReplace)}
+				inc = map[int]IncomingView{1: own(mcribapi.EvictionReplace)}
 			}
 			in := Input{Pool: assignPool, NumSlots: 2, Prev: announcedMap(t, []string{"a1", "b1"}, []string{"c2"}, map[int]string{1: "c1"}, time.Minute),
 				Nodes: tt.nodes, Budget: 2, WarmFor: time.Minute, Now: servesAt}
@@ -251,7 +252,7 @@ func TestReplacementAfterTheHoldIsAnnouncedEarly(t *testing.T) {
 	in := Input{Pool: assignPool, NumSlots: 2, Prev: prev, Nodes: []NodeView{vUp("a1"), soon, vUp("b2")}, Budget: 1, Now: assignNow}
 	plan := Decide(in)
 	if got := placementStrings(plan.Placements); !slices.Equal(got, []string{"1=b2"}) || len(plan.Evictions) != 1 || !plan.Evictions[0].Move ||
-		plan.Evictions[0].Reason != EvictionHoldExpired {
+		plan.Evictions[0].Reason != mcribapi.EvictionHoldExpired {
 		t.Fatalf("placements %v, evictions %+v: want b2 announced to slot 1, b1 keeping it", got, plan.Evictions)
 	}
 	in.Budget = 0
@@ -276,7 +277,7 @@ func TestOnlyASlotWithoutALiveHolderTakesAnIncomingNode(t *testing.T) {
 	prev := announcedMap(t, []string{"a1", "b1", "b2"}, nil, map[int]string{2: "c1"}, time.Minute)
 	nodes := []NodeView{vDue("a1"), vUp("b1"), vUp("b2"), vUp("c1")}
 	in := Input{Pool: assignPool, NumSlots: 3, Prev: prev, Nodes: nodes, Budget: 2, WarmFor: time.Minute, Now: assignNow,
-		Drained: map[string]bool{"az-b": true}, Incoming: views(3, map[int]IncomingView{2: own(EvictionDrain)})}
+		Drained: map[string]bool{"az-b": true}, Incoming: views(3, map[int]IncomingView{2: own(mcribapi.EvictionDrain)})}
 	plan := Decide(in)
 	if got := placementStrings(plan.Placements); !slices.Equal(got, []string{"0=c1"}) {
 		t.Fatalf("placements %v, want c1 taken for slot 0", got)
@@ -292,7 +293,7 @@ func TestOnlyASlotWithoutALiveHolderTakesAnIncomingNode(t *testing.T) {
 		t.Fatalf("incoming of slot 0 %+v, of slot 2 %+v", next.Incoming(0), next.Incoming(2))
 	}
 	// A replacement's incoming node is not taken.
-	in.Incoming = views(3, map[int]IncomingView{2: own(EvictionReplace)})
+	in.Incoming = views(3, map[int]IncomingView{2: own(mcribapi.EvictionReplace)})
 	in.Drained = nil
 	if plan := Decide(in); len(plan.Placements) != 0 || len(plan.Drops) != 0 {
 		t.Errorf("a replace's incoming node: placements %v, drops %v; want it left", placementStrings(plan.Placements), dropStrings(plan.Drops))
@@ -496,7 +497,7 @@ func TestAnnouncedSlotCountsForItsNewZone(t *testing.T) {
 	// holding none).
 	prev := announcedMap(t, []string{"a1", "a2", "c1", ""}, nil, map[int]string{1: "b2"}, 0)
 	nodes := []NodeView{vUp("a1"), vUp("a2"), vUp("c1"), vUp("b2"), vUp("a3"), vUp("b3")}
-	in := Input{Pool: assignPool, NumSlots: 4, Prev: prev, Nodes: nodes, Now: assignNow, Incoming: views(4, map[int]IncomingView{1: own(EvictionReplace)})}
+	in := Input{Pool: assignPool, NumSlots: 4, Prev: prev, Nodes: nodes, Now: assignNow, Incoming: views(4, map[int]IncomingView{1: own(mcribapi.EvictionReplace)})}
 	if got := placementStrings(Decide(in).Placements); !slices.Equal(got, []string{"3=a3"}) {
 		t.Fatalf("placements %v, want 3=a3", got)
 	}

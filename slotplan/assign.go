@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/internal/revert"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // NodeView is what the loop knows of one node at the moment of a decision.
@@ -158,9 +159,9 @@ type Eviction struct {
 	Node cachenodes.Node
 	// Why is one sentence for the log and the metrics label.
 	Why string
-	// Reason is EvictionHoldExpired or EvictionMaintenance, or
-	// for a planned move EvictionDrain, EvictionReturn or EvictionReplace.
-	Reason EvictionReason
+	// Reason is mcribapi.EvictionHoldExpired or mcribapi.EvictionMaintenance, or
+	// for a planned move mcribapi.EvictionDrain, mcribapi.EvictionReturn or mcribapi.EvictionReplace.
+	Reason mcribapi.EvictionReason
 	// Move marks a planned move: the holder keeps the slot until its
 	// successor is placed (a failed flush of the successor moves nothing).
 	Move bool
@@ -189,7 +190,7 @@ type Placement struct {
 	Warm bool
 	// Reason is the eviction's reason for a move or replacement; "" for a
 	// vacant slot.
-	Reason EvictionReason
+	Reason mcribapi.EvictionReason
 	// Why says in one sentence why the slot moves.
 	Why string
 	// Until is when a served warm move's warming ends: the announce's.
@@ -282,7 +283,7 @@ func Decide(in Input) Plan {
 		var ev Eviction
 		switch {
 		case v.Maintenance:
-			ev = Eviction{Slot: i, Node: holder, Reason: EvictionMaintenance,
+			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionMaintenance,
 				Why: fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)}
 			if v.warmSource() && (warm.busy[i] || warm.lending[i]) {
 				// It still answers and its slot has a warming object: the
@@ -300,7 +301,7 @@ func Decide(in Input) Plan {
 				ev.Why += "; it still answers, so its slot moves warm"
 			}
 		case v.Due || v.DueSoon:
-			ev = Eviction{Slot: i, Node: holder, Reason: EvictionHoldExpired,
+			ev = Eviction{Slot: i, Node: holder, Reason: mcribapi.EvictionHoldExpired,
 				Why: fmt.Sprintf("node %s in slot %d was absent from Consul and unreachable for the whole hold", holder.ID, i)}
 			if !v.Due {
 				ev.Why = fmt.Sprintf("node %s in slot %d is absent from Consul and unreachable, and its hold ends within %s", holder.ID, i, cachenodes.AnnounceLead)
@@ -381,7 +382,7 @@ func Decide(in Input) Plan {
 		}
 	}
 	for _, ev := range moves {
-		if ev.Reason == EvictionReplace {
+		if ev.Reason == mcribapi.EvictionReplace {
 			if !z.announceMove(&plan, ev, false) {
 				plan.Refused = fmt.Sprintf("no spare can take slot %d of node %s: %s", ev.Slot, ev.Node.ID, noSpareWhy(in, idx, warm))
 			}
@@ -450,7 +451,7 @@ func replaceMove(in Input, idx *assignIndex, warm *warmState, inc incomingState)
 	}
 	v, known := idx.holderView(in, slot)
 	holder := idx.prevSlot(slot)
-	ev := Eviction{Slot: slot, Node: holder, Reason: EvictionReplace, Move: true,
+	ev := Eviction{Slot: slot, Node: holder, Reason: mcribapi.EvictionReplace, Move: true,
 		Warm: known && v.warmSource() && in.WarmFor > 0,
 		Why:  fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, slot)}
 	return ev, ""

@@ -2,7 +2,8 @@
 // previous map and what is known of the nodes (Input) into a Plan of
 // evictions and placements, and Build applies the placements that were
 // carried out to the previous map. It is a leaf: it imports only
-// cachenodes and the standard library, does no I/O and reads no clock
+// cachenodes, the wire's vocabulary (mcribapi, whose eviction reasons its
+// plans carry) and the standard library, does no I/O and reads no clock
 // (Input.Now is given), so the same Input always gives the same Plan and
 // the same map.
 //

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/slotplan"
 )
 
@@ -46,7 +47,7 @@ func ExampleDecide() {
 
 	in.Prev, in.Now = announced, ni.ServesAt
 	in.Incoming = make([]slotplan.IncomingView, 2)
-	in.Incoming[1] = slotplan.IncomingView{ServesAt: ni.ServesAt, Judged: true, Own: true, Reason: slotplan.EvictionHoldExpired}
+	in.Incoming[1] = slotplan.IncomingView{ServesAt: ni.ServesAt, Judged: true, Own: true, Reason: mcribapi.EvictionHoldExpired}
 	plan = slotplan.Decide(in)
 	next, _ := slotplan.Build(in, plan, nil, ni.ServesAt)
 	fmt.Println("generation:", next.Generation(), "slots:", next.Slot(0).ID, next.Slot(1).ID, "spares:", len(next.Spares()))

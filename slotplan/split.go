@@ -2,6 +2,8 @@ package slotplan
 
 import (
 	"fmt"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // Splits (docs/api.md, "Growing the pool"). After a resize from N to 2N
@@ -55,7 +57,7 @@ func (z *zoneIndex) splits(plan *Plan, warm warmState) StepOutcome {
 			}
 			continue
 		}
-		ev := Eviction{Slot: t, Node: holder, Reason: EvictionSplit, Move: true, Warm: in.WarmFor > 0,
+		ev := Eviction{Slot: t, Node: holder, Reason: mcribapi.EvictionSplit, Move: true, Warm: in.WarmFor > 0,
 			Why: fmt.Sprintf("a split step moves slot %d, the twin of slot %d, off node %s", t, s, holder.ID)}
 		az := idx.holderAZ(*in, s)
 		j, ok := z.pick(az, true)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // doubled builds a previous map from slot holders and spares (as
@@ -42,15 +43,15 @@ func checkTwinRules(t testing.TB, in Input, plan Plan, next *cachenodes.SlotMap)
 	}
 	splits := map[int]Placement{}
 	for _, p := range plan.Placements {
-		if p.Reason == EvictionSplit {
+		if p.Reason == mcribapi.EvictionSplit {
 			splits[p.Slot] = p
 		}
 	}
 	for _, ev := range plan.Evictions {
-		if ev.CountsAgainstCeiling() && ev.Reason == EvictionSplit {
+		if ev.CountsAgainstCeiling() && ev.Reason == mcribapi.EvictionSplit {
 			t.Errorf("a split counts against the ceiling: %+v", ev)
 		}
-		if prev.IsTwin(ev.Slot) && ev.Reason != EvictionSplit {
+		if prev.IsTwin(ev.Slot) && ev.Reason != mcribapi.EvictionSplit {
 			t.Errorf("twin %d evicted with reason %s", ev.Slot, ev.Reason)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcrib/mcrib/mcribapi"
 )
 
 // The spread rule (docs/api.md, "Spread rule"). Wherever Decide chooses a node
@@ -371,7 +373,7 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 				}
 				break // otherwise every slot of the zone moves in this pass already
 			}
-			ev := z.stepMove(i, EvictionDrain, fmt.Sprintf("a drain step moves slot %d off zone %q", i, zone))
+			ev := z.stepMove(i, mcribapi.EvictionDrain, fmt.Sprintf("a drain step moves slot %d off zone %q", i, zone))
 			if !z.move(plan, ev) {
 				o.Blocked = "no spare outside the drained zones: " + noSpareWhy(*in, z.idx, warmState{sources: z.sources})
 				break
@@ -397,7 +399,7 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 				o.Blocked = "no slot of an undrained zone to give back"
 				break
 			}
-			ev := z.stepMove(src, EvictionReturn, why)
+			ev := z.stepMove(src, mcribapi.EvictionReturn, why)
 			z.held[z.zone(z.idx.holderAZ(*in, src))]--
 			z.place(plan, ev, z.take(k))
 			o.Moved++
@@ -409,7 +411,7 @@ func (z *zoneIndex) steps(plan *Plan) map[string]StepOutcome {
 
 // stepMove is the move of slot i's holder for a drain or return step:
 // warm when the holder answers, owes no flush and warm moves are on.
-func (z *zoneIndex) stepMove(i int, reason EvictionReason, why string) Eviction {
+func (z *zoneIndex) stepMove(i int, reason mcribapi.EvictionReason, why string) Eviction {
 	v, known := z.idx.holderView(*z.in, i)
 	holder := z.idx.prevSlot(i)
 	return Eviction{Slot: i, Node: holder, Reason: reason, Move: true,

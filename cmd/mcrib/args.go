@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/mcrib/mcrib/internal/cli"
 )
 
 // clientOptions are the flags every client command takes, after its name
@@ -92,20 +90,6 @@ func didYouMean(word string, candidates []string, prefix string) string {
 		return fmt.Sprintf("; did you mean %q?", best)
 	}
 	return "; did you mean " + prefix + best + "?"
-}
-
-// connectNoArgs parses args into fs, refuses positional arguments (a
-// usage error), and returns a client of the operator API as o, filled by
-// the parse, says.
-func (c proc) connectNoArgs(fs *flag.FlagSet, o *clientOptions, args []string) (*cli.Client, error) {
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usageError("unexpected argument %q", pos[0])
-	}
-	return c.connect(o)
 }
 
 // leadingFlags splits the client flags given before the command name

@@ -46,13 +46,15 @@ func (c proc) connect(o *clientOptions) (*cli.Client, error) {
 		from = "from " + from
 	}
 	return cli.New(cli.Options{
-		Addr:        base,
-		AddrFrom:    from,
-		Token:       token,
-		TokenFrom:   tokenFrom,
-		Who:         c.operator(o.who),
-		Transport:   tr,
-		UserAgent:   "mcrib/" + version,
+		APIOptions: cli.APIOptions{
+			Addr:      base,
+			AddrFrom:  from,
+			Token:     token,
+			TokenFrom: tokenFrom,
+			Who:       c.operator(o.who),
+			Transport: tr,
+			UserAgent: "mcrib/" + version,
+		},
 		Stdout:      c.stdout,
 		Stderr:      c.stderr,
 		Now:         c.now,

@@ -28,10 +28,24 @@ var followEvery = time.Second
 // eventsUsage is the usage of `mcrib events`.
 const eventsUsage = "usage: mcrib events [--follow] [--json] " + clientUsage
 
-// read runs a command that takes only the client flags (and those fs adds)
-// with the client they configure.
-func (c proc) read(ctx context.Context, fs *flag.FlagSet, o *clientOptions, args []string, call func(*cli.Client, context.Context) error) error {
-	cl, err := c.connectNoArgs(fs, o, args)
+// clientCall is what a client command does once its arguments are
+// checked: one call of internal/cli.
+type clientCall func(*cli.Client, context.Context) error
+
+// runClient is the part every client command shares: it parses args into
+// fs (the client flags o holds and the command's own), hands the
+// positional arguments to check, which returns the command's call or a
+// usage error, then connects as o says and makes the call.
+func (c proc) runClient(ctx context.Context, fs *flag.FlagSet, o *clientOptions, args []string, check func(pos []string) (clientCall, error)) error {
+	pos, err := parseClientArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	call, err := check(pos)
+	if err != nil {
+		return err
+	}
+	cl, err := c.connect(o)
 	if err != nil {
 		return err
 	}
@@ -39,16 +53,34 @@ func (c proc) read(ctx context.Context, fs *flag.FlagSet, o *clientOptions, args
 	return call(cl, ctx)
 }
 
+// noArgs is the check of a command that takes no positional argument.
+func noArgs(call clientCall) func(pos []string) (clientCall, error) {
+	return func(pos []string) (clientCall, error) {
+		if len(pos) > 0 {
+			return nil, usageError("unexpected argument %q", pos[0])
+		}
+		return call, nil
+	}
+}
+
+// needReason refuses an empty --reason.
+func needReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return usageError("--reason is required and must not be empty")
+	}
+	return nil
+}
+
 // status prints GET /v1/status.
 func (c proc) status(ctx context.Context, args []string) error {
 	fs, o := clientFlags("status")
-	return c.read(ctx, fs, o, args, (*cli.Client).Status)
+	return c.runClient(ctx, fs, o, args, noArgs((*cli.Client).Status))
 }
 
 // slots prints GET /v1/slotmap.
 func (c proc) slots(ctx context.Context, args []string) error {
 	fs, o := clientFlags("slots")
-	return c.read(ctx, fs, o, args, (*cli.Client).Slots)
+	return c.runClient(ctx, fs, o, args, noArgs((*cli.Client).Slots))
 }
 
 // freeze sends PUT /v1/freeze, after checking that the pool is not frozen
@@ -58,28 +90,21 @@ func (c proc) freeze(ctx context.Context, args []string) error {
 	fs, o := clientFlags("freeze")
 	reason := fs.String("reason", "", "why membership is frozen, up to 512 characters (required)")
 	force := fs.Bool("force", false, "replace a freeze that another operator set")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
-	}
-	if strings.TrimSpace(*reason) == "" {
-		return usageError("--reason is required and must not be empty")
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.Freeze(ctx, *reason, *force)
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		if len(pos) > 0 {
+			return nil, usageError("unexpected argument %q", pos[0])
+		}
+		if err := needReason(*reason); err != nil {
+			return nil, err
+		}
+		return func(cl *cli.Client, ctx context.Context) error { return cl.Freeze(ctx, *reason, *force) }, nil
+	})
 }
 
 // unfreeze sends DELETE /v1/freeze.
 func (c proc) unfreeze(ctx context.Context, args []string) error {
 	fs, o := clientFlags("unfreeze")
-	return c.read(ctx, fs, o, args, (*cli.Client).Unfreeze)
+	return c.runClient(ctx, fs, o, args, noArgs((*cli.Client).Unfreeze))
 }
 
 // ratelimit prints GET /v1/ratelimit, or changes it with `set N` or `auto`.
@@ -87,28 +112,21 @@ func (c proc) ratelimit(ctx context.Context, args []string) error {
 	fs, o := clientFlags("ratelimit")
 	burst := fs.Int("burst", 0, "bucket size, whole boots >= 1 (with set or auto)")
 	explainFlag(fs, "burst", errNotInteger)
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	req, err := rateLimitChange(pos)
-	if err != nil {
-		return err
-	}
-	switch burstGiven := given(fs, "burst"); {
-	case burstGiven && req == nil:
-		return usageError("--burst goes with set or auto")
-	case burstGiven && *burst < 1:
-		return usageError("--burst must be a whole number of at least 1, got %q", strconv.Itoa(*burst))
-	case burstGiven:
-		req.Burst = burst
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.RateLimit(ctx, req)
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		req, err := rateLimitChange(pos)
+		if err != nil {
+			return nil, err
+		}
+		switch burstGiven := given(fs, "burst"); {
+		case burstGiven && req == nil:
+			return nil, usageError("--burst goes with set or auto")
+		case burstGiven && *burst < 1:
+			return nil, usageError("--burst must be a whole number of at least 1, got %q", strconv.Itoa(*burst))
+		case burstGiven:
+			req.Burst = burst
+		}
+		return func(cl *cli.Client, ctx context.Context) error { return cl.RateLimit(ctx, req) }, nil
+	})
 }
 
 // events prints GET /v1/events; with --follow it then asks for the events
@@ -117,7 +135,7 @@ func (c proc) events(ctx context.Context, args []string) error {
 	fs, o := clientFlags("events")
 	fs.Lookup("json").Usage = "print each event as one line of JSON"
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	return c.read(ctx, fs, o, args, func(cl *cli.Client, ctx context.Context) error { return cl.Events(ctx, *follow) })
+	return c.runClient(ctx, fs, o, args, noArgs(func(cl *cli.Client, ctx context.Context) error { return cl.Events(ctx, *follow) }))
 }
 
 // rateLimitChange reads the positional arguments of `mcrib ratelimit`: none

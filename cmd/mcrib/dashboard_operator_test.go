@@ -50,29 +50,7 @@ func startDashStack(t *testing.T, zones []string, perZone int, args ...string) *
 		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cfg, err := parseServeConfig(append([]string{"--consul", consul.HTTPAddr, "--listen", addr}, args...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	logs := &strings.Builder{}
-	var logMu sync.Mutex
-	wg.Go(func() {
-		w := writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
-		if err := runServe(ctx, cfg, io.Discard, w); err != nil {
-			t.Errorf("mcrib serve: %v", err)
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if t.Failed() {
-			logMu.Lock()
-			t.Logf("mcrib log:\n%s", dashtest.Tail(logs.String(), 6000))
-			logMu.Unlock()
-		}
-	})
+	serveInProcess(t, append([]string{"--consul", consul.HTTPAddr, "--listen", addr}, args...)...)
 	s.base = "http://" + addr
 	return s
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,30 +41,8 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		testenv.Register(t, consul.Client, nodes[id], testenv.Registration{ID: id, Meta: map[string]string{"az": string(rune('a' + i%3))}})
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cfg, err := parseServeConfig([]string{"--consul", consul.HTTPAddr, "--listen", addr, "--slots", "4", "--hold", "2s",
-		"--probe-interval", "200ms", "--stats-interval", "200ms"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	logs := &strings.Builder{}
-	var logMu sync.Mutex
-	wg.Go(func() {
-		w := writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
-		if err := runServe(ctx, cfg, io.Discard, w); err != nil {
-			t.Errorf("mcrib serve: %v", err)
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if t.Failed() {
-			logMu.Lock()
-			t.Logf("mcrib log:\n%s", dashtest.Tail(logs.String(), 6000))
-			logMu.Unlock()
-		}
-	})
+	serveInProcess(t, "--consul", consul.HTTPAddr, "--listen", addr, "--slots", "4", "--hold", "2s",
+		"--probe-interval", "200ms", "--stats-interval", "200ms")
 	base := "http://" + addr
 
 	var victim string
@@ -153,8 +129,3 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		t.Logf("screenshot during a replacement written to %s", shot)
 	}
 }
-
-// writerFunc is an io.Writer made of a function.
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

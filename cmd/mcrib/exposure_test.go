@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +87,7 @@ func TestServeTLS(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var serveOut, serveErr syncBuf
+	var serveOut, serveErr testenv.SyncBuffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", addr, "--consul", "127.0.0.1:1", "--tls-cert", cert, "--tls-key", key}, &serveOut, &serveErr, envOf(nil))
 	}()
@@ -121,23 +120,4 @@ func TestServeTLS(t *testing.T) {
 	}
 	// A forwarding replica trusts the certificate from its own --tls-cert:
 	// internal/apiserver's TestForwardOverTLS.
-}
-
-// syncBuf is a bytes.Buffer safe for a writer and a reader in two
-// goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

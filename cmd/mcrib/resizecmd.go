@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"strconv"
-	"strings"
 
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -19,44 +19,31 @@ func (c proc) resize(ctx context.Context, args []string) error {
 	every := fs.String("every", "", "time between steps, a duration `D` from 1s to 1h (server default 30s)")
 	explainFlag(fs, "slots", errNotInteger)
 	explainFlag(fs, "step", errNotInteger)
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	starting := given(fs, "slots") || given(fs, "reason") || given(fs, "step") || given(fs, "every")
-	switch {
-	case len(pos) > 1 || (len(pos) == 1 && pos[0] != "stop"):
-		return usageError("unexpected argument %q (mcrib resize takes only stop)", pos[len(pos)-1])
-	case len(pos) == 1 && starting:
-		return usageError("mcrib resize stop takes no --slots, --reason, --step or --every")
-	}
-	var req *mcribapi.ResizeRequest
-	if starting {
-		if !given(fs, "slots") || *slots < 1 {
-			return usageError("--slots is required to start a resize: twice the pool's slots, a power of two up to 4096, got %q", strconv.Itoa(*slots))
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		starting := given(fs, "slots") || given(fs, "reason") || given(fs, "step") || given(fs, "every")
+		switch {
+		case len(pos) > 1 || (len(pos) == 1 && pos[0] != "stop"):
+			return nil, usageError("unexpected argument %q (mcrib resize takes only stop)", pos[len(pos)-1])
+		case len(pos) == 1 && starting:
+			return nil, usageError("mcrib resize stop takes no --slots, --reason, --step or --every")
+		case len(pos) == 1:
+			return (*cli.Client).StopResize, nil
+		case !starting:
+			return (*cli.Client).Resize, nil
+		case !given(fs, "slots") || *slots < 1:
+			return nil, usageError("--slots is required to start a resize: twice the pool's slots, a power of two up to 4096, got %q", strconv.Itoa(*slots))
 		}
-		if strings.TrimSpace(*reason) == "" {
-			return usageError("--reason is required and must not be empty")
+		if err := needReason(*reason); err != nil {
+			return nil, err
 		}
-		req = &mcribapi.ResizeRequest{NumSlots: *slots, Reason: *reason}
+		req := mcribapi.ResizeRequest{NumSlots: *slots, Reason: *reason}
 		if given(fs, "step") {
 			req.StepPercent = step
 		}
 		var err error
 		if req.StepInterval, err = stepEvery(fs, every); err != nil {
-			return err
+			return nil, err
 		}
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	switch {
-	case req != nil:
-		return cl.StartResize(ctx, *req)
-	case len(pos) == 1:
-		return cl.StopResize(ctx)
-	}
-	return cl.Resize(ctx)
+		return func(cl *cli.Client, ctx context.Context) error { return cl.StartResize(ctx, req) }, nil
+	})
 }

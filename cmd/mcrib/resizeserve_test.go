@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,16 +50,10 @@ func TestServeSlotsOfAResizedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	logs := &strings.Builder{}
+	logs := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() {
-		w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
-		done <- runServe(ctx, cfg, w, w)
-	}()
+	go func() { done <- runServe(ctx, cfg, logs, logs) }()
 	testenv.Eventually(t, 20*time.Second, "the warning that the pool was resized", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		return strings.Contains(logs.String(), "the pool was resized")
 	})
 	cancel()

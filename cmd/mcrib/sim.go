@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcrib/mcrib/internal/cli"
 	"github.com/mcrib/mcrib/sim"
 )
 
@@ -21,7 +22,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs = flag.NewFlagSet("mcrib sim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	scenarios = fs.String("scenario", "all", "scenarios, comma-separated, or all: "+strings.Join(sim.Scenarios, ", "))
+	scenarios = fs.String("scenario", "all", "scenarios, comma-separated, or all: "+strings.Join(sim.Scenarios(), ", "))
 	policies = fs.String("policy", "immediate,mcrib", "policies, comma-separated: immediate, mcrib, mcrib-cold (--warm-for 0s), adaptive, static:N")
 	like = fs.String("like", "", "shape the pool like the running mcrib at this URL (GET /v1/status and /v1/slotmap)")
 	out = fs.String("out", "", "write report.md, one SVG per scenario and results.json into this directory")
@@ -75,7 +76,7 @@ func (c proc) sim(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usageError("unexpected argument %q", pos[0])
 	}
-	scenarios := sim.Scenarios
+	scenarios := sim.Scenarios()
 	if *scenarioList != "all" {
 		scenarios = strings.Split(*scenarioList, ",")
 	}
@@ -155,15 +156,17 @@ func (c proc) poolShape(ctx context.Context, addr string) (sim.Shape, error) {
 		return sim.Shape{}, err
 	}
 	defer cl.Close()
-	st, err := cl.Get(ctx, "/v1/status")
-	if err != nil {
+	// sim.ParseShape reads the documents and words what does not read.
+	var unreadable *cli.DocumentError
+	st, err := cl.API().Status(ctx)
+	if err != nil && !errors.As(err, &unreadable) {
 		return sim.Shape{}, err
 	}
-	m, err := cl.Get(ctx, "/v1/slotmap")
-	if err != nil {
+	m, err := cl.API().SlotMap(ctx)
+	if err != nil && !errors.As(err, &unreadable) {
 		return sim.Shape{}, err
 	}
-	shape, err := sim.ParseShape(st, m)
+	shape, err := sim.ParseShape(st.Body, m.Body)
 	if errors.Is(err, sim.ErrBadConfig) {
 		return sim.Shape{}, fmt.Errorf("--like %s: %w", addr, err)
 	}

@@ -17,7 +17,7 @@ import (
 func (c proc) zones(ctx context.Context, args []string) error {
 	fs, o := clientFlags("zones")
 	fs.Lookup("json").Usage = "print the status document's array of zones as it came"
-	return c.read(ctx, fs, o, args, (*cli.Client).Zones)
+	return c.runClient(ctx, fs, o, args, noArgs((*cli.Client).Zones))
 }
 
 // drain sends PUT /v1/drain/ZONE and prints the zone's entry.
@@ -29,75 +29,54 @@ func (c proc) drain(ctx context.Context, args []string) error {
 	every := fs.String("every", "", "time between steps, a duration `D` from 1s to 1h (server default 30s)")
 	explainFlag(fs, "percent", errNotInteger)
 	explainFlag(fs, "step", errNotInteger)
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	zone, err := onePositional(pos, "ZONE")
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(*reason) == "" {
-		return usageError("--reason is required and must not be empty")
-	}
-	req := mcribapi.DrainRequest{Reason: *reason}
-	if given(fs, "percent") {
-		req.Percent = percent
-	}
-	if given(fs, "step") {
-		req.StepPercent = step
-	}
-	if req.StepInterval, err = stepEvery(fs, every); err != nil {
-		return err
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.Drain(ctx, zone, req)
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		zone, err := onePositional(pos, "ZONE")
+		if err != nil {
+			return nil, err
+		}
+		if err := needReason(*reason); err != nil {
+			return nil, err
+		}
+		req := mcribapi.DrainRequest{Reason: *reason}
+		if given(fs, "percent") {
+			req.Percent = percent
+		}
+		if given(fs, "step") {
+			req.StepPercent = step
+		}
+		if req.StepInterval, err = stepEvery(fs, every); err != nil {
+			return nil, err
+		}
+		return func(cl *cli.Client, ctx context.Context) error { return cl.Drain(ctx, zone, req) }, nil
+	})
 }
 
 // undrain sends DELETE /v1/drain/ZONE and prints the zone's entry.
 func (c proc) undrain(ctx context.Context, args []string) error {
 	fs, o := clientFlags("undrain")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	zone, err := onePositional(pos, "ZONE")
-	if err != nil {
-		return err
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.Undrain(ctx, zone)
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		zone, err := onePositional(pos, "ZONE")
+		if err != nil {
+			return nil, err
+		}
+		return func(cl *cli.Client, ctx context.Context) error { return cl.Undrain(ctx, zone) }, nil
+	})
 }
 
 // replace sends POST /v1/nodes/NODE/replace and prints the move.
 func (c proc) replace(ctx context.Context, args []string) error {
 	fs, o := clientFlags("replace")
 	reason := fs.String("reason", "", "why the node is replaced, up to 512 characters (required)")
-	pos, err := parseClientArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	node, err := onePositional(pos, "NODE")
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(*reason) == "" {
-		return usageError("--reason is required and must not be empty")
-	}
-	cl, err := c.connect(o)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	return cl.Replace(ctx, node, *reason)
+	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
+		node, err := onePositional(pos, "NODE")
+		if err != nil {
+			return nil, err
+		}
+		if err := needReason(*reason); err != nil {
+			return nil, err
+		}
+		return func(cl *cli.Client, ctx context.Context) error { return cl.Replace(ctx, node, *reason) }, nil
+	})
 }
 
 // onePositional returns the one positional argument a command takes,

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/internal/bootgate"
+	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -46,23 +46,6 @@ type fixedReplicas struct{ n int }
 func (r fixedReplicas) Count() int              { return r.n }
 func (r fixedReplicas) Has(session string) bool { return session == "s-peer" }
 func (r fixedReplicas) Session() string         { return "s-me" }
-
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) lines(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), substr)
-}
 
 func bootCall(t *testing.T, a *Server, header string) int {
 	t.Helper()
@@ -137,7 +120,7 @@ func TestBlackHoledLeaderCostsOneShortWait(t *testing.T) {
 			conns = append(conns, c)
 		}
 	}()
-	logs := &syncLog{}
+	logs := &testenv.SyncBuffer{}
 	boot := &countingBoot{}
 	a := newServer(Options{Boot: boot, Logger: slog.New(slog.NewTextHandler(logs, nil)), Leader: func() (bool, string) {
 		return false, ln.Addr().String()
@@ -160,7 +143,7 @@ func TestBlackHoledLeaderCostsOneShortWait(t *testing.T) {
 	if boot.shares != 21 || boot.lastReplicas != 2 || boot.pool != 0 {
 		t.Fatalf("admissions: %d from the share (of %d replicas), %d from the pool's limit; want 21 from a half share", boot.shares, boot.lastReplicas, boot.pool)
 	}
-	if n := logs.lines("forwarding boots to the leader failed"); n != 1 {
+	if n := strings.Count(logs.String(), "forwarding boots to the leader failed"); n != 1 {
 		t.Fatalf("the failed forwards were logged %d times, want once", n)
 	}
 }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -44,61 +43,35 @@ func (a *Server) getResize(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *Server) putResize(w http.ResponseWriter, r *http.Request) error {
-	body, req, err := readRequest(r, mcribapi.ParseResizeRequest)
-	if err != nil {
-		return err
-	}
-	z, err := a.resizeReady()
-	if err != nil {
-		return err
-	}
-	by := a.caller(r)
-	doc, err := z.StartResize(r.Context(), req, by)
-	if errors.Is(err, mcribapi.ErrNotLeader) {
-		return a.forwardToLeader(w, r, "the resize", body)
-	}
-	if err := resizeError(err, "the resize"); err != nil {
-		return err
-	}
-	what := fmt.Sprintf("resize the pool to %d slots, %d%% of its twins split every %s: %s", req.NumSlots, req.StepPercent, req.IntervalText(), req.Reason)
-	a.logger.Info("operator change", "who", by, "what", "resize", "slots", req.NumSlots, "why", req.Reason,
-		"step_percent", req.StepPercent, "step_interval", req.IntervalText())
-	a.ops.operator(by, what)
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return changeCall[mcribapi.Resize]{
+		parse:     mcribapi.ParseResizeRequest,
+		who:       a.caller,
+		forwarded: "the resize",
+		apply: func(ctx context.Context, req mcribapi.Resize, by string) (change, error) {
+			z, err := a.resizeReady()
+			if err != nil {
+				return change{}, err
+			}
+			doc, err := z.StartResize(ctx, req, by)
+			return change{doc, fmt.Sprintf("resize the pool to %d slots, %d%% of its twins split every %s: %s", req.NumSlots, req.StepPercent, req.IntervalText(), req.Reason),
+				[]any{"what", "resize", "slots", req.NumSlots, "why", req.Reason, "step_percent", req.StepPercent, "step_interval", req.IntervalText()}}, err
+		},
+		failed: refusalsOr("the resize could not be carried out", mcribapi.ErrNoResize),
+	}.serve(a, w, r)
 }
 
 func (a *Server) deleteResize(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r) // unused, but size-limited as every body
-	if err != nil {
-		return err
-	}
-	z, err := a.resizeReady()
-	if err != nil {
-		return err
-	}
-	by := a.caller(r)
-	doc, err := z.StopResize(r.Context(), by)
-	if errors.Is(err, mcribapi.ErrNotLeader) {
-		return a.forwardToLeader(w, r, "the stop of the resize", body)
-	}
-	if err := resizeError(err, "the stop of the resize"); err != nil {
-		return err
-	}
-	a.logger.Info("operator change", "who", by, "what", "resize stop")
-	a.ops.operator(by, "stop the resize: no further split; twins stay twins")
-	writeJSON(w, http.StatusOK, doc)
-	return nil
-}
-
-// resizeError maps an error of StartResize or StopResize (what: "the
-// resize") to its answer; nil stays nil.
-func resizeError(err error, what string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, mcribapi.ErrNoResize), errors.Is(err, mcribapi.ErrRefused), errors.Is(err, mcribapi.ErrBadRequest):
-		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
-	}
-	return mcribapi.Errorf(http.StatusServiceUnavailable, "%s could not be carried out: %v", what, err)
+	return changeCall[struct{}]{
+		who:       a.caller,
+		forwarded: "the stop of the resize",
+		apply: func(ctx context.Context, _ struct{}, by string) (change, error) {
+			z, err := a.resizeReady()
+			if err != nil {
+				return change{}, err
+			}
+			doc, err := z.StopResize(ctx, by)
+			return change{doc, "stop the resize: no further split; twins stay twins", []any{"what", "resize stop"}}, err
+		},
+		failed: refusalsOr("the stop of the resize could not be carried out", mcribapi.ErrNoResize),
+	}.serve(a, w, r)
 }

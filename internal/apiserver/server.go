@@ -266,19 +266,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// readRequest reads r's body (readBody) and parses it with parse: a body
-// parse refuses is a 400 with its one sentence. The body is returned too,
-// for a handler that forwards the request to the leader.
-func readRequest[T any](r *http.Request, parse func([]byte) (T, error)) (body []byte, req T, err error) {
-	if body, err = readBody(r); err != nil {
-		return nil, req, err
-	}
-	if req, err = parse(body); err != nil {
-		return nil, req, mcribapi.Errorf(http.StatusBadRequest, "%s", mcribapi.Sentence(err))
-	}
-	return body, req, nil
-}
-
 // auth wraps a mutating handler with the checks that come before its own,
 // in the order of the browser rule (the 403s come first, from
 // browserGuard): when a token is configured the request needs
@@ -335,32 +322,25 @@ func (a *Server) status() mcribapi.Status {
 }
 
 func (a *Server) putFreeze(w http.ResponseWriter, r *http.Request) error {
-	_, reason, err := readRequest(r, mcribapi.ParseFreezeRequest)
-	if err != nil {
-		return err
-	}
-	by := a.who(r)
-	doc, err := a.loop.Freeze(r.Context(), reason, by)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusServiceUnavailable, "the freeze could not be stored in Consul: %v", err)
-	}
-	a.logger.Info("operator change", "who", by, "what", "freeze", "why", reason)
-	a.ops.operator(by, "freeze: "+reason)
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return changeCall[string]{
+		parse: mcribapi.ParseFreezeRequest,
+		who:   a.who,
+		apply: func(ctx context.Context, reason, by string) (change, error) {
+			doc, err := a.loop.Freeze(ctx, reason, by)
+			return change{doc, "freeze: " + reason, []any{"what", "freeze", "why", reason}}, err
+		},
+		failed: unavailableAs("the freeze could not be stored in Consul"),
+	}.serve(a, w, r)
 }
 
 func (a *Server) deleteFreeze(w http.ResponseWriter, r *http.Request) error {
-	if _, err := readBody(r); err != nil {
-		return err
-	}
-	if err := a.loop.Unfreeze(r.Context()); err != nil {
-		return mcribapi.Errorf(http.StatusServiceUnavailable, "the freeze could not be lifted in Consul: %v", err)
-	}
-	a.logger.Info("operator change", "who", a.who(r), "what", "unfreeze", "why", "")
-	a.ops.operator(a.who(r), "unfreeze")
-	writeJSON(w, http.StatusOK, map[string]bool{"frozen": false})
-	return nil
+	return changeCall[struct{}]{
+		who: a.who,
+		apply: func(ctx context.Context, _ struct{}, _ string) (change, error) {
+			return change{map[string]bool{"frozen": false}, "unfreeze", []any{"what", "unfreeze", "why", ""}}, a.loop.Unfreeze(ctx)
+		},
+		failed: unavailableAs("the freeze could not be lifted in Consul"),
+	}.serve(a, w, r)
 }
 
 func (a *Server) getRateLimit(w http.ResponseWriter, r *http.Request) error {
@@ -369,28 +349,24 @@ func (a *Server) getRateLimit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *Server) putRateLimit(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	st, err := ratelimit.ParseSetting(body)
-	if err != nil {
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", err.Error())
-	}
-	by := a.who(r)
-	doc, err := a.boot.Set(r.Context(), st, by)
-	switch {
-	case errors.Is(err, ratelimit.ErrInvalidSetting):
-		return mcribapi.Errorf(http.StatusBadRequest, "%s", err.Error())
-	case errors.Is(err, ratelimit.ErrConflict):
-		return mcribapi.Errorf(http.StatusConflict, "the boot limit kept changing under this call; try again")
-	case err != nil:
-		return mcribapi.Errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
-	}
-	a.logger.Info("operator change", "who", by, "what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst)
-	a.ops.operator(by, fmt.Sprintf("boot limit %s %s boots/s, burst %d", doc.Mode, limitText(doc.Limit), doc.Burst))
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return changeCall[ratelimit.Setting]{
+		parse: ratelimit.ParseSetting,
+		who:   a.who,
+		apply: func(ctx context.Context, st ratelimit.Setting, by string) (change, error) {
+			doc, err := a.boot.Set(ctx, st, by)
+			return change{doc, fmt.Sprintf("boot limit %s %s boots/s, burst %d", doc.Mode, limitText(doc.Limit), doc.Burst),
+				[]any{"what", "ratelimit", "why", doc.Reason, "mode", doc.Mode, "limit", doc.Limit, "burst", doc.Burst}}, err
+		},
+		failed: func(err error) error {
+			switch {
+			case errors.Is(err, ratelimit.ErrInvalidSetting):
+				return mcribapi.Errorf(http.StatusBadRequest, "%s", err.Error())
+			case errors.Is(err, ratelimit.ErrConflict):
+				return mcribapi.Errorf(http.StatusConflict, "the boot limit kept changing under this call; try again")
+			}
+			return mcribapi.Errorf(http.StatusServiceUnavailable, "the boot limit could not be stored in Consul: %v", err)
+		},
+	}.serve(a, w, r)
 }
 
 func (a *Server) healthz(w http.ResponseWriter, r *http.Request) error {

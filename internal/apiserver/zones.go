@@ -76,27 +76,23 @@ func (a *Server) putDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, req, err := readRequest(r, mcribapi.ParseDrainRequest)
-	if err != nil {
-		return err
-	}
-	z, err := a.zonesReady()
-	if err != nil {
-		return err
-	}
-	by := a.caller(r)
 	// Any replica stores a drain (check-and-set in KV); the leader carries
 	// it out, so nothing is forwarded.
-	doc, err := z.Drain(r.Context(), zone, req, by)
-	if err := zoneError(err, zone, "the drain"); err != nil {
-		return err
-	}
-	what := fmt.Sprintf("drain zone %s: %d%% of its slots, %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.IntervalText(), req.Reason)
-	a.logger.Info("operator change", "who", by, "what", "drain", "zone", zone, "why", req.Reason,
-		"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.IntervalText())
-	a.ops.operator(by, what)
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return changeCall[mcribapi.Drain]{
+		parse: mcribapi.ParseDrainRequest,
+		who:   a.caller,
+		apply: func(ctx context.Context, req mcribapi.Drain, by string) (change, error) {
+			z, err := a.zonesReady()
+			if err != nil {
+				return change{}, err
+			}
+			doc, err := z.Drain(ctx, zone, req, by)
+			return change{doc, fmt.Sprintf("drain zone %s: %d%% of its slots, %d%% every %s: %s", zone, req.Percent, req.StepPercent, req.IntervalText(), req.Reason),
+				[]any{"what", "drain", "zone", zone, "why", req.Reason,
+					"percent", req.Percent, "step_percent", req.StepPercent, "step_interval", req.IntervalText()}}, err
+		},
+		failed: zoneError(zone, "the drain"),
+	}.serve(a, w, r)
 }
 
 func (a *Server) deleteDrain(w http.ResponseWriter, r *http.Request) error {
@@ -104,37 +100,36 @@ func (a *Server) deleteDrain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := readBody(r); err != nil { // unused, but size-limited as every body
-		return err
-	}
-	z, err := a.zonesReady()
-	if err != nil {
-		return err
-	}
-	doc, err := z.Undrain(r.Context(), zone)
-	if err := zoneError(err, zone, "the undrain"); err != nil {
-		return err
-	}
-	by := a.caller(r)
-	a.logger.Info("operator change", "who", by, "what", "undrain", "zone", zone)
-	a.ops.operator(by, "undrain zone "+zone+": its slots come back at the drain's pace")
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return changeCall[struct{}]{
+		who: a.caller,
+		apply: func(ctx context.Context, _ struct{}, _ string) (change, error) {
+			z, err := a.zonesReady()
+			if err != nil {
+				return change{}, err
+			}
+			doc, err := z.Undrain(ctx, zone)
+			return change{doc, "undrain zone " + zone + ": its slots come back at the drain's pace", []any{"what", "undrain", "zone", zone}}, err
+		},
+		failed: zoneError(zone, "the undrain"),
+	}.serve(a, w, r)
 }
 
-// zoneError maps an error of Drain or Undrain to its answer; nil stays nil.
-func zoneError(err error, zone, what string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, mcribapi.ErrBadRequest), errors.Is(err, mcribapi.ErrRefused):
-		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
-	case errors.Is(err, mcribapi.ErrUnknownZone):
-		return mcribapi.Errorf(http.StatusNotFound, "no node is known in zone %q", zone)
-	case errors.Is(err, mcribapi.ErrNotDrained):
-		return mcribapi.Errorf(http.StatusNotFound, "zone %q is not drained", zone)
+// zoneError returns the failed of Drain or Undrain of zone (what: "the
+// drain"): the refusals, an unknown zone and one not drained (404s), else
+// a 503.
+func zoneError(zone, what string) func(error) error {
+	return func(err error) error {
+		if answer, ok := refusal(err); ok {
+			return answer
+		}
+		switch {
+		case errors.Is(err, mcribapi.ErrUnknownZone):
+			return mcribapi.Errorf(http.StatusNotFound, "no node is known in zone %q", zone)
+		case errors.Is(err, mcribapi.ErrNotDrained):
+			return mcribapi.Errorf(http.StatusNotFound, "zone %q is not drained", zone)
+		}
+		return unavailableAs(what + " could not be stored in Consul")(err)
 	}
-	return mcribapi.Errorf(http.StatusServiceUnavailable, "%s could not be stored in Consul: %v", what, err)
 }
 
 func (a *Server) postReplace(w http.ResponseWriter, r *http.Request) error {
@@ -142,33 +137,28 @@ func (a *Server) postReplace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, reason, err := readRequest(r, mcribapi.ParseReplaceRequest)
-	if err != nil {
-		return err
-	}
-	z, err := a.zonesReady()
-	if err != nil {
-		return err
-	}
-	by := a.caller(r)
-	res, err := z.Replace(r.Context(), id, reason, by)
-	switch {
-	case errors.Is(err, mcribapi.ErrNotLeader):
-		return a.forwardToLeader(w, r, "the replace", body)
-	case errors.Is(err, mcribapi.ErrUnknownNode):
-		return mcribapi.Errorf(http.StatusNotFound, "no node %q is known in this pool", id)
-	case errors.Is(err, mcribapi.ErrRefused), errors.Is(err, mcribapi.ErrBadRequest):
-		return mcribapi.Errorf(mcribapi.StatusCode(err), "%s", mcribapi.Sentence(err))
-	case err != nil:
-		return mcribapi.Errorf(http.StatusServiceUnavailable, "the replace of %s could not be carried out: %v", id, err)
-	}
-	kind := mcribapi.MoveCold
-	if res.Warm {
-		kind = mcribapi.MoveWarm
-	}
-	a.logger.Info("operator change", "who", by, "what", "replace", "node", id, "why", reason,
-		"slot", res.Slot, "to", res.To, "warm", res.Warm)
-	a.ops.operator(by, fmt.Sprintf("replace %s: slot %d to %s (%s): %s", id, res.Slot, res.To, kind, reason))
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return changeCall[string]{
+		parse:     mcribapi.ParseReplaceRequest,
+		who:       a.caller,
+		forwarded: "the replace",
+		apply: func(ctx context.Context, reason, by string) (change, error) {
+			z, err := a.zonesReady()
+			if err != nil {
+				return change{}, err
+			}
+			res, err := z.Replace(ctx, id, reason, by)
+			kind := mcribapi.MoveCold
+			if res.Warm {
+				kind = mcribapi.MoveWarm
+			}
+			return change{res, fmt.Sprintf("replace %s: slot %d to %s (%s): %s", id, res.Slot, res.To, kind, reason),
+				[]any{"what", "replace", "node", id, "why", reason, "slot", res.Slot, "to", res.To, "warm", res.Warm}}, err
+		},
+		failed: func(err error) error {
+			if errors.Is(err, mcribapi.ErrUnknownNode) {
+				return mcribapi.Errorf(http.StatusNotFound, "no node %q is known in this pool", id)
+			}
+			return refusalsOr("the replace of " + id + " could not be carried out")(err)
+		},
+	}.serve(a, w, r)
 }

@@ -1,7 +1,9 @@
-// Package cli is the client side of mcrib's command line: a Client of the
-// operator API (docs/api.md) that runs the client commands (status, slots,
-// freeze, unfreeze, ratelimit, zones, drain, undrain, replace, events) and
-// prints their answers for a person, or as the JSON that came.
+// Package cli is the client side of mcrib's command line: API, a typed
+// client of the operator API (docs/api.md) whose calls return the mcribapi
+// documents, and Client, which runs the client commands over it (status,
+// slots, freeze, unfreeze, ratelimit, zones, drain, undrain, replace,
+// events, resize; one file each) and prints their answers for a person, or
+// as the JSON that came.
 //
 // New builds a Client from Options, which the command line fills from the
 // client flags and the environment (docs/cli.md); the command line keeps

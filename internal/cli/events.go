@@ -19,17 +19,14 @@ import (
 func (c *Client) Events(ctx context.Context, follow bool) error {
 	var since uint64
 	for first := true; ; first = false {
-		b, err := c.Get(ctx, "/v1/events?since="+strconv.FormatUint(since, 10))
+		a, err := c.api.Events(ctx, since)
 		if err != nil {
 			if !first && ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		var evs []mcribapi.Event
-		if err := json.Unmarshal(b, &evs); err != nil {
-			return fmt.Errorf("reading the events: %w", err)
-		}
+		evs := a.Doc
 		if first && len(evs) == 0 && !c.opts.JSON && !follow {
 			fmt.Fprintln(c.stdout, "no events")
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcrib/mcrib/mcribapi"
@@ -12,25 +11,6 @@ import (
 
 // The readable forms of the zone documents: the zones of the status
 // document, a zone's drain entry and the outcome of a replace.
-
-// printZones writes one line per zone, then the zone alert when there is
-// one; now tells when a drain's next step is due.
-func printZones(w io.Writer, zones []mcribapi.ZoneStatus, alert string, now time.Time) {
-	if len(zones) == 0 {
-		fmt.Fprintln(w, "no zones")
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ZONE\tNODES\tSLOTS\tUNREACHABLE\tABSENT\tHIT RATE\tDRAIN")
-		for _, z := range zones {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", zoneName(z.Zone), z.Nodes, z.Slots, z.Unreachable, z.Absent,
-				knownHitRate(true, z.HitRate), drainCell(z.Drain, now))
-		}
-		tw.Flush()
-	}
-	if alert != "" {
-		fmt.Fprintf(w, "\nALERT: %s\n", alert)
-	}
-}
 
 // zoneName prints the zone of the nodes without one.
 func zoneName(z string) string {
@@ -91,44 +71,6 @@ func slotCount(n int) string {
 		return "1 slot"
 	}
 	return strconv.Itoa(n) + " slots"
-}
-
-// printDrainEntry writes a zone's drain entry as PUT or DELETE
-// /v1/drain/{zone} answered it; nil means the zone has no entry any more.
-func printDrainEntry(w io.Writer, zone string, e *mcribapi.DrainEntry, now time.Time) {
-	if e == nil {
-		fmt.Fprintf(w, "zone %s: not drained (it holds its slots again)\n", zone)
-		return
-	}
-	if e.Returning && e.Slots >= e.BaselineSlots {
-		fmt.Fprintf(w, "zone %s: back at its baseline of %s; its drain entry goes at the next pass\n", zone, slotCount(e.BaselineSlots))
-		return
-	}
-	fmt.Fprintf(w, "zone %s: %s\n", zone, drainCell(e, now))
-	fmt.Fprintf(w, "  pace: %d%% of the zone's slots in steps of %d%% every %s\n", e.Percent, e.StepPercent, orUnknown(e.StepInterval))
-	fmt.Fprintf(w, "  reason: %s (by %s, %s)\n", orUnknown(e.Reason), orUnknown(e.By), whenText(e.At, now))
-	if e.Warning != "" {
-		fmt.Fprintf(w, "  warning: %s\n", e.Warning)
-	}
-}
-
-// printReplace writes the outcome of a replace.
-func printReplace(w io.Writer, r mcribapi.ReplaceAnswer) {
-	// The answer says only warm or not: a cold move is either an old
-	// holder that did not answer or warm moves turned off.
-	how := "cold (" + orUnknown(r.From) + " did not answer, or --warm-for is 0s): the slot starts empty"
-	if r.Warm {
-		how = "warm: " + orUnknown(r.From) + " stays the slot's warm source until --warm-for passes"
-	}
-	fmt.Fprintf(w, "slot %d: from %s to %s (%s)\n", r.Slot, orUnknown(r.From), orUnknown(r.To), how)
-	if !r.ServesAt.IsZero() {
-		// The move is announced: the new node is flushed and serves the
-		// slot from serves_at (docs/api.md, "Announce, then serve").
-		fmt.Fprintf(w, "announced: %s serves slot %d from %s\n", orUnknown(r.To), r.Slot, r.ServesAt.UTC().Format(time.RFC3339))
-	}
-	if r.Warning != "" {
-		fmt.Fprintf(w, "warning: %s\n", r.Warning)
-	}
 }
 
 // nodeStateCell is a node's state with its zone's drain and the slot it

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -15,43 +14,25 @@ import (
 // Resize prints GET /v1/resize as a person reads it ("no resize under way"
 // when there is none); --json prints it raw.
 func (c *Client) Resize(ctx context.Context) error {
-	return c.read(ctx, "/v1/resize", c.showResize)
+	a, err := c.api.Resize(ctx)
+	return c.showResize(a, err)
 }
 
 // StartResize sends PUT /v1/resize with req and prints the entry.
 func (c *Client) StartResize(ctx context.Context, req mcribapi.ResizeRequest) error {
-	b, err := c.put(ctx, "/v1/resize", req)
-	if err != nil {
-		return err
-	}
-	if c.opts.JSON {
-		c.printRaw(b)
-		return nil
-	}
-	return c.showResize(b)
+	a, err := c.api.StartResize(ctx, req)
+	return c.showResize(a, err)
 }
 
 // StopResize sends DELETE /v1/resize and prints the entry; the server's
 // sentence (exit 1) when no resize runs.
 func (c *Client) StopResize(ctx context.Context) error {
-	b, err := c.delete(ctx, "/v1/resize")
-	if err != nil {
-		return err
-	}
-	if c.opts.JSON {
-		c.printRaw(b)
-		return nil
-	}
-	return c.showResize(b)
+	a, err := c.api.StopResize(ctx)
+	return c.showResize(a, err)
 }
 
-func (c *Client) showResize(b []byte) error {
-	var doc mcribapi.ResizeDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("reading the resize document: %w", err)
-	}
-	printResize(c.stdout, doc.Resize, c.now())
-	return nil
+func (c *Client) showResize(a Answer[mcribapi.ResizeDoc], err error) error {
+	return show(c, a, err, func(a Answer[mcribapi.ResizeDoc]) { printResize(c.stdout, a.Doc.Resize, c.now()) })
 }
 
 // printResize writes the resize entry; nil means none.

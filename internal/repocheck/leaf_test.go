@@ -21,7 +21,8 @@ var leaves = []struct {
 	{"hitrate", nil},
 	// mcribapi is the wire vocabulary, a leaf itself.
 	{"mcribapi", nil},
-	{"slotplan", []string{"github.com/mcrib/mcrib/cachenodes"}},
+	// slotplan's plans carry the wire's eviction reasons.
+	{"slotplan", []string{"github.com/mcrib/mcrib/cachenodes", "github.com/mcrib/mcrib/mcribapi"}},
 }
 
 // TestLeavesStayLeaves: the non-test files of each leaf import only the

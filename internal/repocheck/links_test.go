@@ -15,11 +15,11 @@ import (
 // (go test runs in it).
 const root = "../.."
 
-// mdPages returns the pages whose links must resolve: README.md and every
-// docs/*.md, as paths relative to root.
+// mdPages returns the pages whose links must resolve: README.md,
+// CHANGELOG.md and every docs/*.md, as paths relative to root.
 func mdPages(t *testing.T) []string {
 	t.Helper()
-	pages := []string{"README.md"}
+	pages := []string{"README.md", "CHANGELOG.md"}
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
