@@ -83,7 +83,8 @@ type Options struct {
 
 	// Reverted turns fixes off, for the simulation's self-test; production
 	// leaves it zero (package revert). The loop honours FollowerFlush,
-	// ForgottenFlush, WarmFromOwing and CeilingAfterTakeover.
+	// ForgottenFlush, WarmFromOwing, CeilingAfterTakeover and
+	// EndedWarmingGrace.
 	Reverted revert.Set
 }
 

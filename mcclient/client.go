@@ -87,7 +87,10 @@ type Options struct {
 	// production leaves it zero. revert.WarmWriteDurable brings back the
 	// warm writes that answered success without the old holder;
 	// revert.GenerationOrder lets SetSlotMap take a map of a lower
-	// generation.
+	// generation; revert.Tombstones deletes where a tombstone is set;
+	// revert.FreshWarmReads reads warm sources whatever the map's age;
+	// revert.EndedWarmingGrace stops the writes to a warm source when its
+	// reads end.
 	Reverted revert.Set
 }
 
@@ -105,9 +108,11 @@ type Client struct {
 	opts  Options
 	sh    *shared
 	route atomic.Pointer[routing]
-	// durable and order are the fixes revert.WarmWriteDurable and
-	// revert.GenerationOrder, in place.
-	durable, order bool
+	// durable, order, tombstones, freshReads and writeGrace are the
+	// fixes revert.WarmWriteDurable, revert.GenerationOrder,
+	// revert.Tombstones, revert.FreshWarmReads and
+	// revert.EndedWarmingGrace, in place.
+	durable, order, tombstones, freshReads, writeGrace bool
 	// first is closed when the client takes its first map.
 	first chan struct{}
 
@@ -144,8 +149,11 @@ func New(opts Options) (*Client, error) {
 		opts.Dial = func(addr string) (Conn, error) { return dialBackend(addr, o) }
 	}
 	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}),
-		durable: !opts.Reverted.Reverted(revert.WarmWriteDurable),
-		order:   !opts.Reverted.Reverted(revert.GenerationOrder)}
+		durable:    !opts.Reverted.Reverted(revert.WarmWriteDurable),
+		order:      !opts.Reverted.Reverted(revert.GenerationOrder),
+		tombstones: !opts.Reverted.Reverted(revert.Tombstones),
+		freshReads: !opts.Reverted.Reverted(revert.FreshWarmReads),
+		writeGrace: !opts.Reverted.Reverted(revert.EndedWarmingGrace)}
 	m, err := newMetrics(opts.Meter, c.queueLengths, c.MapAge)
 	if err != nil {
 		return nil, err
