@@ -89,6 +89,10 @@ type checker struct {
 	// incoming are the stored map's announces, by slot, with when each
 	// was first stored (announcecheck.go).
 	incoming map[int]incomingTruth
+	// protected holds the nodes the stored map names a slot's incoming
+	// node or, while the slot has a warming object, its holder, with when
+	// each was first stored (v5check.go).
+	protected map[protection]time.Duration
 }
 
 func newChecker(w *world) *checker {

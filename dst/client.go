@@ -30,8 +30,10 @@ type op struct {
 	value      string // the value a set wrote; the value a get returned
 	start, end uint64 // sequence numbers: a total order of begins and ends
 	at         time.Duration
-	// gen is the generation of the client's map when the op began.
-	gen uint64
+	// gen is the generation of the client's map when the op began, fresh
+	// whether that map was fresh then (mcclient.Client.MapFresh).
+	gen   uint64
+	fresh bool
 	// ok: a set or delete returned success (a delete's "not there" too); a
 	// get returned a value (hit) or a miss. A failed write is
 	// indeterminate: it may take effect at any time after it began.
@@ -45,25 +47,33 @@ type op struct {
 	// filled: the value it returned had been copied into the node from a
 	// warm source (a fill), not written there by a set.
 	filled bool
-	nested bool
+	// reached holds the addresses of the nodes a write of a set or delete
+	// reached (its request arrived), by the conn layer.
+	reached map[string]bool
+	nested  bool
 	// rec is the operation as the stale-read check has it (history.go).
 	rec *staleread.Op
 }
 
 // appClient is one application process: a real mcclient.Client on its own
-// host, given slot maps by SetSlotMap from a random replica it can reach,
-// doing gets, sets and deletes on a small key space.
+// host, given readings of the slot map (TakeReading) from a random replica
+// it can reach, as HTTPFollower takes them, doing gets, sets and deletes
+// on a small key space.
 type appClient struct {
 	w      *world
 	name   string
 	host   *host
 	caller *caller
 	mc     *mcclient.Client
-	// gen is the highest generation it took.
-	gen    uint64
-	writes int
-	depth  int
-	stack  []*op
+	// gen and rev are the highest generation and revision it took.
+	gen, rev uint64
+	// readTruth is when (simulated) the replica whose reading gave the
+	// map the client routes by last really read the map from Consul (the
+	// ground truth of its age; freshcheck.go).
+	readTruth time.Duration
+	writes    int
+	depth     int
+	stack     []*op
 }
 
 func (w *world) newClient(i int, h *host) *appClient {
@@ -87,7 +97,12 @@ func (w *world) newClient(i int, h *host) *appClient {
 }
 
 // takeMap takes the current map of a random replica the client can reach,
-// by SetSlotMap, as an application following the map over HTTP does.
+// as an application following the map over HTTP does (mcclient's
+// HTTPFollower): a reading whose ReadAt is the time the answer arrived, by
+// the client's clock, less the age the replica answers in X-Mcrib-Map-Age
+// (whole milliseconds since its last read of the map from Consul, by its
+// own clock: Loop.SlotMapReadAt), so that the real client judges the
+// map's freshness.
 func (c *appClient) takeMap() {
 	w := c.w
 	r := w.replicas[w.rng.IntN(len(w.replicas))]
@@ -99,12 +114,29 @@ func (c *appClient) takeMap() {
 	if m == nil {
 		return
 	}
+	reading := cachenodes.SlotMapReading{Map: m}
+	truth := w.now - cachenodes.FreshFor // an age unknown counts as FreshFor old
+	if at := p.loop.SlotMapReadAt(); !at.IsZero() {
+		age := max(p.clock().Now().Sub(at), 0).Truncate(time.Millisecond)
+		reading.ReadAt = hostClock{w: w, host: c.host}.Now().Add(-age)
+		if t, ok := w.consul.mapReads[r.host.name]; ok {
+			truth = t
+		}
+	}
+	if w.plant.freshLie {
+		reading.ReadAt = hostClock{w: w, host: c.host}.Now() // a replica that answers every map as just read
+	}
 	before := c.mc.SlotMap()
-	if err := c.mc.SetSlotMap(m); err != nil {
-		w.tr.add(w.now, "%s refuses the map of %s (generation %d): %v", c.name, p.name(), m.Generation(), err)
+	if err := c.mc.TakeReading(reading); err != nil {
+		w.tr.add(w.now, "%s refuses the map of %s (generation %d, revision %d): %v", c.name, p.name(), m.Generation(), m.Revision(), err)
 		return
 	}
 	after := c.mc.SlotMap()
+	if after != before {
+		c.readTruth = truth
+	} else {
+		c.readTruth = max(c.readTruth, truth)
+	}
 	if after != nil && (before == nil || after.Generation() != before.Generation() || !sameWarming(before, after)) {
 		w.tr.add(w.now, "%s takes generation %d from %s%s", c.name, after.Generation(), p.name(), w.warmings(after))
 	}
@@ -147,7 +179,7 @@ func (c *appClient) do(kind, key string) {
 	if m == nil {
 		return
 	}
-	o := &op{id: len(w.history), client: c.name, kind: kind, key: key, at: w.now, gen: m.Generation(), nested: c.depth > 0}
+	o := &op{id: len(w.history), client: c.name, kind: kind, key: key, at: w.now, gen: m.Generation(), fresh: c.mc.MapFresh(), nested: c.depth > 0}
 	w.history = append(w.history, o)
 	o.start = w.nextSeq()
 	c.stack = append(c.stack, o)
@@ -179,6 +211,7 @@ func (c *appClient) do(kind, key string) {
 	if w.cfg.TraceOps || (o.kind != opGet && !o.ok) || o.nested {
 		w.tr.add(w.now, "%s %s %s %s (gen %d): %s", c.name, kind, key, o.value, o.gen, opWord(o))
 	}
+	w.chk.onWriteDone(c, o, m)
 	w.chk.onOp(o)
 }
 

@@ -132,6 +132,7 @@ func (k *conn) store(op string, it *memcache.Item, when func(n *mcNode) bool) er
 		}
 		n.stores++
 		n.items[it.Key] = item{value: slices.Clone(it.Value), flags: it.Flags, exp: n.expiry(it.Expiration), writer: k.c.writing(op, it), cas: n.stores}
+		k.c.reached(n, it.Key)
 		return nil
 	})
 }
@@ -148,6 +149,7 @@ func (k *conn) CompareAndSwap(it *memcache.Item) error {
 		}
 		n.stores++
 		n.items[it.Key] = item{value: slices.Clone(it.Value), flags: it.Flags, exp: n.expiry(it.Expiration), writer: k.c.writing("cas", it), cas: n.stores}
+		k.c.reached(n, it.Key)
 		return nil
 	})
 }
@@ -166,6 +168,8 @@ func (k *conn) Replace(it *memcache.Item) error {
 
 func (k *conn) Delete(key string) error {
 	return k.c.call(k.addr, "delete", key, func(n *mcNode) error {
+		k.c.reached(n, key)
+		k.c.w.chk.onDelete(k.c, n, key)
 		if !n.has(key) {
 			return memcache.ErrCacheMiss
 		}
@@ -175,6 +179,21 @@ func (k *conn) Delete(key string) error {
 }
 
 func (k *conn) Close() error { return nil }
+
+// reached records, for the client's write of key under way, that a
+// write of key reached n (its request arrived; the ended-warming rule).
+func (c *caller) reached(n *mcNode, key string) {
+	cl := c.client
+	if cl == nil || len(cl.stack) == 0 {
+		return
+	}
+	if o := cl.stack[len(cl.stack)-1]; o.kind != opGet && o.key == key {
+		if o.reached == nil {
+			o.reached = map[string]bool{}
+		}
+		o.reached[n.addr] = true
+	}
+}
 
 // writing names the write that stores it: the value for a set, "fill" and
 // the value for a copy from a warm source.

@@ -86,11 +86,16 @@ type consulSim struct {
 	// a plain error, or carried out with its answer lost (the "answer lost
 	// after its write committed" fault).
 	errRate, lostRate float64
+	// mapReads holds, per host, when (simulated) Consul last answered it
+	// a read of the slot map, or a write of the pool documents checked
+	// against it, successfully and the answer arrived: the ground truth of
+	// each replica's X-Mcrib-Map-Age (freshcheck.go).
+	mapReads map[string]time.Duration
 }
 
 func newConsul(w *world) *consulSim {
 	return &consulSim{w: w, kv: map[string]*kvEntry{}, sessions: map[string]*session{}, lockDelay: map[string]time.Duration{},
-		agents: map[string]*agent{}, checks: map[string]*ttlCheck{}, services: map[string]*service{}, index: 10}
+		agents: map[string]*agent{}, checks: map[string]*ttlCheck{}, services: map[string]*service{}, mapReads: map[string]time.Duration{}, index: 10}
 }
 
 // bump returns the next raft index.

@@ -71,7 +71,25 @@ func (t consulTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.tr.add(w.now, "%s → consul %s: done (%d), answer lost", t.host, key, status)
 		return nil, &netError{msg: "read tcp " + consulHost + ":8500: i/o timeout", timeout: true}
 	}
+	if status == http.StatusOK && readsSlotMap(req, body) {
+		c.mapReads[t.host] = w.now
+	}
 	return respond(req, status, answer, c.index), nil
+}
+
+// readsSlotMap reports whether req, answered successfully, read the pool's
+// slot map: a GET of its key or of a prefix of it, or a transaction that
+// names it (the leader's write, checked against the map it read).
+func readsSlotMap(req *http.Request, body []byte) bool {
+	key := poolKeys.SlotMap()
+	switch p := req.URL.Path; {
+	case req.Method == http.MethodGet && strings.HasPrefix(p, "/v1/kv/"):
+		k := strings.TrimPrefix(p, "/v1/kv/")
+		return k == key || (req.URL.Query().Has("recurse") && strings.HasPrefix(key, k))
+	case p == "/v1/txn":
+		return bytes.Contains(body, []byte(strconv.Quote(key)))
+	}
+	return false
 }
 
 // respond builds an HTTP answer.

@@ -15,7 +15,10 @@ import (
 // tree: for each, the fix whose absence (or whose revert switch) lets it
 // happen, the seed and the simulated time at which it is found, and the
 // rule that finds it. When the code or the simulation changes, the seeds
-// move: make dst-selftest finds them anew.
+// move: make dst-selftest finds them anew. revert.FreshWarmReads is not
+// here: the random mix rarely has a client read a warm source on a map
+// that is not fresh (none of seeds 1-50 of 10 minutes does), so
+// TestPlantedStaleMapReadsWarmSource plants the world that does.
 var knownBugs = []struct {
 	fix  revert.Fix
 	seed uint64
@@ -25,14 +28,16 @@ var knownBugs = []struct {
 	{revert.FollowerFlush, 19, 65520 * time.Millisecond, ruleInv2Undecided},
 	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
 	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 52, 406056 * time.Millisecond, ruleStaleRead},
+	{revert.WarmWriteDurable, 28, 35692 * time.Millisecond, ruleEndedWarming},
 	{revert.CeilingAfterTakeover, 43, 77108 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 50, 33861 * time.Millisecond, ruleClientGeneration},
+	{revert.GenerationOrder, 27, 21252 * time.Millisecond, ruleClientGeneration},
 	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
 	{revert.AssuredLimit, 15, 42518 * time.Millisecond, ruleAdmissions},
 	{revert.StoredBeforeFlush, 3, 305406 * time.Millisecond, ruleInv2Undecided},
 	{revert.ListedOnce, 11, 41163 * time.Millisecond, ruleSlotMapValid},
+	{revert.Tombstones, 6, 17935 * time.Millisecond, ruleTombstones},
+	{revert.EndedWarmingGrace, 28, 41080 * time.Millisecond, ruleEndedWarming},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
@@ -142,6 +147,7 @@ func ruleName(rule string) string {
 		"ruleInv2Undecided": ruleInv2Undecided, "ruleInv2Forgotten": ruleInv2Forgotten, "ruleInv9WarmOwing": ruleInv9WarmOwing,
 		"ruleS7CopyOwing": ruleS7CopyOwing, "ruleStaleRead": ruleStaleRead, "ruleInv3Ceiling": ruleInv3Ceiling, "ruleClientGeneration": ruleClientGeneration,
 		"ruleShareUnfailed": ruleShareUnfailed, "ruleAdmissions": ruleAdmissions, "ruleSlotMapValid": ruleSlotMapValid,
+		"ruleTombstones": ruleTombstones, "ruleFresh": ruleFresh, "ruleEndedWarming": ruleEndedWarming,
 	} {
 		if r == rule {
 			return name

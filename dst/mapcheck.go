@@ -38,6 +38,7 @@ func (c *checker) checkKV() {
 	}
 	c.kvMap = m
 	c.noteIncoming(m)
+	c.noteProtected(m)
 	for i := range m.NumSlots() {
 		if id := m.Slot(i).ID; id != "" {
 			c.nodes[id].servedStep = w.step
@@ -136,6 +137,11 @@ func (c *checker) checkChange(prev, m *cachenodes.SlotMap) {
 	case !changed && m.Generation() != prev.Generation():
 		c.fail(ruleGeneration, 0, "the generation rose from %d to %d while no slot changed hands", prev.Generation(), m.Generation())
 	}
+	if m.Generation() == prev.Generation() && m.Revision() <= prev.Revision() {
+		c.fail(ruleRevision, 0, "the stored map was written again at generation %d with revision %d after revision %d: its (generation, revision) did not rise",
+			m.Generation(), m.Revision(), prev.Revision())
+	}
+	c.checkWarmingsKept(prev, m)
 	frozen := w.consul.kv[poolKeys.Freeze()] != nil
 	autoFrozen := c.massAbsence(prev)
 	// The drain document as the pass read it and as it wrote it: a return

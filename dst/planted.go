@@ -34,4 +34,7 @@ type plantState struct {
 	// pending overrides what the checker reads of the leader's
 	// flush_pending, by node: a status that lies.
 	pending map[string]bool
+	// freshLie makes every replica answer its map as just read from
+	// Consul (an X-Mcrib-Map-Age of 0), whatever its age.
+	freshLie bool
 }

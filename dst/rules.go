@@ -31,6 +31,10 @@ const (
 	ruleResizeFrozen      = "resize-frozen"
 	ruleResizeCount       = "resize-count"
 	ruleAnnounce          = "s9-announce-then-serve"
+	ruleRevision          = "s9-revision-order"
+	ruleTombstones        = "s9-tombstones"
+	ruleFresh             = "s9-fresh-maps"
+	ruleEndedWarming      = "s9-ended-warming"
 )
 
 // touch marks p's status as changed by the step under way.
@@ -85,30 +89,29 @@ func (c *checker) checkReplicas() {
 	}
 }
 
-// onClientMap checks what a client took (section 7's generation order).
+// onClientMap checks what a client took: a map it routes by from now on
+// (after, when it is not before) is higher in (generation, revision) than
+// every map it took before.
 func (c *checker) onClientMap(cl *appClient, before, after *cachenodes.SlotMap, from *replicaProc) {
 	if after == nil {
 		return
 	}
-	if after.Generation() < cl.gen {
+	switch {
+	case after.Generation() < cl.gen:
 		c.fail(ruleClientGeneration, revert.GenerationOrder, "%s took generation %d from %s after it had taken generation %d", cl.name, after.Generation(), from.name(), cl.gen)
+	case before != nil && after != before && !higher(after, cl.gen, cl.rev):
+		c.fail(ruleClientGeneration, revert.GenerationOrder, "%s took generation %d revision %d from %s after it had taken generation %d revision %d",
+			cl.name, after.Generation(), after.Revision(), from.name(), cl.gen, cl.rev)
 	}
-	cl.gen = max(cl.gen, after.Generation())
+	if higher(after, cl.gen, cl.rev) {
+		cl.gen, cl.rev = after.Generation(), after.Revision()
+	}
 }
 
-// onWarmRead checks a read a client answered from a node: nothing copies
-// from a warm source that owes a flush.
-func (c *checker) onWarmRead(cl *appClient, o *op, n *mcNode) {
-	if !o.warm {
-		return
-	}
-	t := c.nodes[n.id]
-	m := c.kvMap
-	if !t.owe || m == nil || !m.AnyWarming() || m.WarmingOf(n.id) < 0 {
-		return
-	}
-	c.fail(ruleS7CopyOwing, c.owingFix(n.id), "%s read %s from warm source %s (to copy it into the new holder), which owes a flush (decided by %s at %.3fs)",
-		cl.name, o.key, n.id, t.oweBy, t.oweSince.Seconds())
+// higher reports whether m's (generation, revision) is above (gen, rev),
+// compared in that order.
+func higher(m *cachenodes.SlotMap, gen, rev uint64) bool {
+	return m.Generation() > gen || (m.Generation() == gen && m.Revision() > rev)
 }
 
 // atEnd checks the whole history once more.
@@ -116,7 +119,7 @@ func (c *checker) atEnd() {
 	if c.violation != nil {
 		return
 	}
-	if o := c.hist.recheck(); o != nil {
-		c.staleRead(o)
+	if v, ok := c.hist.recheck(); ok {
+		c.staleRead(v)
 	}
 }

@@ -97,10 +97,11 @@ type Client struct {
 	opts  Options
 	sh    *shared
 	route atomic.Pointer[routing]
-	// durable and order are the fixes revert.WarmWriteDurable and
-	// revert.GenerationOrder, in place unless the simulation's self-test
-	// turned them off (revert.go).
-	durable, order bool
+	// durable, order, tombstones, freshReads and writeGrace are the
+	// fixes revert.WarmWriteDurable, revert.GenerationOrder,
+	// revert.Tombstones, revert.FreshWarmReads and
+	// revert.EndedWarmingGrace, in place.
+	durable, order, tombstones, freshReads, writeGrace bool
 	// first is closed when the client takes its first map.
 	first chan struct{}
 
@@ -136,7 +137,8 @@ func New(opts Options) (*Client, error) {
 		o := opts
 		opts.Dial = func(addr string) (Conn, error) { return dialBackend(addr, o) }
 	}
-	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}), durable: true, order: true}
+	c := &Client{opts: opts, nodes: map[string]*node{}, first: make(chan struct{}),
+		durable: true, order: true, tombstones: true, freshReads: true, writeGrace: true}
 	m, err := newMetrics(opts.Meter, c.queueLengths, c.MapAge)
 	if err != nil {
 		return nil, err

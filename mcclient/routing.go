@@ -192,7 +192,7 @@ func (c *Client) setSlotMap(m *cachenodes.SlotMap, at time.Time, ageKnown bool, 
 		c.nodes[id] = n
 	}
 	for id, n := range c.nodes {
-		n.tombs.Store(tombs[id])
+		n.tombs.Store(tombs[id] && c.tombstones) // (revert.Tombstones: deletes)
 	}
 	c.route.Store(r)
 	if old == nil {

@@ -55,6 +55,19 @@ func addOverTombstone(be Conn, item *memcache.Item) error {
 	return memcache.ErrNotStored
 }
 
+// setTombstone sets key's tombstone in be. With revert.Tombstones it
+// deletes the key there instead, as clients did before tombstones: a copy
+// made with add may then land over the delete.
+func (c *Client) setTombstone(be Conn, key string) error {
+	if !c.tombstones {
+		if err := be.Delete(key); !errors.Is(err, memcache.ErrCacheMiss) {
+			return err
+		}
+		return nil
+	}
+	return be.Set(cachenodes.TombstoneItem(key))
+}
+
 // tombstoneIncoming sets key's tombstone in b, a slot's incoming node,
 // for a write of the slot during its announce. When b does not take it
 // (it does not answer, or has a queue it cannot replay first) the
@@ -65,7 +78,7 @@ func (c *Client) tombstoneIncoming(b *node, key string) error {
 		b.enqueue(key)
 		return fmt.Errorf("%w (%s): %w", ErrIncomingMissed, b.id, ErrQueued)
 	}
-	err := b.be.Set(cachenodes.TombstoneItem(key))
+	err := c.setTombstone(b.be, key)
 	switch {
 	case err == nil, errors.Is(err, memcache.ErrMalformedKey): // nothing can be stored under it
 		return nil

@@ -75,18 +75,23 @@ func (r *routing) incomingOf(i int) *node {
 // readsSource reports whether the client reads w, the warm source of a
 // slot of r, now: before its readsUntil by the client's clock, not turned
 // off, and r's map fresh (a client whose map is not fresh reads no warm
-// source: a later map it has not seen may have ended the warming).
+// source: a later map it has not seen may have ended the warming; with
+// revert.FreshWarmReads it reads one whatever the map's age).
 func (c *Client) readsSource(r *routing, w *warmSource, now time.Time) bool {
-	return w != nil && !w.st.off.Load() && now.Before(w.readsUntil) && r.fresh(now)
+	return w != nil && !w.st.off.Load() && now.Before(w.readsUntil) && (r.fresh(now) || !c.freshReads)
 }
 
 // writesSource reports whether the slot's writes go to w now: until its
 // writesUntil by the client's clock, whether or not it is turned off for
 // reads. With revert.WarmWriteDurable they go to it only while it is read
-// (freshness aside), as they did.
+// (freshness aside), as they did; with revert.EndedWarmingGrace only
+// until its readsUntil.
 func (c *Client) writesSource(w *warmSource, now time.Time) bool {
 	if !c.durable {
 		return !w.st.off.Load() && now.Before(w.readsUntil)
+	}
+	if !c.writeGrace {
+		return now.Before(w.readsUntil) // revert.EndedWarmingGrace
 	}
 	return now.Before(w.writesUntil)
 }

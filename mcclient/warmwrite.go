@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
-
-	"github.com/mcrib/mcrib/cachenodes"
 )
 
 // A write of a key in a slot that changes holder is durable when no
@@ -64,7 +62,7 @@ func (c *Client) writeMoving(n *node, w *warmSource, key string, kind warmWriteK
 	}
 	nop := op
 	if kind == writeDelete {
-		nop = func(be Conn) error { return be.Set(cachenodes.TombstoneItem(key)) }
+		nop = func(be Conn) error { return c.setTombstone(be, key) }
 	}
 	err := c.writeNode(n, key, nop)
 	switch {

@@ -80,6 +80,11 @@ type Input struct {
 	// read). A nil WarmEnds places every one at its ReadsUntil + PrevShift.
 	// The warming object is removed WarmWriteGrace later.
 	WarmEnds []time.Time
+	// NoWriteGrace removes a warming object as soon as its reads end,
+	// without the WarmWriteGrace that protects lagging readers: the bug
+	// of revert.EndedWarmingGrace, for the simulation's self-test.
+	// Production leaves it false.
+	NoWriteGrace bool
 	// RewriteEnded marks the slots whose ended_at is written again now:
 	// the write that ended their warming took longer than ClockSkew.
 	RewriteEnded map[int]bool

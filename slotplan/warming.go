@@ -43,6 +43,9 @@ func (in *Input) WarmEnd(i int) time.Time {
 // WarmGone returns when slot i's warming object in Prev is removed, on the
 // clock of Now: WarmWriteGrace after its reads end.
 func (in *Input) WarmGone(i int) time.Time {
+	if in.NoWriteGrace {
+		return in.WarmEnd(i)
+	}
 	return in.WarmEnd(i).Add(cachenodes.WarmWriteGrace)
 }
 

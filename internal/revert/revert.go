@@ -91,6 +91,17 @@ const (
 	// already is stored first and carried out by a later pass, never in
 	// the pass that decides it.
 	StoredBeforeFlush
+	// Tombstones: from a slot's announce until its warming object is
+	// removed, a client's delete leaves a tombstone in the incoming node
+	// or new holder, never a delete.
+	Tombstones
+	// FreshWarmReads: a client whose map is not fresh reads no warm
+	// source.
+	FreshWarmReads
+	// EndedWarmingGrace: after a warming's reads end (ended_at, or
+	// until) clients still send the slot's writes to the old holder for
+	// the write grace, and the leader keeps the warming object as long.
+	EndedWarmingGrace
 )
 
 // names are the fixes' names, as the simulation's report prints them.
@@ -116,6 +127,9 @@ var names = []struct {
 	{ListedOnce, "listed-once"},
 	{LostWritePending, "lost-write-pending"},
 	{StoredBeforeFlush, "stored-before-flush"},
+	{Tombstones, "tombstones"},
+	{FreshWarmReads, "fresh-warm-reads"},
+	{EndedWarmingGrace, "ended-warming-grace"},
 }
 
 // All lists every fix, in the order of the constants.
