@@ -17,6 +17,7 @@ import (
 	"github.com/mcrib/mcrib/internal/backoff"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/mcribapi"
+	"github.com/mcrib/mcrib/warmcopy"
 )
 
 // ErrNoSlotMap is returned by SlotMap callers' helpers before any map is
@@ -93,6 +94,11 @@ type Loop struct {
 	// announces is what this process knows of the announces and ended
 	// warmings beyond the map (announce.go).
 	announces announceState
+	// warmth is what the stats reads found of each warming slot
+	// (warmwatch.go); copies are the leader's copies of their hot keys
+	// (warmcopies.go), with a lock of their own.
+	warmth warmWatch
+	copies *warmCopies
 }
 
 // New checks opts and returns a loop ready to Run.
@@ -127,6 +133,18 @@ func New(opts Options) (*Loop, error) {
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
 	}
 	l.slots.Store(int64(opts.NumSlots))
+	l.copies = newWarmCopies(nil, opts.Clock, func(ctx context.Context) error {
+		_, err := l.lead.Confirm(ctx)
+		return err
+	}, opts.Logger)
+	if opts.WarmCopyRate > 0 {
+		c, err := warmcopy.New(warmcopy.Options{Rate: opts.WarmCopyRate, WarmTTL: opts.WarmTTL, Clock: opts.Clock,
+			LockConfirmedAt: l.copies.lockConfirmedAt, Dial: opts.WarmCopyDial})
+		if err != nil {
+			return nil, fmt.Errorf("building the warm copier: %w", err)
+		}
+		l.copies.copier = c
+	}
 	return l, nil
 }
 
@@ -218,6 +236,7 @@ func (l *Loop) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { l.source.Run(ctx, l.onAnswer, l.onWatchError) })
 	wg.Go(func() { l.probeLoop(ctx) })
+	wg.Go(func() { l.copies.run(ctx) })
 	defer wg.Wait()
 
 	tick := l.clock.NewTicker(min(l.opts.ProbeInterval, cachenodes.MapReadEvery))

@@ -1,8 +1,10 @@
 package controlloop
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -11,6 +13,7 @@ import (
 	"github.com/mcrib/mcrib/cachenodes"
 	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/flapdamp"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // Options configures a Loop. Pool, KVPrefix, NumSlots and ProbeInterval
@@ -47,9 +50,16 @@ type Options struct {
 	TwemproxyConfig, TwemproxyListen string
 
 	// WarmFor is how long a planned move keeps the old holder as the warm
-	// source of its slot (--warm-for; docs/api.md, "Warm moves"); 0 makes
-	// every move cold.
+	// source of its slot at most (--warm-for; docs/api.md, "Warm moves");
+	// 0 makes every move cold.
 	WarmFor time.Duration
+	// Converge, when set, ends a warming once its new holder is warm, by
+	// this rule (--warm-min and --stats-interval; docs/api.md,
+	// "Converged"), judged from the stats reads of HitCounters; and a
+	// warming from a drained zone once slotplan.DrainedCap(WarmFor) has
+	// passed. Nil: a warming lasts until its until, unless its nodes end
+	// it sooner (the simulation's mcrib).
+	Converge *slotplan.WarmRule
 	// SettleAfterMove is how long after a planned move, or after the end of
 	// its warming, HitCounters still marks the slot's node Planned, so that
 	// the boot limiter leaves it out of its input (plannedmoves.go); a slot
@@ -60,6 +70,13 @@ type Options struct {
 	// the new holder (--warm-ttl); the loop only carries it for the router
 	// configs (the mcrouter WarmUpRoute exptime).
 	WarmTTL time.Duration
+	// WarmCopyRate, when above 0, makes the leader copy each warming
+	// slot's hot keys from its warm source into its new holder, at most
+	// this many bytes of values a second per move (--warm-copy-rate;
+	// warmcopies.go); 0: no copy. The copy runs only under Run.
+	WarmCopyRate int64
+	// WarmCopyDial opens the copy's connections; nil: a net.Dialer's.
+	WarmCopyDial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// ReplicaID names this replica among the pool's replicas (its leader
 	// ID, the --advertise-addr); its vote on unreachable nodes is published
@@ -93,8 +110,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("controlloop: Options.NumSlots must be at least 1")
 	case o.ProbeInterval <= 0:
 		return o, errors.New("controlloop: Options.ProbeInterval must be positive")
-	case o.WarmFor < 0 || o.WarmTTL < 0 || o.SettleAfterMove < 0:
-		return o, errors.New("controlloop: Options.WarmFor, WarmTTL and SettleAfterMove must not be negative")
+	case o.WarmFor < 0 || o.WarmTTL < 0 || o.SettleAfterMove < 0 || o.WarmCopyRate < 0:
+		return o, errors.New("controlloop: Options.WarmFor, WarmTTL, SettleAfterMove and WarmCopyRate must not be negative")
 	}
 	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {

@@ -197,7 +197,8 @@ func (l *Loop) probeRound(ctx context.Context) {
 // interval old. It does no I/O. Each call is one stats reading: it also
 // feeds the per-zone hit-rate meters (zones.go) with the counters of each
 // zone's slots, a warming slot's warm source in its holder's zone, so a
-// zone's hit rate is as current as the pool's.
+// zone's hit rate is as current as the pool's, and the warm watch
+// (warmwatch.go) with the counters of each warming slot.
 func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 	now := l.clock.Now()
 	l.mu.Lock()
@@ -257,16 +258,19 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 		z.nodes[w.NodeID] = wc
 	}
 	l.observeZonesLocked(now, zones)
+	l.readWarmingsLocked()
 	return out, unreadable
 }
 
 // countersLocked returns node id's counters as its latest probe read
-// them; ok is false when it could not be read (unreachable, or not probed
+// them, less the gets of the leader's copies from it (warmcopies.go); ok
+// is false when it could not be read (unreachable, or not probed
 // yet). l.mu must be held.
 func (l *Loop) countersLocked(id string) (hitrate.Counters, bool) {
 	s, ok := l.tr.nodes[id]
 	if !ok || !s.probed || !s.failingSince.IsZero() || !s.haveStats {
 		return hitrate.Counters{}, false
 	}
-	return hitrate.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}, true
+	c := hitrate.Counters{Hits: s.stats.GetHits, Misses: s.stats.GetMisses, PID: s.stats.PID, Uptime: s.stats.Uptime}
+	return l.copies.discount(id, c), true // the copy's gets are no application's
 }

@@ -51,6 +51,7 @@ func (l *Loop) reconcile(ctx context.Context) (Result, error) {
 	took := l.clock.Now().Sub(start)
 	r.count(func(m Metrics) { m.Pass(res.Outcome, took) })
 	l.publish(ctx, &r)
+	l.syncCopies()
 	return res, err
 }
 
@@ -167,6 +168,7 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time, r *report) {
 	if m != nil {
 		l.noteMovesLocked(l.current, m, now)
+		l.warmth.track(m, now)
 		l.current, l.currentShift = m, shift
 		l.remote.placeWarmings(m, shift)     // placed when first seen, should this process lead
 		l.incomingViewsLocked(m, shift, now) // the same for its announces
@@ -236,6 +238,9 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
+	}
+	if l.opts.Converge != nil {
+		in.Warmth, in.WarmRule = l.warmth.histories(), *l.opts.Converge
 	}
 	if l.reverted != 0 {
 		revert.Apply(&in, l.reverted) // the self-test's switch (revert.go)

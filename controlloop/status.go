@@ -98,6 +98,12 @@ func (l *Loop) Status() mcribapi.Status {
 			if ni := l.current.Incoming(slot); ni != nil {
 				ns.IncomingNode = ni.NodeID
 			}
+			if l.current.Warming(slot) != nil {
+				if r, ok := l.warmth.holderRate(slot); ok {
+					ns.WarmHitRate = &r
+				}
+				ns.CopiedKeys, ns.CopiedBytes = l.copies.copied(id)
+			}
 			if d, counting := l.tr.cfg.Hold.Remaining(s.absentSince, s.unreachableSince, now); counting {
 				secs := d.Seconds()
 				until := now.Add(d).UTC()

@@ -213,6 +213,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 		l.remote.wroteMap(next)
 	}
 	l.noteMovesLocked(d.prev, next, now)
+	l.warmth.track(next, now)
 	l.current = next
 	l.owed.wrote(owed, l.reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
 	var a adopted

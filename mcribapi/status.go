@@ -160,6 +160,16 @@ type NodeStatus struct {
 	// IncomingNode, on a slot holder, names the node announced to take its
 	// slot ("" when none).
 	IncomingNode string `json:"incoming_node,omitempty"`
+	// WarmHitRate, on a warming slot's new holder, is its own hit rate
+	// (get_hits ÷ cmd_get) over the last stats interval; null when
+	// unknown or when the node's slot does not warm.
+	WarmHitRate *float64 `json:"warm_hit_rate"`
+	// CopiedKeys and CopiedBytes, on a warming slot's new holder, count
+	// the keys and value bytes the leader's copy put into it from the
+	// warm source (docs/api.md, "The leader copies the hot keys"); 0
+	// elsewhere, and on a replica that does not lead.
+	CopiedKeys  int64 `json:"copied_keys"`
+	CopiedBytes int64 `json:"copied_bytes"`
 }
 
 // ZoneStatus is one entry of the status document's zones.

@@ -66,6 +66,11 @@ type Gauges struct {
 	// (mcrib_kv_corrupt_documents{key}: 1 for each, 0 for the others of
 	// kvlayout.Checked()).
 	CorruptDocuments []string
+	// WarmCopiedKeys and WarmCopiedBytes count the keys and value bytes
+	// the leader's copies of this process put into warming slots' new
+	// holders (mcrib_warm_copied_keys_total, mcrib_warm_copied_bytes_total):
+	// counters, which only grow for the life of the process.
+	WarmCopiedKeys, WarmCopiedBytes int64
 	// Zones has one entry per zone known (mcrib_zone_slots,
 	// mcrib_zone_unreachable_nodes, mcrib_zone_hit_ratio, mcrib_zone_alert,
 	// labelled zone).

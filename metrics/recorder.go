@@ -234,10 +234,21 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_slotmap_updated_timestamp_seconds": "Unix time the slot map last changed; 0 while none is known.",
 		"mcrib_zone_hit_ratio":                    "Cache hit rate of each zone's nodes, 0 to 1; no series while unknown.",
 	}
+	counters := map[string]string{
+		"mcrib_warm_copied_keys":  "Keys the leader's copy put into warming slots' new holders from their warm sources.",
+		"mcrib_warm_copied_bytes": "Value bytes the leader's copy put into warming slots' new holders from their warm sources.",
+	}
+	ic := make(map[string]metric.Int64ObservableCounter, len(counters))
 	ig := make(map[string]metric.Int64ObservableGauge, len(ints))
 	fg := make(map[string]metric.Float64ObservableGauge, len(floats))
 	var errs []error
-	observables := make([]metric.Observable, 0, len(ints)+len(floats))
+	observables := make([]metric.Observable, 0, len(ints)+len(floats)+len(counters))
+	for name, desc := range counters {
+		c, err := meter.Int64ObservableCounter(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		ic[name] = c
+		observables = append(observables, c)
+	}
 	for name, desc := range ints {
 		g, err := meter.Int64ObservableGauge(name, metric.WithDescription(desc))
 		errs = append(errs, err)
@@ -269,6 +280,8 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		o.ObserveInt64(ig["mcrib_spare_nodes"], int64(g.SpareNodes))
 		o.ObserveInt64(ig["mcrib_present_nodes"], int64(g.PresentNodes))
 		o.ObserveInt64(ig["mcrib_replacements_blocked"], int64(g.ReplacementsBlocked))
+		o.ObserveInt64(ic["mcrib_warm_copied_keys"], g.WarmCopiedKeys)
+		o.ObserveInt64(ic["mcrib_warm_copied_bytes"], g.WarmCopiedBytes)
 		known := mcribapi.NodeStates()
 		for _, state := range known {
 			o.ObserveInt64(ig["mcrib_nodes"], int64(g.NodesByState[state]),

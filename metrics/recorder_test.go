@@ -50,6 +50,8 @@ var exposedFamilies = map[string]string{
 	"mcrib_spare_nodes":                         "gauge",
 	"mcrib_present_nodes":                       "gauge",
 	"mcrib_slots":                               "gauge",
+	"mcrib_warm_copied_keys_total":              "counter",
+	"mcrib_warm_copied_bytes_total":             "counter",
 }
 
 // newRecorder builds a Recorder whose gauges come from g.
@@ -220,6 +222,16 @@ func TestGauges(t *testing.T) {
 				`mcrib_nodes{state="down"} 0`,
 				`mcrib_hit_rate 0`,
 				`mcrib_boot_limit 0`,
+				`mcrib_warm_copied_keys_total 0`,
+				`mcrib_warm_copied_bytes_total 0`,
+			},
+		},
+		{
+			name:   "a leader that copied hot keys",
+			gauges: Gauges{Leader: true, WarmCopiedKeys: 1200, WarmCopiedBytes: 345_678},
+			want: []string{
+				`mcrib_warm_copied_keys_total 1200`,
+				`mcrib_warm_copied_bytes_total 345678`,
 			},
 		},
 		{

@@ -113,7 +113,9 @@ type Config struct {
 	BootLimitMax             float64
 	HitRateLow               float64
 	HitRateTarget            float64
-	// WarmFor is mcrib serve's --warm-for (default 2m); the policy
+	// WarmFor is mcrib serve's --warm-for as a fixed window (default 2m,
+	// the old default of mcrib serve): the simulated mcrib neither ends a
+	// warming at convergence nor copies its hot keys yet. The policy
 	// mcrib-cold runs with 0s whatever it says.
 	WarmFor time.Duration
 

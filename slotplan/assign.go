@@ -116,6 +116,13 @@ type Input struct {
 	// WarmFor, when above 0, makes a planned move off a holder that
 	// answers warm: the old holder warms the new one until Now + WarmFor.
 	WarmFor time.Duration
+	// Warmth holds what the loop read of each warming slot of Prev, by
+	// slot (converge.go); a slot without an entry is judged by its until
+	// and its nodes' answers alone. WarmRule judges it: a warming whose
+	// new holder converged ends, and so does one whose warm source is in
+	// a drained zone once DrainedCap(WarmFor) has passed since its start.
+	Warmth   map[int]*WarmHistory
+	WarmRule WarmRule
 	// Now is the time of the pass: warmings whose until has passed end.
 	Now time.Time
 	// Replace names a node whose slot an operator moves now ("": none).

@@ -20,10 +20,12 @@ import (
 // 12 s on the clock of Now, never sooner.
 //
 // A warming ends before its until, written as ended_at (same generation),
-// when its warm source stops answering or owes a flush (at once, in the
-// pass that decides the flush), when its new holder stops answering or
-// restarted, and when a replace or a maintenance move of the slot needs
-// it out of the way. While the object is in the map no planned move
+// when its new holder converged (converge.go: it no longer needs the warm
+// source, judged from the loop's stats reads), when its warm source is in
+// a drained zone and DrainedCap has passed, when its warm source stops
+// answering or owes a flush (at once, in the pass that decides the
+// flush), when its new holder stops answering or restarted, and when a
+// replace or a maintenance move of the slot needs it out of the way. While the object is in the map no planned move
 // takes the slot (nor, for a split, its slot s), no slot is announced
 // there, and its warm source is no spare.
 
@@ -91,8 +93,9 @@ func (w *warmState) end(in *Input, i int, why string) {
 // its object goes once WarmWriteGrace has passed since its reads ended
 // (ended_at, or until); its reads end now (ended_at) when the warm
 // source does not answer (by the pool's verdict), owes a flush or is no
-// longer known, or the new holder does not answer or restarted; otherwise
-// it keeps warming.
+// longer known, or the new holder does not answer or restarted, or it is
+// over by what the loop read of it (warmOver: converged, or from a
+// drained zone for long enough); otherwise it keeps warming.
 func endWarmings(in Input) warmState {
 	var w warmState
 	if in.Prev == nil || !in.Prev.AnyWarming() {
@@ -137,6 +140,8 @@ func endWarmings(in Input) warmState {
 			why = fmt.Sprintf("its new holder %s stopped answering", holder.ID)
 		case holder.Restarted:
 			why = fmt.Sprintf("its new holder %s restarted", holder.ID)
+		default:
+			why = warmOver(in, i, src)
 		}
 		if why != "" {
 			w.ended = append(w.ended, WarmingEnd{Slot: i, Node: ws.Node(), Why: why})
@@ -145,6 +150,30 @@ func endWarmings(in Input) warmState {
 		w.keep[i] = true
 	}
 	return w
+}
+
+// warmOver returns why slot i's warming, whose warm source src answers,
+// is over now by what the loop read of it (in.Warmth): its warm source's
+// zone is drained and DrainedCap has passed since it began, or its new
+// holder converged (WarmRule.Judge); "" when it goes on.
+func warmOver(in Input, i int, src NodeView) string {
+	h := in.Warmth[i]
+	if h == nil {
+		return ""
+	}
+	if in.Drained[src.AZ] && src.AZ != "" {
+		limit := DrainedWarmFor
+		if in.WarmFor > 0 {
+			limit = DrainedCap(in.WarmFor)
+		}
+		if !in.Now.Before(h.Start.Add(limit)) {
+			return fmt.Sprintf("its warm source's zone %s is drained, and a warming from a drained zone lasts at most %s", src.AZ, limit)
+		}
+	}
+	if v := in.WarmRule.Judge(h); v.Converged {
+		return v.Why(in.WarmRule, h.Split)
+	}
+	return ""
 }
 
 // nextWarming returns the warmings of the next map (nil when no slot

@@ -26,6 +26,7 @@ import (
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/metrics"
 	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // shutdownGrace bounds the HTTP server's graceful shutdown; the whole stop,
@@ -96,7 +97,9 @@ func runServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) er
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		WarmFor:                  cfg.WarmFor,
+		Converge:                 &slotplan.WarmRule{WarmMin: cfg.WarmMin, StatsInterval: cfg.StatsInterval},
 		WarmTTL:                  cfg.WarmTTL,
+		WarmCopyRate:             cfg.WarmCopyRate,
 		SettleAfterMove:          3 * cfg.StatsInterval,
 		MCRouterConfig:           cfg.McrouterConfig,
 		ReplicaID:                id,
@@ -298,6 +301,8 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 		g.SpareNodes, g.PresentNodes = c.SparesReady, c.Nodes
 	}
 	g.ConfigGenerations = loop.ConfigGenerations()
+	copied := loop.WarmCopied()
+	g.WarmCopiedKeys, g.WarmCopiedBytes = copied.CopiedKeys, copied.CopiedBytes
 	if m := loop.SlotMap(); m != nil {
 		g.SlotMapUpdated = m.UpdatedAt()
 	}

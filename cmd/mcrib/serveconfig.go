@@ -47,6 +47,8 @@ type serveConfig struct {
 	MaxReplacementsPerMinute int           // --max-replacements-per-minute, >= 0
 	StatsInterval            time.Duration // --stats-interval (> 0)
 	WarmFor                  time.Duration // --warm-for (>= 0; 0 = cold moves)
+	WarmMin                  time.Duration // --warm-min (>= 0, at most WarmFor)
+	WarmCopyRate             int64         // --warm-copy-rate, bytes/s per move (>= 0; 0 = no copy)
 	WarmTTL                  time.Duration // --warm-ttl (> 0, <= maxWarmTTL)
 	BootLimitMax             float64       // --boot-limit-max, boots/s
 	BootLimitMin             float64       // --boot-limit-min, boots/s
@@ -195,6 +197,7 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 		{"flush-after-unreachable", cfg.FlushAfterUnreachable, false},
 		{"stats-interval", cfg.StatsInterval, true},
 		{"warm-for", cfg.WarmFor, false},
+		{"warm-min", cfg.WarmMin, false},
 		{"warm-ttl", cfg.WarmTTL, true},
 	} {
 		if d.v < 0 {
@@ -219,6 +222,10 @@ func validateServeConfig(cfg *serveConfig, values map[string]*flagValue) error {
 	if cfg.HitRateLow > cfg.HitRateTarget {
 		return bad("hit-rate-low", "(%s) must not be above --hit-rate-target (%s)", text("hit-rate-low"), text("hit-rate-target"))
 	}
+	if cfg.WarmCopyRate < 0 {
+		return bad("warm-copy-rate", "must not be negative, got %s", text("warm-copy-rate"))
+	}
+	cfg.WarmMin = min(cfg.WarmMin, cfg.WarmFor) // the shortest warming is no longer than the longest
 	if cfg.WarmTTL > maxWarmTTL {
 		return bad("warm-ttl", "must be at most %s (30 days, memcached's longest relative expiry), got %s", maxWarmTTL, cfg.WarmTTL)
 	}

@@ -41,7 +41,7 @@ func simFlags(cfg *sim.Config) (fs *flag.FlagSet, scenarios, policies, like, out
 	fs.Float64Var(&cfg.BootLimitMax, "boot-limit-max", 0, "mcrib serve --boot-limit-max (0: 1000)")
 	fs.Float64Var(&cfg.HitRateLow, "hit-rate-low", 0, "mcrib serve --hit-rate-low (0: 0.80)")
 	fs.Float64Var(&cfg.HitRateTarget, "hit-rate-target", 0, "mcrib serve --hit-rate-target (0: 0.90)")
-	fs.DurationVar(&cfg.WarmFor, "warm-for", 0, "mcrib serve --warm-for (0: 2m; the policy mcrib-cold runs with 0s)")
+	fs.DurationVar(&cfg.WarmFor, "warm-for", 0, "mcrib serve --warm-for, a fixed window here: the simulated mcrib neither converges nor copies (0: 2m; the policy mcrib-cold runs with 0s)")
 	fs.IntVar(&cfg.Clients, "clients", 0, "application processes reading the cache (0: 2000)")
 	fs.Float64Var(&cfg.ReadsPerClient, "reads-per-client", 0, "reads a second per client (0: 10)")
 	fs.IntVar(&cfg.SampledReads, "sampled-reads", 0, "reads a second simulated one by one at the full fleet (0: all; fewer is faster, but a sampled miss refills one key for all it stands for)")
