@@ -151,7 +151,9 @@ func (l *Limiter) Decide(r Reading) (p Proposal, ok bool) {
 // Keep makes p's step the controller's state, once p.Document is written
 // (or p changes nothing), and reports whether it did: a Proposal decided
 // before the controller last changed (a document adopted, a step kept, a
-// Follow) is stale and dropped. It does not enforce p.Document: Adopt does.
+// Follow) is stale and dropped. It gives the slow start the controller's
+// verdict on a boot surge (SlowStart.Hold: held at a level, or over) but
+// does not enforce p.Document: Adopt does.
 func (l *Limiter) Keep(p Proposal) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -160,6 +162,7 @@ func (l *Limiter) Keep(p Proposal) bool {
 	}
 	*l.ctrl = p.trial
 	l.gen++
+	l.slow.Hold(l.ctrl.HeldSurge())
 	return true
 }
 
@@ -178,8 +181,12 @@ func (l *Limiter) Adopt(doc Document, now time.Time) {
 	}
 	l.slow.SetLimit(doc.Limit, doc.Mode == ModeManual)
 	if l.ctrl != nil {
+		held := l.ctrl.HeldSurge()
 		l.ctrl.Adopt(doc, now)
 		l.gen++
+		if h := l.ctrl.HeldSurge(); h != held {
+			l.slow.Hold(h) // the document ended the held surge
+		}
 	}
 }
 
@@ -272,7 +279,7 @@ func (l *Limiter) Document(now time.Time) Document {
 	l.mu.Unlock()
 	if a, on := l.slow.State(now); on && a < d.Limit {
 		d.SlowStart, d.EffectiveLimit = true, a
-		d.Reason = surgeReason(a) + "; " + d.Reason
+		d.Reason = surgeReason(a, l.slow.Held()) + "; " + d.Reason
 	}
 	return d
 }

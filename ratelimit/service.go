@@ -478,9 +478,9 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 // decide lets the Limiter's controller step on r (Limiter.Decide) and
 // writes a change with check-and-set. The step is tried on a copy of the
 // controller, kept only once written; when another writer won, the
-// document is re-read, adopted, and the step tried again. A surge the
-// write could not record is not judged again: it has ended, and the next
-// reading decides as usual. It requires s.writeMu.
+// document is re-read, adopted, and the step tried again. A surge whose
+// verdict the write could not record is not judged again: it stays capped
+// at its level until the next reading ends it, which decides as usual. It requires s.writeMu.
 func (s *Service) decide(ctx context.Context, r Reading) {
 	for range maxWriteAttempts {
 		p, ok := s.lim.Decide(r)
