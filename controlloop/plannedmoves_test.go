@@ -158,8 +158,8 @@ func newLimiterRun(t *testing.T, w *world) *limiterRun {
 }
 
 func (r *limiterRun) tick(w *world) float64 {
-	nodes, unreadable := w.loop.HitCounters(context.Background())
-	r.svc.Tick(context.Background(), w.clk.Now(), nodes, unreadable)
+	nodes, slots := w.loop.HitCounters(context.Background())
+	r.svc.Tick(context.Background(), w.clk.Now(), nodes, slots)
 	return r.svc.Document().Limit
 }
 
@@ -344,8 +344,8 @@ func TestSplitHitRateAsApplicationsSeeIt(t *testing.T) {
 		w.prober.setCounters(cacheNode(m.Slot(3).ID).Addr, 1000*i, 0)
 		w.clk.Advance(5 * time.Second)
 		w.probe()
-		got, _ := w.loop.HitCounters(context.Background())
-		rate, _ = meter.Observe(w.clk.Now(), got, 0)
+		got, slots := w.loop.HitCounters(context.Background())
+		rate, _ = meter.Observe(w.clk.Now(), got, slots)
 	}
 	if math.Abs(rate-1) > 1e-9 {
 		t.Errorf("pool hit rate %.4f during the split, want 1.00 as applications see it", rate)

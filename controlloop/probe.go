@@ -186,42 +186,59 @@ func (l *Loop) probeRound(ctx context.Context) {
 	l.Kick()
 }
 
-// HitCounters returns the hit counters of every node that holds a slot,
-// and of every warm source (marked hitrate.Counters.WarmSourceOf with
-// the holder it warms), as their latest probes read them, and how many
-// slot holders the latest probes could not read (unreachable, or not
-// probed yet). The nodes of the slots planned moves touch are marked
-// Planned (plannedmoves.go). It has the shape of ratelimit.StatsFunc, so
-// the boot limiter measures the hit rate from the loop's own probes
-// instead of a second round of reads; the counters are at most one probe
-// interval old. It does no I/O. Each call is one stats reading: it also
-// feeds the per-zone hit-rate meters (zones.go) with the counters of each
-// zone's slots, a warming slot's warm source in its holder's zone, so a
-// zone's hit rate is as current as the pool's, and the warm watch
-// (warmwatch.go) with the counters of each warming slot.
-func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
+// HitCounters returns the hit counters of every node that holds a served
+// slot, and of every warm source of one (marked
+// hitrate.Counters.WarmSourceOf with the holder it warms), as their latest
+// probes read them, and what it knows of the slots (hitrate.Slots): how
+// many, how many have no live holder (vacant, or the holder unreachable by
+// the pool's verdict, the slots the status's slots_unserved counts; their
+// holders' counters are left out, and the meters count their share of the
+// gets as misses), and how many served slots' holders the latest probes
+// could not read (unreachable from this process, or not probed yet). The
+// nodes of the slots planned moves touch are marked Planned
+// (plannedmoves.go). It has the shape of ratelimit.StatsFunc, so the boot
+// limiter measures the hit rate from the loop's own probes instead of a
+// second round of reads; the counters are at most one probe interval old.
+// It does no I/O. Each call is one stats reading: it also feeds the
+// per-zone hit-rate meters (zones.go) with the counters of each zone's
+// slots, a warming slot's warm source in its holder's zone, so a zone's
+// hit rate is as current as the pool's, and the warm watch
+// (warmwatch.go) with the counters of each warming slot. A twin of a resize counts as a
+// slot of its holder's zone, served or not as its holder is; its gets are
+// read at its holder.
+func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrate.Slots) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.current == nil {
-		return map[string]hitrate.Counters{}, 0
+		return map[string]hitrate.Counters{}, hitrate.Slots{}
 	}
 	out := make(map[string]hitrate.Counters, l.current.NumSlots())
-	unreadable := 0
+	slots := hitrate.Slots{Total: l.current.NumSlots()}
 	zones := map[string]*zoneReading{}
 	for i, n := range l.current.Slots() {
-		if n.IsZero() || l.current.IsTwin(i) {
-			continue // a twin's holder is slot s's, read there
+		if n.IsZero() {
+			slots.Unserved++ // vacant: in no zone
+			continue
 		}
 		z := zones[n.AZ]
 		if z == nil {
 			z = &zoneReading{nodes: map[string]hitrate.Counters{}}
 			zones[n.AZ] = z
 		}
+		z.slots.Total++
+		if l.unservedLocked(n) {
+			slots.Unserved++
+			z.slots.Unserved++
+			continue
+		}
+		if l.current.IsTwin(i) {
+			continue // a twin's holder is slot s's, read there
+		}
 		c, ok := l.countersLocked(n.ID)
 		if !ok {
-			unreadable++
-			z.unreadable++
+			slots.Unreadable++
+			z.slots.Unreadable++
 			continue
 		}
 		c.Planned = l.plannedLocked(i, now)
@@ -259,7 +276,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, int) {
 	}
 	l.observeZonesLocked(now, zones)
 	l.readWarmingsLocked()
-	return out, unreadable
+	return out, slots
 }
 
 // countersLocked returns node id's counters as its latest probe read

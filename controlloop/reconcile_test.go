@@ -395,7 +395,7 @@ func TestReconcileConflict(t *testing.T) {
 
 // TestHitCounters checks that the boot limiter's counters come from the
 // loop's own probes: one stats read per node and round, the slot holders
-// only, the unreachable ones counted apart.
+// only, the vacant slot counted unserved and the unread holders apart.
 func TestHitCounters(t *testing.T) {
 	leakcheck.Check(t)
 	w := newWorld(t, 3)
@@ -404,17 +404,17 @@ func TestHitCounters(t *testing.T) {
 	if _, err := w.loop.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, unreadable := w.loop.HitCounters(context.Background()); len(got) != 0 || unreadable != 2 {
-		t.Fatalf("before any probe: %v, %d unreadable; want none and 2", got, unreadable)
+	if got, slots := w.loop.HitCounters(context.Background()); len(got) != 0 || slots != (hitrate.Slots{Total: 3, Unserved: 1, Unreadable: 2}) {
+		t.Fatalf("before any probe: %v, %+v; want none, 3 slots, 1 unserved (vacant), 2 unreadable", got, slots)
 	}
 	w.prober.setCounters(cacheNode("a").Addr, 90, 10)
 	w.prober.setCounters(cacheNode("c").Addr, 5, 5)
 	w.prober.setDown(cacheNode("b").Addr, true)
 	w.probe()
-	got, unreadable := w.loop.HitCounters(context.Background())
+	got, slots := w.loop.HitCounters(context.Background())
 	want := map[string]hitrate.Counters{"a": {Hits: 90, Misses: 10, PID: 1, Uptime: time.Hour}}
-	if !maps.Equal(got, want) || unreadable != 1 {
-		t.Fatalf("counters %v, %d unreadable; want %v and 1", got, unreadable, want)
+	if !maps.Equal(got, want) || slots != (hitrate.Slots{Total: 3, Unserved: 1, Unreadable: 1}) {
+		t.Fatalf("counters %v, %+v; want %v, 1 unserved (vacant), 1 unreadable (b, reachable by the verdict so far)", got, slots, want)
 	}
 	reads := w.prober.readCounts()
 	for _, id := range []string{"a", "b", "c"} {
@@ -425,13 +425,13 @@ func TestHitCounters(t *testing.T) {
 	w.prober.setCounters(cacheNode("a").Addr, 95, 11)
 	w.prober.setDown(cacheNode("b").Addr, false)
 	w.probe()
-	got, unreadable = w.loop.HitCounters(context.Background())
+	got, slots = w.loop.HitCounters(context.Background())
 	want = map[string]hitrate.Counters{
 		"a": {Hits: 95, Misses: 11, PID: 1, Uptime: time.Hour},
 		"b": {PID: 1, Uptime: time.Hour},
 	}
-	if !maps.Equal(got, want) || unreadable != 0 {
-		t.Fatalf("after the next round: %v, %d unreadable; want %v and 0", got, unreadable, want)
+	if !maps.Equal(got, want) || slots != (hitrate.Slots{Total: 3, Unserved: 1}) {
+		t.Fatalf("after the next round: %v, %+v; want %v, 1 unserved, none unreadable", got, slots, want)
 	}
 }
 

@@ -50,8 +50,8 @@ func (l *Loop) Status() mcribapi.Status {
 		for _, n := range l.current.Slots() {
 			if n.IsZero() {
 				st.VacantSlots++
-				st.SlotsUnserved++
-			} else if s, ok := l.tr.nodes[n.ID]; ok && !s.reachable {
+			}
+			if l.unservedLocked(n) {
 				st.SlotsUnserved++
 			}
 		}
@@ -153,6 +153,18 @@ func (l *Loop) Status() mcribapi.Status {
 	}
 	st.Capacity = l.capacityLocked(now)
 	return st
+}
+
+// unservedLocked reports whether a slot held by n (the zero Node: vacant)
+// has no live holder: vacant, or its holder unreachable by the pool's
+// verdict. The status's slots_unserved and the hit rate (HitCounters)
+// count the same slots. l.mu must be held.
+func (l *Loop) unservedLocked(n cachenodes.Node) bool {
+	if n.IsZero() {
+		return true
+	}
+	s, ok := l.tr.nodes[n.ID]
+	return ok && !s.reachable
 }
 
 // stateName names the state of a node for the status document: a slot

@@ -31,20 +31,24 @@ type zoneWatch struct {
 	// meters measure each zone's hit rate from the stats readings
 	// (HitCounters), as the pool's is measured.
 	meters map[string]*hitrate.Meter
-	// unread names the zones none of whose slot holders could be read at
-	// the last stats reading: their hit rate is unknown, not the last one
-	// measured.
+	// unread names the zones none of whose served slots' holders could
+	// be read at the last stats reading: their hit rate is unknown, not
+	// the last one measured. (A zone none of whose slots is served reads
+	// 0: every get of its keys misses.)
 	unread map[string]bool
 }
 
-// zoneReading is one stats reading of a zone's slot holders.
+// zoneReading is one stats reading of a zone's slot holders: their
+// counters and what it knows of the zone's slots (the slots its nodes
+// hold, twins included).
 type zoneReading struct {
-	nodes      map[string]hitrate.Counters
-	unreadable int
+	nodes map[string]hitrate.Counters
+	slots hitrate.Slots
 }
 
 // observeZonesLocked folds one stats reading into each zone's hit-rate
-// meter (the pool's smoothing, restarts counted as such); a zone that
+// meter (the pool's smoothing, restarts counted as such, the slots with
+// no live holder counted as all misses for their share); a zone that
 // holds no slot loses its meter, so its hit rate is unknown again. l.mu
 // must be held.
 func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) {
@@ -55,7 +59,7 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 	}
 	l.zones.unread = nil
 	for zone, r := range zones {
-		if len(r.nodes) == 0 && r.unreadable > 0 {
+		if len(r.nodes) == 0 && r.slots.Unreadable > 0 {
 			if l.zones.unread == nil {
 				l.zones.unread = map[string]bool{}
 			}
@@ -69,7 +73,7 @@ func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) 
 			m = &hitrate.Meter{}
 			l.zones.meters[zone] = m
 		}
-		m.Observe(now, r.nodes, r.unreadable)
+		m.Observe(now, r.nodes, r.slots)
 	}
 }
 

@@ -69,8 +69,8 @@ func (w *world) startLimiter(p *replicaProc) {
 		_ = svc.Sync(ctx) // a failed read is retried on the next
 	})
 	w.every(w.now+w.msUpTo(int(statsInterval/time.Millisecond)), statsInterval, p.name()+" limiter tick", alive, func() {
-		nodes, unreadable := p.loop.HitCounters(ctx)
-		svc.Tick(ctx, p.clock().Now(), nodes, unreadable)
+		nodes, slots := p.loop.HitCounters(ctx)
+		svc.Tick(ctx, p.clock().Now(), nodes, slots)
 	})
 }
 

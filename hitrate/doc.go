@@ -13,6 +13,10 @@
 //     after 10 readings without it, only sets a baseline.
 //   - An interval without gets is no reading: the smoothed value is kept,
 //     and Observe says so, so an idle pool never reads as a cold cache.
+//   - The hit rate is the one the database behind the pool sees: a slot
+//     with no live holder (vacant, or its holder unreachable by the pool's
+//     verdict) counts as all misses for its share of the gets (Slots);
+//     a served slot whose holder could not be read is only left out.
 //   - A warming slot is counted as applications see it: a get its warm
 //     source answered is a hit, and the warm source's own gets are not
 //     counted again (warmpair.go gives the formula).

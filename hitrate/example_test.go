@@ -17,7 +17,7 @@ func ExampleMeter() {
 		rate, ok := m.Observe(t0.Add(time.Duration(s)*5*time.Second), map[string]hitrate.Counters{
 			"mc-1": {Hits: hitsA, Misses: missesA, PID: 1, Uptime: time.Hour},
 			"mc-2": {Hits: hitsB, Misses: missesB, PID: 2, Uptime: time.Hour},
-		}, 0)
+		}, hitrate.Slots{})
 		fmt.Printf("reading %d: %.2f (a reading: %v)\n", s, rate, ok)
 	}
 	read(0, 1000, 100, 2000, 200)

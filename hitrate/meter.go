@@ -44,7 +44,9 @@ type nodeCounters struct {
 // shrinks in proportion when the interval saw less traffic than usual (the
 // usual traffic is itself a moving average of the requests per second,
 // with weight 0.2), so a quiet interval barely moves the value; an
-// interval without any traffic leaves it unchanged.
+// interval without any traffic leaves it unchanged. The slots without a
+// live holder count as all misses for their share of the gets (Slots),
+// and their gets count in the interval's traffic.
 //
 // A node marked as a warm source (Counters.WarmSourceOf) is counted with
 // the slot holder it warms as the one slot applications read: a get the
@@ -72,23 +74,30 @@ type Meter struct {
 	traffic float64
 	have    bool
 	// last observation's figures
-	lastRequests   uint64
-	lastUnreadable int
-	lastAt         time.Time
-	lastSample     float64 // the last interval's own hit rate, unsmoothed
-	haveSample     bool    // the last observation had traffic
+	lastRequests uint64
+	lastSlots    Slots
+	lastAt       time.Time
+	lastSample   float64 // the last interval's own hit rate, unsmoothed
+	haveSample   bool    // the last observation had traffic, or no slot served
 }
 
-// Observe records one reading of the serving nodes' counters, taken at now,
+// Observe records one reading of the served slots' counters, taken at now,
 // and returns the smoothed hit rate; ok says whether this observation is a
 // reading: false when it counted no gets (no requests, every node new or
 // unreadable: an interval without traffic tells nothing of the cache), and
 // while none has been counted yet. The smoothed value is then returned
 // unchanged, and HitRate keeps it, but it is no reading to act on (the
-// boot limiter's controller holds). unreadable is the number of serving nodes whose stats
-// could not be read: they are left out of this observation and counted
-// (see Unreadable). A node seen for the first time gives only a baseline.
-func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int) (rate float64, ok bool) {
+// boot limiter's controller holds). A node seen for the first time gives
+// only a baseline.
+//
+// slots says what the reading knows of the slots (see Slots): with u of n
+// slots unserved and the counted hits and gets, the interval's hit rate is
+// hits ÷ (gets × n ÷ (n − u)), the unserved slots' share of the gets all
+// misses, as the database behind the pool sees it. When no slot is served
+// every get misses: the interval is a reading of 0 at the usual traffic,
+// counters or not. The served slots whose holders could not be read are
+// left out (see Unreadable). The zero Slots counts the gets as they are.
+func (m *Meter) Observe(now time.Time, nodes map[string]Counters, slots Slots) (rate float64, ok bool) {
 	if m.nodes == nil {
 		m.nodes = make(map[string]nodeCounters, len(nodes))
 	}
@@ -161,13 +170,28 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 	elapsed := now.Sub(m.lastAt)
 	first := m.lastAt.IsZero()
 	m.lastAt = now
-	m.lastUnreadable = unreadable
+	m.lastSlots = slots
 	n := hits + misses
 	m.lastRequests = uint64(min(n, math.MaxUint64))
 	m.haveSample = false
+	share := slots.servedShare()
+	if share <= 0 {
+		// No slot is served: every get misses, however many there are
+		// (the counters of no holder show them). The interval weighs as
+		// much as the usual traffic.
+		m.lastSample, m.haveSample = 0, true
+		if !m.have {
+			m.rate, m.have = 0, true
+			return m.rate, true
+		}
+		m.rate = min(max(m.rate-hitRateWeight*m.rate, 0), 1)
+		return m.rate, true
+	}
 	if n == 0 {
 		return m.rate, false
 	}
+	// The unserved slots' share of the gets: all misses.
+	n /= share
 	sample := min(max(hits/n, 0), 1)
 	m.lastSample, m.haveSample = sample, true
 	// Traffic is compared per second, so a late or early tick does not
@@ -176,8 +200,15 @@ func (m *Meter) Observe(now time.Time, nodes map[string]Counters, unreadable int
 	if !first && elapsed > 0 {
 		volume = n / elapsed.Seconds()
 	}
-	if !m.have {
-		m.rate, m.traffic, m.have = sample, volume, true
+	if !m.have || m.traffic <= 0 {
+		// The first reading with gets (or the first after readings of a
+		// pool with no slot served, which measured no traffic).
+		if !m.have {
+			m.rate = sample
+		} else {
+			m.rate = min(max(m.rate+hitRateWeight*(sample-m.rate), 0), 1)
+		}
+		m.traffic, m.have = volume, true
 		return m.rate, true
 	}
 	w := hitRateWeight * math.Min(1, volume/m.traffic)
@@ -232,12 +263,13 @@ func (m *Meter) HitRate() (rate float64, ok bool) { return m.rate, m.have }
 // a cold start whose clients are all waiting to boot looks like.
 func (m *Meter) Interval() (rate float64, ok bool) { return m.lastSample, m.haveSample }
 
-// Unreadable returns the number of serving nodes the last observation could
-// not read.
-func (m *Meter) Unreadable() int { return m.lastUnreadable }
+// Slots returns what the last observation knew of the slots: how many,
+// how many unserved (their gets counted as misses), how many unreadable
+// (left out).
+func (m *Meter) Slots() Slots { return m.lastSlots }
 
 // Requests returns the number of gets (hits plus misses) the last
-// observation counted.
+// observation read from the counters, without the unserved slots' share.
 func (m *Meter) Requests() uint64 { return m.lastRequests }
 
 // Reset forgets every node and the smoothed value, so the next observation

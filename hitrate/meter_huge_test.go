@@ -66,7 +66,7 @@ func TestMeterHugeCounters(t *testing.T) {
 			var m Meter
 			var rate float64
 			for i, r := range tt.readings {
-				rate, _ = m.Observe(t0.Add(time.Duration(i)*5*time.Second), r, 0)
+				rate, _ = m.Observe(t0.Add(time.Duration(i)*5*time.Second), r, Slots{})
 				if rate < 0 || rate > 1 || math.IsNaN(rate) {
 					t.Fatalf("reading %d: rate %v outside [0, 1]", i, rate)
 				}

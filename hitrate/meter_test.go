@@ -9,17 +9,17 @@ import (
 var t0 = time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
 
 // reading is one observation fed to a Meter: at second n, the nodes'
-// cumulative counters and the number of unreadable nodes; the meter must
+// cumulative counters and what is known of the slots; the meter must
 // then report rate (within 1e-9) and ok, and HitRate the same rate, known
 // when ok or kept (an interval without gets: no reading, the smoothed
 // value kept).
 type reading struct {
-	n          int
-	nodes      map[string]Counters
-	unreadable int
-	rate       float64
-	ok         bool
-	kept       bool
+	n     int
+	nodes map[string]Counters
+	slots Slots
+	rate  float64
+	ok    bool
+	kept  bool
 }
 
 func TestMeter(t *testing.T) {
@@ -50,7 +50,7 @@ func TestMeter(t *testing.T) {
 				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},
 				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, ok: true},
 				{n: 3, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, kept: true},
-				{n: 4, nodes: map[string]Counters{}, unreadable: 1, rate: 0.9, kept: true},
+				{n: 4, nodes: map[string]Counters{}, slots: Slots{Unreadable: 1}, rate: 0.9, kept: true},
 				{n: 5, nodes: map[string]Counters{"a": c(180, 20)}, rate: 0.9, ok: true},
 			},
 		},
@@ -86,7 +86,7 @@ func TestMeter(t *testing.T) {
 			name: "an unreadable node is left out, and its delta spans the gap when it comes back",
 			readings: []reading{
 				{n: 1, nodes: map[string]Counters{"a": c(0, 0), "b": c(0, 0)}},
-				{n: 2, nodes: map[string]Counters{"a": c(100, 0)}, unreadable: 1, rate: 1, ok: true},
+				{n: 2, nodes: map[string]Counters{"a": c(100, 0)}, slots: Slots{Unreadable: 1}, rate: 1, ok: true},
 				// b: +0 hits +200 misses over two seconds, a: +100 hits.
 				// 100/300 at 300 req/s vs usual 100: weight 0.5.
 				{n: 3, nodes: map[string]Counters{"a": c(200, 0), "b": c(0, 200)}, rate: 1 + 0.5*(1.0/3-1), ok: true},
@@ -121,6 +121,49 @@ func TestMeter(t *testing.T) {
 			},
 		},
 		{
+			name: "an unserved slot's share of the gets counts as misses",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}, slots: Slots{Total: 4, Unserved: 1}},
+				// 90 hits of 100 gets on the 3 slots served: 90 / (100 × 4/3).
+				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, slots: Slots{Total: 4, Unserved: 1}, rate: 0.675, ok: true},
+			},
+		},
+		{
+			name: "an unreadable slot is left out, not counted as misses",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}, slots: Slots{Total: 4, Unreadable: 1}},
+				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, slots: Slots{Total: 4, Unreadable: 1}, rate: 0.9, ok: true},
+			},
+		},
+		{
+			name: "the unserved slots' gets count in the traffic: the interval weighs in full",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},
+				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, ok: true},
+				// Half the slots unserved: 45 hits of 50 gets read, 100
+				// gets in all (the usual traffic), 0.45 weighed 0.5.
+				{n: 3, nodes: map[string]Counters{"a": c(135, 15)}, slots: Slots{Total: 2, Unserved: 1}, rate: 0.675, ok: true},
+			},
+		},
+		{
+			name: "no slot served is a reading of 0 at the usual traffic",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},
+				{n: 2, nodes: map[string]Counters{"a": c(90, 10)}, rate: 0.9, ok: true},
+				{n: 3, nodes: map[string]Counters{}, slots: Slots{Total: 2, Unserved: 2}, rate: 0.45, ok: true},
+				{n: 4, nodes: map[string]Counters{}, slots: Slots{Total: 2, Unserved: 2}, rate: 0.225, ok: true},
+			},
+		},
+		{
+			name: "no slot served before any reading is a reading of 0",
+			readings: []reading{
+				{n: 1, nodes: map[string]Counters{}, slots: Slots{Total: 2, Unserved: 2}, rate: 0, ok: true},
+				{n: 2, nodes: map[string]Counters{"a": c(0, 0)}, slots: Slots{Total: 2, Unserved: 1}, rate: 0, kept: true},
+				// The first interval with gets weighs 0.5: no usual traffic yet.
+				{n: 3, nodes: map[string]Counters{"a": c(100, 0)}, slots: Slots{Total: 2, Unserved: 1}, rate: 0.25, ok: true},
+			},
+		},
+		{
 			name: "a collapse at full traffic halves the distance at once",
 			readings: []reading{
 				{n: 1, nodes: map[string]Counters{"a": c(0, 0)}},
@@ -134,12 +177,12 @@ func TestMeter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var m Meter
 			for _, r := range tt.readings {
-				rate, ok := m.Observe(t0.Add(time.Duration(r.n)*time.Second), r.nodes, r.unreadable)
+				rate, ok := m.Observe(t0.Add(time.Duration(r.n)*time.Second), r.nodes, r.slots)
 				if ok != r.ok || math.Abs(rate-r.rate) > 1e-9 {
 					t.Fatalf("second %d: got %v, %v; want %v, %v", r.n, rate, ok, r.rate, r.ok)
 				}
-				if m.Unreadable() != r.unreadable {
-					t.Fatalf("second %d: Unreadable() = %d, want %d", r.n, m.Unreadable(), r.unreadable)
+				if m.Slots() != r.slots {
+					t.Fatalf("second %d: Slots() = %+v, want %+v", r.n, m.Slots(), r.slots)
 				}
 				if hr, hok := m.HitRate(); hr != rate || hok != (ok || r.kept) {
 					t.Fatalf("second %d: HitRate() = %v, %v; Observe said %v, %v", r.n, hr, hok, rate, ok)
@@ -153,7 +196,7 @@ func TestMeterForgetsVanishedNodes(t *testing.T) {
 	var m Meter
 	obs := func(n int, nodes map[string]Counters) float64 {
 		t.Helper()
-		rate, _ := m.Observe(t0.Add(time.Duration(n)*time.Second), nodes, 0)
+		rate, _ := m.Observe(t0.Add(time.Duration(n)*time.Second), nodes, Slots{})
 		return rate
 	}
 	obs(0, map[string]Counters{"a": {Hits: 0}, "b": {Hits: 0}})
@@ -174,13 +217,13 @@ func TestMeterForgetsVanishedNodes(t *testing.T) {
 
 func TestMeterReset(t *testing.T) {
 	var m Meter
-	m.Observe(t0, map[string]Counters{"a": {}}, 0)
-	m.Observe(t0.Add(time.Second), map[string]Counters{"a": {Hits: 10}}, 0)
+	m.Observe(t0, map[string]Counters{"a": {}}, Slots{})
+	m.Observe(t0.Add(time.Second), map[string]Counters{"a": {Hits: 10}}, Slots{})
 	m.Reset()
 	if _, ok := m.HitRate(); ok {
 		t.Fatal("Reset kept the value")
 	}
-	if _, ok := m.Observe(t0.Add(2*time.Second), map[string]Counters{"a": {Hits: 20}}, 0); ok {
+	if _, ok := m.Observe(t0.Add(2*time.Second), map[string]Counters{"a": {Hits: 20}}, Slots{}); ok {
 		t.Fatal("the first reading after Reset was not a baseline")
 	}
 }

@@ -65,8 +65,8 @@ func warmingPool(i uint64, planned bool) map[string]Counters {
 // counters say 0.797.
 func TestMeterCountsWarmReadsAsApplicationsDo(t *testing.T) {
 	var m Meter
-	m.Observe(t0, warmingPool(0, true), 0)
-	rate, ok := m.Observe(t0.Add(time.Second), warmingPool(1, true), 0)
+	m.Observe(t0, warmingPool(0, true), Slots{})
+	rate, ok := m.Observe(t0.Add(time.Second), warmingPool(1, true), Slots{})
 	if !ok || math.Abs(rate-0.95) > 1e-9 {
 		t.Fatalf("pool hit rate during a warm move %v (ok %v), want 0.95 as applications see it", rate, ok)
 	}
@@ -90,50 +90,50 @@ func TestMeterLeavesOutPlanned(t *testing.T) {
 		return map[string]Counters{"a": c(uint64(950*n), uint64(50*n)), "b": b}
 	}
 	at := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
-	m.Observe(at(0), reading(0, c(0, 0), false), 0)
-	all.Observe(at(0), reading(0, c(0, 0), false), 0)
+	m.Observe(at(0), reading(0, c(0, 0), false), Slots{})
+	all.Observe(at(0), reading(0, c(0, 0), false), Slots{})
 	// b moved cold: it misses everything for two intervals.
 	for n, b := range []Counters{c(0, 1000), c(0, 2000)} {
 		r := reading(n+1, b, true)
-		got, ok := m.Observe(at(n+1), r, 0)
+		got, ok := m.Observe(at(n+1), r, Slots{})
 		if !ok || math.Abs(got-0.95) > 1e-9 {
 			t.Fatalf("interval %d: input %v (ok %v), want 0.95: a planned move's node is left out", n+1, got, ok)
 		}
-		if pool, _ := all.Observe(at(n+1), r, 0); pool > 0.9 {
+		if pool, _ := all.Observe(at(n+1), r, Slots{}); pool > 0.9 {
 			t.Fatalf("interval %d: the pool's hit rate %v did not count b's misses", n+1, pool)
 		}
 	}
 	// The mark ended, but b's own interval (900 hits, 100 misses: 0.90)
 	// is still below a's (0.95): left out while it settles.
-	if got, ok := m.Observe(at(3), reading(3, c(900, 2100), false), 0); !ok || math.Abs(got-0.95) > 1e-9 || m.Settling() != 1 {
+	if got, ok := m.Observe(at(3), reading(3, c(900, 2100), false), Slots{}); !ok || math.Abs(got-0.95) > 1e-9 || m.Settling() != 1 {
 		t.Fatalf("b settling at 0.90 against 0.95: input %v (ok %v), %d settling; want 0.95 and 1", got, ok, m.Settling())
 	}
 	// b's interval at 0.94 (within 0.02 of a's): counted from the next.
-	if got, _ := m.Observe(at(4), reading(4, c(1840, 2160), false), 0); math.Abs(got-0.95) > 1e-9 || m.Settling() != 0 {
+	if got, _ := m.Observe(at(4), reading(4, c(1840, 2160), false), Slots{}); math.Abs(got-0.95) > 1e-9 || m.Settling() != 0 {
 		t.Fatalf("b back within 0.02 of a: input %v, %d settling; want 0.95 and 0", got, m.Settling())
 	}
 	// Counted again: only this interval's increase (920 hits, 80 misses).
-	got, ok := m.Observe(at(5), reading(5, c(2760, 2240), false), 0)
+	got, ok := m.Observe(at(5), reading(5, c(2760, 2240), false), Slots{})
 	if want := 0.95 + 0.5*(0.935-0.95); !ok || math.Abs(got-want) > 1e-9 {
 		t.Fatalf("input after the move settled %v (ok %v), want %v: b's misses while left out were counted", got, ok, want)
 	}
 	// A node that never comes back to the others' rate counts again
 	// 10 minutes after its mark ended.
 	m3 := Meter{LeavesOutPlanned: true}
-	m3.Observe(at(0), reading(0, c(0, 0), true), 0)
+	m3.Observe(at(0), reading(0, c(0, 0), true), Slots{})
 	for n := 1; n <= 601; n++ {
-		m3.Observe(at(n), reading(n, c(uint64(500*n), uint64(500*n)), n == 1), 0)
+		m3.Observe(at(n), reading(n, c(uint64(500*n), uint64(500*n)), n == 1), Slots{})
 	}
 	if m3.Settling() != 0 {
 		t.Fatalf("b at 0.5 ten minutes after its mark ended: still left out")
 	}
-	if got, _ := m3.Observe(at(602), reading(602, c(500*602, 500*602), false), 0); got > 0.95-1e-9 {
+	if got, _ := m3.Observe(at(602), reading(602, c(500*602, 500*602), false), Slots{}); got > 0.95-1e-9 {
 		t.Fatalf("b at 0.5 counted again: input %v, want below 0.95", got)
 	}
 	// Only planned nodes had gets: no reading.
 	m2 := Meter{LeavesOutPlanned: true}
-	m2.Observe(at(0), map[string]Counters{"b": {Planned: true}}, 0)
-	if _, ok := m2.Observe(at(1), map[string]Counters{"b": {Misses: 100, Planned: true}}, 0); ok {
+	m2.Observe(at(0), map[string]Counters{"b": {Planned: true}}, Slots{})
+	if _, ok := m2.Observe(at(1), map[string]Counters{"b": {Misses: 100, Planned: true}}, Slots{}); ok {
 		t.Fatal("a reading of planned nodes alone is a reading")
 	}
 }
@@ -185,8 +185,8 @@ func TestMeterCountsASplitAsApplicationsDo(t *testing.T) {
 		return map[string]Counters{"s": s, "t": tw}
 	}
 	var m Meter
-	m.Observe(t0, pool(0), 0)
-	rate, ok := m.Observe(t0.Add(time.Second), pool(1), 0)
+	m.Observe(t0, pool(0), Slots{})
+	rate, ok := m.Observe(t0.Add(time.Second), pool(1), Slots{})
 	if !ok || math.Abs(rate-1) > 1e-9 {
 		t.Fatalf("pool hit rate during a split %v (ok %v), want 1.00 as applications see it", rate, ok)
 	}

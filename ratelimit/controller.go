@@ -125,6 +125,9 @@ type Decision struct {
 	// Reason is one sentence: why the controller's limit changed, or why it
 	// held. In manual mode it speaks of what the controller would do.
 	Reason string
+	// HeldSurge is the level a boot surge is held at after the
+	// observation (SurgeHeld), boots/s, below Limit; 0 when none is held.
+	HeldSurge float64
 }
 
 // Controller is the adaptive boot limiter's decision maker: a pure state
@@ -143,8 +146,12 @@ type Controller struct {
 	auto float64 // the controller's own limit (doc.Limit in auto mode)
 	step float64
 
-	lastChange time.Time // last change of auto, or adoption of a document
-	lastCut    time.Time // last cut of auto
+	lastChange time.Time // last change of auto or of the held surge, or adoption of a document
+	lastCut    time.Time // last cut of auto, or the hold of a boot surge (the fall it answered)
+
+	// held is the level a boot surge is held at (SurgeHeld), 0 when none:
+	// the controller's limit stays, and the raises move held instead.
+	held float64
 
 	raised     bool // the last change was a raise, still inside its relapse window
 	raisedFrom float64
@@ -162,8 +169,8 @@ type Controller struct {
 	// could move (ObserveSurge).
 	fell bool
 	// surge is set while ObserveSurge judges a boot surge: a collapse
-	// above Low then holds at the slow-start level instead of going to
-	// the floor.
+	// between Low and the target then holds at the slow-start level
+	// instead of going to the floor.
 	surge bool
 }
 
@@ -223,6 +230,7 @@ func (c *Controller) Adopt(doc Document, now time.Time) {
 		c.auto = auto
 		c.lastChange = now
 		c.raised = false
+		c.held = 0 // the new limit is admitted as it is
 	}
 	c.doc = doc
 }
@@ -232,10 +240,39 @@ func (c *Controller) Adopt(doc Document, now time.Time) {
 // limit and its burst (DefaultBurst) and sets the document's reason; in
 // manual mode it moves only AutoLimit and AutoReason. A hit rate that is
 // not a number between 0 and 1 holds everything.
+//
+// While a boot surge is held (SurgeHeld), a rate at or above the target
+// moves the held level as the rules would move a limit (the raises, their
+// wait and steps) and leaves the limit alone; the surge is over once the
+// level reaches the limit. The first rate below the target hands over:
+// the limit starts from the held level, and the rules apply from there.
 func (c *Controller) Observe(now time.Time, h float64) Decision {
 	manual := c.doc.Mode == ModeManual
 	boundsChanged := c.doc.Floor != c.cfg.Floor || c.doc.Ceiling != c.cfg.Ceiling
-	next, reason, changed := c.decide(now, h, manual)
+	usable := h >= 0 && h <= 1
+	if c.held > 0 && (manual || c.auto > c.cfg.Ceiling || c.auto < c.cfg.Floor) {
+		c.held = 0 // no surge is held in manual mode, nor outside the bounds
+	}
+	var next float64
+	var reason string
+	var changed bool
+	switch {
+	case c.held > 0 && usable && h >= c.cfg.Target:
+		return c.raiseHeld(now, h, boundsChanged)
+	case c.held > 0 && usable:
+		// Below the target, the limit may be cut: it starts from the held
+		// level, a cut from the limit in force.
+		held := c.held
+		c.held, c.auto = 0, min(c.auto, held)
+		next, reason, changed = c.decide(now, h, manual)
+		if !changed {
+			next, changed = c.auto, true
+		}
+		reason = fmt.Sprintf("hit rate %s fell below target %s while a boot surge was held at %s boots/s: the limit starts from there: %s",
+			fmtRate(h, c.cfg.Target), fmtThreshold(c.cfg.Target), fmtLimit(held), reason)
+	default:
+		next, reason, changed = c.decide(now, h, manual)
+	}
 	if changed {
 		c.auto = next
 		if manual {
@@ -250,11 +287,7 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 		}
 	}
 	if changed || boundsChanged {
-		c.doc.Floor, c.doc.Ceiling = c.cfg.Floor, c.cfg.Ceiling
-		c.doc.UpdatedAt = stamp(now)
-		if h >= 0 && h <= 1 {
-			c.doc.HitRate = RateOf(h)
-		}
+		c.stampBounds(now, h)
 	}
 	return Decision{
 		Limit:     c.doc.Limit,
@@ -262,54 +295,19 @@ func (c *Controller) Observe(now time.Time, h float64) Decision {
 		AutoLimit: c.auto,
 		Changed:   changed || boundsChanged,
 		Reason:    reason,
+		HeldSurge: c.held,
 	}
 }
 
-// ObserveSurge is Observe at the reading that judges a boot surge
-// (SlowStart.Reading): admissions were capped at level, and raw is the
-// reading's own interval hit rate (HitRateMeter.Interval), not smoothed,
-// because the smoothed rate barely moves in an interval with less traffic
-// than usual, as a cold start whose clients all wait to boot is. In auto
-// mode the controller first takes min(its limit, level) and judges raw
-// from there: when raw is a fall (a collapse, a relapse or a rate below
-// Low), the cut or the collapse applies from the slow-start level, not
-// from the ceiling, and fell is true; otherwise the surge was taken and the
-// reading is an ordinary Observe of the smoothed h. In manual mode it is
-// Observe(now, h).
-func (c *Controller) ObserveSurge(now time.Time, h, raw, level float64) (d Decision, fell bool) {
-	if c.doc.Mode == ModeManual || !(raw >= 0 && raw <= 1) {
-		return c.Observe(now, h), false
+// stampBounds records in the document the bounds of the configuration,
+// the time now and the hit rate h (when usable): the document is to be
+// written.
+func (c *Controller) stampBounds(now time.Time, h float64) {
+	c.doc.Floor, c.doc.Ceiling = c.cfg.Floor, c.cfg.Ceiling
+	c.doc.UpdatedAt = stamp(now)
+	if h >= 0 && h <= 1 {
+		c.doc.HitRate = RateOf(h)
 	}
-	trial := *c
-	if level := trial.clamp(level); level < trial.auto {
-		trial.auto = level
-	}
-	trial.surge = true
-	d = trial.Observe(now, raw)
-	trial.surge = false
-	if !trial.fell {
-		return c.Observe(now, h), false
-	}
-	prefix := fmt.Sprintf("boot surge slowed to %s boots/s: ", fmtLimit(level))
-	if trial.doc.Limit != trial.auto {
-		// The fall held the limit (at the floor, or inside the cut
-		// cooldown): it holds at the slow-start level.
-		trial.doc.Limit = trial.auto
-		trial.doc.Burst = autoBurst(trial.doc, trial.auto)
-		trial.doc.AutoLimit = trial.auto
-		trial.doc.AutoReason = ""
-		trial.doc.Floor, trial.doc.Ceiling = trial.cfg.Floor, trial.cfg.Ceiling
-		trial.doc.UpdatedAt = stamp(now)
-		trial.doc.HitRate = RateOf(raw)
-		trial.lastChange = now
-		d = Decision{Limit: trial.doc.Limit, Burst: trial.doc.Burst, AutoLimit: trial.auto, Changed: true, Reason: d.Reason}
-	}
-	d.Reason = prefix + d.Reason
-	if d.Changed {
-		trial.doc.Reason = d.Reason
-	}
-	*c = trial
-	return d, true
 }
 
 // decide runs one step of the algorithm on the controller's own limit and
@@ -360,10 +358,10 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 			fmtRate(h, cfg.Low), low, fmtLimit(c.raisedFrom), fmtLimit(c.raisedTo),
 			verb("cut"), fmtLimit(next), fmtLimit(c.step)), next != cur
 
-	case c.surge && h >= cfg.Low && cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
+	case c.surge && h >= cfg.Low && c.collapsed(from, h):
 		// A collapse seen by a boot surge's slow start: the waiting
 		// clients are already held at cur, the level the reading judged,
-		// and the rate is not below Low: hold there; the raises resume
+		// and the rate is between Low and the target: hold there; the raises resume
 		// after the raise wait. (Below Low, the cut below halves cur.)
 		// Holding counts as the cut from the ceiling that it is: the
 		// fall it answered is not counted again.
@@ -373,10 +371,10 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 		return cur, fmt.Sprintf("hit rate fell from %s to %s within %s: %s at the slow-start level of %s",
 			fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow(), verb("holding"), fmtLimit(cur)), false
 
-	case !c.surge && cfg.CollapseFall() > 0 && from-h >= cfg.CollapseFall()-rateSlack:
+	case !c.surge && c.collapsed(from, h):
 		// A collapse: the cache went cold (a flush, a restart of the
 		// tier, a partition) and every waiting client is about to boot
-		// into it. Straight to the floor, no cooldown; the raises start
+		// into it; the rate is below the target. Straight to the floor, no cooldown; the raises start
 		// again from there with full steps, each at most doubling.
 		c.fell = true
 		fell := fmt.Sprintf("hit rate fell from %s to %s within %s", fmtRate(from, cfg.Target), fmtRate(h, cfg.Target), cfg.CollapseWindow())
@@ -429,15 +427,48 @@ func (c *Controller) decide(now time.Time, h float64, manual bool) (next float64
 	}
 }
 
-// remember records the hit rate h observed at now, forgets the ones older
-// than the collapse window or than the last cut (a fall a cut answered
-// is not counted again), and returns the highest hit rate kept before now
-// (h itself when there is none).
+// kept reports whether the hit rate s, seen before now, still counts for
+// a collapse at now: inside the collapse window, and not before the last
+// cut (a fall a cut answered is not counted again).
+func (c *Controller) kept(s sample, now time.Time) bool {
+	d := now.Sub(s.at)
+	return d > 0 && d <= c.cfg.CollapseWindow() && !s.at.Before(c.lastCut)
+}
+
+// peak returns the highest hit rate kept before now, h itself when there
+// is none higher. It changes nothing.
+func (c *Controller) peak(now time.Time, h float64) float64 {
+	from := h
+	for _, s := range c.recent[:c.nRecent] {
+		if c.kept(s, now) {
+			from = max(from, s.h)
+		}
+	}
+	return from
+}
+
+// fellFast reports whether h, measured at now, is a fall by CollapseFall or
+// more from the highest hit rate kept, whether or not it stays at or above
+// the target.
+func (c *Controller) fellFast(now time.Time, h float64) bool {
+	return c.cfg.CollapseFall() > 0 && c.peak(now, h)-h >= c.cfg.CollapseFall()-rateSlack
+}
+
+// collapsed reports whether a fall from the hit rate from to h is a
+// collapse: by CollapseFall or more within the collapse window (from is
+// the highest rate kept), to a rate below the target. A rate at or above
+// the target is never cut, however fast it fell.
+func (c *Controller) collapsed(from, h float64) bool {
+	return h < c.cfg.Target && c.cfg.CollapseFall() > 0 && from-h >= c.cfg.CollapseFall()-rateSlack
+}
+
+// remember records the hit rate h observed at now, forgets the ones no
+// longer kept (kept), and returns the highest hit rate kept before now (h
+// itself when there is none).
 func (c *Controller) remember(now time.Time, h float64) (from float64) {
-	window := c.cfg.CollapseWindow()
 	kept := 0
 	for _, s := range c.recent[:c.nRecent] {
-		if d := now.Sub(s.at); d > 0 && d <= window && !s.at.Before(c.lastCut) {
+		if c.kept(s, now) {
 			c.recent[kept] = s
 			kept++
 		}

@@ -65,12 +65,13 @@ func TestController(t *testing.T) {
 			},
 		},
 		{
-			name:  "collapse: a fall of half the gap between low and target within two intervals cuts straight to the floor",
+			name:  "collapse: a fall of half the gap between low and target within two intervals, to below the target, cuts straight to the floor",
 			start: autoDoc(1000, time.Time{}),
 			steps: []ctrlStep{
 				{n: 1, hit: 0.97, limit: 1000, reason: "hit rate 0.97 at or above target 0.90: at the ceiling of 1000"},
-				// Still above the target, but the misses have tripled.
-				{n: 2, hit: 0.91, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.91 within 10s: cut from 1000 to the floor of 10"},
+				// Above Low, but below the target and the misses have
+				// more than quadrupled.
+				{n: 2, hit: 0.87, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.87 within 10s: cut from 1000 to the floor of 10"},
 				// The fall the cut answered is not counted again.
 				{n: 3, hit: 0.90, limit: 10, reason: "hit rate 0.90 at or above target 0.90: holding at 10 until 15s after the last change"},
 				{n: 4, hit: 0.92, limit: 10, reason: "hit rate 0.92 at or above target 0.90: holding at 10 until 15s after the last change"},
@@ -83,12 +84,25 @@ func TestController(t *testing.T) {
 			},
 		},
 		{
+			name:  "a fast fall that stays at or above the target is never cut; below it, it is a collapse",
+			start: autoDoc(500, time.Time{}),
+			steps: []ctrlStep{
+				{n: 1, hit: 0.99, limit: 600, changed: true, reason: "hit rate 0.99 at or above target 0.90: raised from 500 to 600"},
+				// A fall of 0.08 in one interval, as a dead holder of one
+				// slot in twelve makes it: at or above the target, no cut.
+				{n: 2, hit: 0.91, limit: 600, reason: "hit rate 0.91 at or above target 0.90: holding at 600 until 15s after the last change"},
+				// A fall from 0.99 within two intervals to below the
+				// target: the floor.
+				{n: 3, hit: 0.88, limit: 10, changed: true, reason: "hit rate fell from 0.99 to 0.88 within 10s: cut from 600 to the floor of 10"},
+			},
+		},
+		{
 			name:  "a collapse over two intervals",
 			start: autoDoc(1000, time.Time{}),
 			steps: []ctrlStep{
 				{n: 1, hit: 0.97, limit: 1000},
 				{n: 2, hit: 0.94, limit: 1000},
-				{n: 3, hit: 0.92, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.92 within 10s: cut from 1000 to the floor of 10"},
+				{n: 3, hit: 0.89, limit: 10, changed: true, reason: "hit rate fell from 0.97 to 0.89 within 10s: cut from 1000 to the floor of 10"},
 			},
 		},
 		{
@@ -109,9 +123,9 @@ func TestController(t *testing.T) {
 			start: autoDoc(10, time.Time{}),
 			steps: []ctrlStep{
 				{n: 1, hit: 0.99, limit: 20, changed: true},
-				{n: 2, hit: 0.93, limit: 10, changed: true, reason: "hit rate fell from 0.99 to 0.93 within 10s: cut from 20 to the floor of 10"},
+				{n: 2, hit: 0.89, limit: 10, changed: true, reason: "hit rate fell from 0.99 to 0.89 within 10s: cut from 20 to the floor of 10"},
 				{n: 3, hit: 0.97, limit: 10},
-				{n: 4, hit: 0.91, limit: 10, reason: "hit rate fell from 0.97 to 0.91 within 10s: already at the floor of 10"},
+				{n: 4, hit: 0.88, limit: 10, reason: "hit rate fell from 0.97 to 0.88 within 10s: already at the floor of 10"},
 			},
 		},
 		{
@@ -412,11 +426,11 @@ func TestControllerCopyKeepsItsOwnHitRates(t *testing.T) {
 	c := NewController(testConfig, autoDoc(1000, time.Time{}))
 	c.Observe(at(1), 0.97)
 	trial := *c
-	if d := trial.Observe(at(2), 0.90); d.Limit != 10 {
+	if d := trial.Observe(at(2), 0.88); d.Limit != 10 {
 		t.Fatalf("the copy: %+v, want the collapse cut to 10", d)
 	}
 	trial.Observe(at(3), 0.99)
-	if d := c.Observe(at(2), 0.91); d.Limit != 10 || d.Reason != "hit rate fell from 0.97 to 0.91 within 10s: cut from 1000 to the floor of 10" {
+	if d := c.Observe(at(2), 0.89); d.Limit != 10 || d.Reason != "hit rate fell from 0.97 to 0.89 within 10s: cut from 1000 to the floor of 10" {
 		t.Fatalf("the original after its copy moved on: %+v, want the collapse cut from 0.97", d)
 	}
 }

@@ -41,6 +41,13 @@
 //   - The hit rate counts what applications see during warm moves, and the
 //     controller's input leaves out the nodes a planned move touched
 //     (Counters.Planned), so no planned move cuts the limit by itself.
+//   - The hit rate and the controller's input are what the database sees:
+//     the slots with no live holder count as all misses for their share
+//     of the gets (Slots).
+//   - The limit is never cut while the hit rate is at or above the target;
+//     a collapse cuts to the floor only below it. A boot surge whose
+//     reading fell fast but stays at or above the target is held by the
+//     slow start (SurgeHeld) instead, rising on the raise schedule.
 //   - Every change of the limit, by the controller or an operator, carries
 //     one reason sentence.
 //   - Manual mode is exact: the controller does not move the limit and no

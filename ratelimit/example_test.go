@@ -51,7 +51,7 @@ func ExampleLimiter() {
 	for i, gets := range [][2]uint64{{9700, 300}, {9700, 300}, {9700, 300}, {5000, 5000}} {
 		now := start.Add(time.Duration(i) * cfg.Interval)
 		mc.Hits, mc.Misses = mc.Hits+gets[0], mc.Misses+gets[1]
-		lim.Observe(now, map[string]ratelimit.Counters{"mc-1": mc}, 0)
+		lim.Observe(now, map[string]ratelimit.Counters{"mc-1": mc}, ratelimit.Slots{})
 		admitted := 0
 		for b := range 200 { // 40 boots/s until the next reading
 			if ok, _ := lim.Admit(now.Add(time.Duration(b) * cfg.Interval / 200)); ok {

@@ -35,13 +35,13 @@ type Limiter struct {
 	mu    sync.Mutex    // guards the fields below
 	meter hitrate.Meter // the pool's hit rate, as applications see it
 	input hitrate.Meter // the controller's and the slow start's: planned moves left out
-	// The last Measure's figures (HitRate, Unreadable).
-	rate       float64
-	known      bool
-	unreadable int
-	doc        Document // the document in force
-	adopted    bool     // a document was adopted: until then doc is NewLimiter's
-	ctrl       *Controller
+	// The last Measure's figures (HitRate, Slots).
+	rate    float64
+	known   bool
+	slots   hitrate.Slots
+	doc     Document // the document in force
+	adopted bool     // a document was adopted: until then doc is NewLimiter's
+	ctrl    *Controller
 	// gen counts the changes of ctrl (a step kept, a document adopted, a
 	// start or end of deciding), so that Keep drops a stale Proposal.
 	gen uint64
@@ -72,9 +72,10 @@ type Reading struct {
 	// tells nothing of the cache) and before any.
 	HitRate float64
 	Known   bool
-	// Unreadable is how many serving nodes could not be read; they are
-	// left out.
-	Unreadable int
+	// Slots is what the reading knew of the slots: the unserved ones
+	// counted as all misses for their share of the gets, the unreadable
+	// ones left out (hitrate.Slots).
+	Slots hitrate.Slots
 	// Input is the controller's input, the hit rate less the nodes planned
 	// moves touched; InputKnown is false when it counted no gets (then the
 	// controller holds: Decide has nothing to step).
@@ -93,20 +94,21 @@ type surge struct {
 }
 
 // Measure folds one reading of the nodes' counters, taken at now, into the
-// hit rates (nodes: the serving nodes' counters and their warm sources';
-// unreadable, how many serving nodes could not be read) and gives the slow
+// hit rates (nodes: the served slots' holders' counters and their warm
+// sources'; slots, how many slots there are, how many have no live holder
+// and how many served ones could not be read) and gives the slow
 // start its reading. It enforces nothing and does not step the controller:
 // Decide does, with the Reading it returns.
-func (l *Limiter) Measure(now time.Time, nodes map[string]hitrate.Counters, unreadable int) Reading {
+func (l *Limiter) Measure(now time.Time, nodes map[string]hitrate.Counters, slots hitrate.Slots) Reading {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := Reading{At: now, Unreadable: unreadable}
-	r.HitRate, r.Known = l.meter.Observe(now, nodes, unreadable)
-	r.Input, r.InputKnown = l.input.Observe(now, nodes, unreadable)
+	r := Reading{At: now, Slots: slots}
+	r.HitRate, r.Known = l.meter.Observe(now, nodes, slots)
+	r.Input, r.InputKnown = l.input.Observe(now, nodes, slots)
 	raw, haveRaw := l.input.Interval()
 	level, judge := l.slow.Reading(now, r.InputKnown && haveRaw)
 	r.surge = surge{judge: judge, raw: raw, level: level}
-	l.rate, l.known, l.unreadable = r.HitRate, r.Known, unreadable
+	l.rate, l.known, l.slots = r.HitRate, r.Known, slots
 	return r
 }
 
@@ -149,7 +151,9 @@ func (l *Limiter) Decide(r Reading) (p Proposal, ok bool) {
 // Keep makes p's step the controller's state, once p.Document is written
 // (or p changes nothing), and reports whether it did: a Proposal decided
 // before the controller last changed (a document adopted, a step kept, a
-// Follow) is stale and dropped. It does not enforce p.Document: Adopt does.
+// Follow) is stale and dropped. It gives the slow start the controller's
+// verdict on a boot surge (SlowStart.Hold: held at a level, or over) but
+// does not enforce p.Document: Adopt does.
 func (l *Limiter) Keep(p Proposal) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -158,6 +162,7 @@ func (l *Limiter) Keep(p Proposal) bool {
 	}
 	*l.ctrl = p.trial
 	l.gen++
+	l.slow.Hold(l.ctrl.HeldSurge())
 	return true
 }
 
@@ -176,8 +181,12 @@ func (l *Limiter) Adopt(doc Document, now time.Time) {
 	}
 	l.slow.SetLimit(doc.Limit, doc.Mode == ModeManual)
 	if l.ctrl != nil {
+		held := l.ctrl.HeldSurge()
 		l.ctrl.Adopt(doc, now)
 		l.gen++
+		if h := l.ctrl.HeldSurge(); h != held {
+			l.slow.Hold(h) // the document ended the held surge
+		}
 	}
 }
 
@@ -215,8 +224,8 @@ func (l *Limiter) Follow() (stopped bool) {
 // Observe is the whole pipeline of one stats interval for a Limiter whose
 // document is its own: Measure, then, while it decides, Decide, Keep and,
 // when the step changed the document, Adopt. It returns the Reading.
-func (l *Limiter) Observe(now time.Time, nodes map[string]hitrate.Counters, unreadable int) Reading {
-	r := l.Measure(now, nodes, unreadable)
+func (l *Limiter) Observe(now time.Time, nodes map[string]hitrate.Counters, slots hitrate.Slots) Reading {
+	r := l.Measure(now, nodes, slots)
 	if p, ok := l.Decide(r); ok && l.Keep(p) && p.Decision.Changed {
 		l.Adopt(p.Document, now)
 	}
@@ -270,7 +279,7 @@ func (l *Limiter) Document(now time.Time) Document {
 	l.mu.Unlock()
 	if a, on := l.slow.State(now); on && a < d.Limit {
 		d.SlowStart, d.EffectiveLimit = true, a
-		d.Reason = surgeReason(a) + "; " + d.Reason
+		d.Reason = surgeReason(a, l.slow.Held()) + "; " + d.Reason
 	}
 	return d
 }
@@ -284,10 +293,10 @@ func (l *Limiter) HitRate() (rate float64, ok bool) {
 	return l.rate, l.known
 }
 
-// Unreadable returns how many serving nodes the last Measure could not
-// read.
-func (l *Limiter) Unreadable() int {
+// Slots returns what the last Measure knew of the slots: how many, how
+// many unserved (counted as misses), how many unreadable (left out).
+func (l *Limiter) Slots() hitrate.Slots {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.unreadable
+	return l.slots
 }

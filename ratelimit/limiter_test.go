@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 )
@@ -82,8 +83,8 @@ func TestLimiterDecidesAsServiceTick(t *testing.T) {
 		b := cb
 		b.Planned = iv.planned
 		reading := map[string]Counters{"a": ca, "b": b}
-		svc.Tick(context.Background(), now, reading, 0)
-		lim.Observe(now, reading, 0)
+		svc.Tick(context.Background(), now, reading, Slots{})
+		lim.Observe(now, reading, Slots{})
 
 		ds, dl = svc.Document(), lim.Document(now)
 		js, _ = json.Marshal(ds)
@@ -113,13 +114,13 @@ func TestLimiterEnforcesAStepOnceKeptAndAdopted(t *testing.T) {
 	lim := NewLimiter(testConfig, autoDoc(1000, t0))
 	lim.Lead()
 	g := &gets{stepHits: 970, stepMisses: 30}
-	lim.Observe(at(1), g.next(), 0) // a baseline
-	if r := lim.Observe(at(2), g.next(), 0); !r.Known || r.HitRate != 0.97 {
+	lim.Observe(at(1), g.next(), Slots{}) // a baseline
+	if r := lim.Observe(at(2), g.next(), Slots{}); !r.Known || r.HitRate != 0.97 {
 		t.Fatalf("reading %+v, want 0.97", r)
 	}
 	// The cache goes cold: a collapse, straight to the floor.
 	g.stepHits, g.stepMisses = 500, 500
-	r := lim.Measure(at(3), g.next(), 0)
+	r := lim.Measure(at(3), g.next(), Slots{})
 	p, ok := lim.Decide(r)
 	if !ok || !p.Decision.Changed || p.Document.Limit != testConfig.Floor {
 		t.Fatalf("decision on a collapse %+v (ok %v), want a cut to the floor", p.Decision, ok)
@@ -160,14 +161,14 @@ func TestLimiterEnforcesAStepOnceKeptAndAdopted(t *testing.T) {
 func TestLimiterLeadAndFollow(t *testing.T) {
 	lim := NewLimiter(testConfig, autoDoc(1000, t0))
 	g := &gets{stepHits: 970, stepMisses: 30}
-	lim.Measure(at(1), g.next(), 0)
-	if _, ok := lim.Decide(lim.Measure(at(2), g.next(), 0)); ok {
+	lim.Measure(at(1), g.next(), Slots{})
+	if _, ok := lim.Decide(lim.Measure(at(2), g.next(), Slots{})); ok {
 		t.Fatal("a Limiter that does not lead decided")
 	}
 	if !lim.Lead() || lim.Lead() {
 		t.Fatal("Lead reports it started only the first time")
 	}
-	p, ok := lim.Decide(lim.Measure(at(3), g.next(), 0))
+	p, ok := lim.Decide(lim.Measure(at(3), g.next(), Slots{}))
 	if !ok {
 		t.Fatal("a leading Limiter did not decide")
 	}
@@ -180,9 +181,9 @@ func TestLimiterLeadAndFollow(t *testing.T) {
 	// Two readings with no admissions between them would measure an
 	// admitted rate of 0, and a flood after them would be a surge; Follow
 	// after each keeps the slow start reset.
-	lim.Measure(at(4), g.next(), 0)
+	lim.Measure(at(4), g.next(), Slots{})
 	lim.Follow()
-	lim.Measure(at(5), g.next(), 0)
+	lim.Measure(at(5), g.next(), Slots{})
 	lim.Follow()
 	admitted := 0
 	for k := range 200 {
@@ -192,5 +193,26 @@ func TestLimiterLeadAndFollow(t *testing.T) {
 	}
 	if admitted < 100 {
 		t.Fatalf("%d of 200 boots admitted at a limit of 1000 (burst 100) after Follow, want at least the burst", admitted)
+	}
+}
+
+// TestLimiterCountsTheUnservedSlots: a slot with no live holder counts as
+// all misses for its share of the gets in the pool's hit rate and in the
+// controller's input alike, and Slots says what the reading knew.
+func TestLimiterCountsTheUnservedSlots(t *testing.T) {
+	lim := NewLimiter(testConfig, autoDoc(1000, t0))
+	g := &gets{stepHits: 900, stepMisses: 100}
+	unserved := Slots{Total: 4, Unserved: 1}
+	lim.Measure(at(1), g.next(), unserved) // a baseline
+	r := lim.Measure(at(2), g.next(), unserved)
+	// 900 hits of 1000 gets on 3 slots of 4: 900 / (1000 × 4/3).
+	if !r.Known || !r.InputKnown || math.Abs(r.HitRate-0.675) > 1e-9 || math.Abs(r.Input-0.675) > 1e-9 {
+		t.Fatalf("reading %+v, want a hit rate and an input of 0.675", r)
+	}
+	if rate, ok := lim.HitRate(); !ok || math.Abs(rate-0.675) > 1e-9 {
+		t.Fatalf("HitRate() = %v, %v; want 0.675", rate, ok)
+	}
+	if s := lim.Slots(); s != unserved || r.Slots != unserved {
+		t.Fatalf("Slots() = %+v, reading %+v; want %+v", s, r.Slots, unserved)
 	}
 }

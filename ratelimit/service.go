@@ -206,9 +206,10 @@ func (s *Service) Loaded() bool { return s.loaded.Load() }
 // interval without any (no reading: it tells nothing of the cache).
 func (s *Service) HitRate() (rate float64, ok bool) { return s.lim.HitRate() }
 
-// Unreadable returns how many serving nodes the last stats reading could
-// not read (they are left out of the hit rate).
-func (s *Service) Unreadable() int { return s.lim.Unreadable() }
+// Slots returns what the last stats reading knew of the slots: how many,
+// how many had no live holder (counted as all misses for their share of
+// the gets) and how many served ones could not be read (left out).
+func (s *Service) Slots() Slots { return s.lim.Slots() }
 
 // Admit decides one boot now (POST /v1/boot): ok, or refused with the wait
 // for a Retry-After header (whole seconds, at least 1s). The boot-surge
@@ -421,21 +422,21 @@ func (s *Service) controlLoop(ctx context.Context, poll bool) {
 // Tick with them at the clock's time.
 func (s *Service) tick(ctx context.Context) {
 	var nodes map[string]Counters
-	var unreadable int
+	var slots Slots
 	if s.stats != nil {
 		sctx, cancel := context.WithTimeout(ctx, max(s.cfg.Interval, time.Second))
-		nodes, unreadable = s.stats(sctx)
+		nodes, slots = s.stats(sctx)
 		cancel()
 	}
 	if ctx.Err() != nil {
 		return
 	}
-	s.Tick(ctx, s.clock.Now(), nodes, unreadable)
+	s.Tick(ctx, s.clock.Now(), nodes, slots)
 }
 
 // Tick runs one stats interval ending at now: it folds nodes (the serving
-// nodes' counters and their warm sources'; unreadable, how many serving
-// nodes could not be read) into the hit rate, gives the boot-surge slow
+// slots' holders' counters and their warm sources'; slots, what is known
+// of the slots: Slots) into the hit rate, gives the boot-surge slow
 // start its reading (Limiter.Measure) and, while this process leads, steps
 // the controller and writes a change of the document with check-and-set
 // before the Limiter enforces it. The hit rate counts every slot as
@@ -449,10 +450,10 @@ func (s *Service) tick(ctx context.Context) {
 // and admits at the stored limit and burst from its first boot. Run calls
 // Tick every interval; the simulation calls it with readings and times of
 // its own.
-func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, unreadable int) {
-	r := s.lim.Measure(now, nodes, unreadable)
-	if unreadable > 0 {
-		s.log.Debug("some serving nodes' stats could not be read; left out of the hit rate", "unreadable", unreadable)
+func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Counters, slots Slots) {
+	r := s.lim.Measure(now, nodes, slots)
+	if slots.Unreadable > 0 {
+		s.log.Debug("some served slots' holders could not be read; left out of the hit rate", "unreadable", slots.Unreadable)
 	}
 
 	leading := s.isLeader()
@@ -477,9 +478,9 @@ func (s *Service) Tick(ctx context.Context, now time.Time, nodes map[string]Coun
 // decide lets the Limiter's controller step on r (Limiter.Decide) and
 // writes a change with check-and-set. The step is tried on a copy of the
 // controller, kept only once written; when another writer won, the
-// document is re-read, adopted, and the step tried again. A surge the
-// write could not record is not judged again: it has ended, and the next
-// reading decides as usual. It requires s.writeMu.
+// document is re-read, adopted, and the step tried again. A surge whose
+// verdict the write could not record is not judged again: it stays capped
+// at its level until the next reading ends it, which decides as usual. It requires s.writeMu.
 func (s *Service) decide(ctx context.Context, r Reading) {
 	for range maxWriteAttempts {
 		p, ok := s.lim.Decide(r)

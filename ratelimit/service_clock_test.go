@@ -22,10 +22,10 @@ func TestControlLoopTicksOnTheClock(t *testing.T) {
 	svc, err := NewService(ServiceOptions{
 		Client: &api.Client{}, Key: "test/clock/bootlimit", Config: fastConfig, Clock: clk,
 		IsLeader: func() bool { return false }, // the loop then writes nothing to Consul
-		Stats: func(context.Context) (map[string]Counters, int) {
+		Stats: func(context.Context) (map[string]Counters, Slots) {
 			hits += 900
 			reads <- clk.Now()
-			return map[string]Counters{"mc-1": {Hits: hits, Misses: hits / 9, PID: 1}}, 0
+			return map[string]Counters{"mc-1": {Hits: hits, Misses: hits / 9, PID: 1}}, Slots{}
 		},
 	})
 	if err != nil {

@@ -241,13 +241,13 @@ type fakeStats struct {
 	hits, misses uint64
 }
 
-func (f *fakeStats) read(context.Context) (map[string]Counters, int) {
+func (f *fakeStats) read(context.Context) (map[string]Counters, Slots) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := uint64(1000 * f.rate)
 	f.hits += h
 	f.misses += 1000 - h
-	return map[string]Counters{"mc-1": {Hits: f.hits, Misses: f.misses, PID: 42}}, 0
+	return map[string]Counters{"mc-1": {Hits: f.hits, Misses: f.misses, PID: 42}}, Slots{}
 }
 
 func testManualKeepsComputing(t *testing.T, consul *api.Client, key string) {
@@ -340,12 +340,12 @@ func testRealMemcached(t *testing.T, consul *api.Client, key string) {
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	stats := func(ctx context.Context) (map[string]Counters, int) {
+	stats := func(ctx context.Context) (map[string]Counters, Slots) {
 		c, err := memcachedCounters(ctx, m.Addr)
 		if err != nil {
-			return nil, 1
+			return nil, Slots{Total: 1, Unreadable: 1}
 		}
-		return map[string]Counters{"mc-1": c}, 0
+		return map[string]Counters{"mc-1": c}, Slots{Total: 1}
 	}
 	svc := startService(t, consul, key, ServiceOptions{Stats: stats})
 	if d := svc.Document(); d.Limit != 1000 {

@@ -46,14 +46,18 @@ const (
 // (so the level a reading judges does not depend on when in the interval
 // the surge began), until the first reading with a usable hit rate at
 // least half an interval after the surge began. Reading says it is that
-// reading and at which level the allowance stood; the leader then judges
-// the interval's own hit rate from that level (Controller.ObserveSurge):
+// reading and at which level the allowance stood, and admissions stay
+// capped there until the leader has judged the interval's own hit rate
+// from that level (Controller.ObserveSurge) and given its verdict (Hold):
 // no fall releases the surge to the controller's limit, and no new surge
-// begins before the next reading; a fall hands over to the controller from
-// the slow-start level (below Low it halves that level, a collapse above
-// Low holds at it). The surge also ends when the allowance reaches the
-// limit, and after SlowStartUnjudged intervals without a usable hit rate
-// (no stats: nothing to wait for).
+// begins before the next reading; a fall below the target hands over to
+// the controller from the slow-start level (below Low it halves that
+// level, a collapse between Low and the target holds at it); a fast fall
+// that stays at or above the target holds the surge (SurgeHeld) at the
+// level Hold gives at every reading, rising as the controller's limit
+// would, while the limit stays. The surge also ends when the allowance
+// reaches the limit, and, not judged yet, after SlowStartUnjudged
+// intervals without a usable hit rate (no stats: nothing to wait for).
 //
 // In manual mode the operator's limit is exact and the slow start never
 // applies. A SlowStart is leader-local state, not stored: its level is
@@ -83,11 +87,17 @@ type SlowStart struct {
 	known  bool      // rate was measured: two readings since NewSlowStart or Reset
 
 	on       bool
-	released bool      // a reading released a surge: none begins before the next reading
-	since    time.Time // when the surge began
-	from     float64   // the allowance at since
-	tokens   float64
-	last     time.Time // latest time seen by the bucket
+	released bool // a reading released a surge: none begins before the next reading
+	// held: the controller holds the surge (Hold), or a reading judged it
+	// and the controller's verdict is still to come (pending): the
+	// allowance stays at from, no reading judges it again, and it lasts
+	// until Hold ends it (or, pending, until the next reading).
+	held    bool
+	pending bool
+	since   time.Time // when the surge began
+	from    float64   // the allowance at since
+	tokens  float64
+	last    time.Time // latest time seen by the bucket
 }
 
 // NewSlowStart returns the slow start of a pool configured by cfg, with
@@ -132,9 +142,12 @@ func (s *SlowStart) SetLimit(limit float64, manual bool) {
 	s.limit, s.manual = limit, manual
 	defer s.rearmLocked()
 	if manual {
-		s.on = false
+		s.endLocked()
 	}
 }
+
+// endLocked ends the surge in progress, if any. It requires s.mu.
+func (s *SlowStart) endLocked() { s.on, s.held, s.pending = false, false, false }
 
 // doubling is the time the allowance takes to double: the first interval
 // has SlowStartDoublings + 1 levels.
@@ -146,9 +159,12 @@ func (s *SlowStart) doubling() time.Duration {
 func (s *SlowStart) start() float64 { return max(s.cfg.Floor, 1, s.rate) }
 
 // allowance returns the surge's allowance at now: doubling
-// SlowStartDoublings times over the first interval, then holding. It
-// requires s.mu.
+// SlowStartDoublings times over the first interval, then holding; a held
+// surge's is its level. It requires s.mu.
 func (s *SlowStart) allowance(now time.Time) float64 {
+	if s.held {
+		return s.from
+	}
 	n := min(max(now.Sub(s.since), 0)/s.doubling(), SlowStartDoublings)
 	return s.from * math.Exp2(float64(n))
 }
@@ -183,7 +199,7 @@ func (s *SlowStart) Allow(now time.Time) (ok bool, retryAfter time.Duration) {
 	}
 	a := s.allowance(now)
 	if a >= s.limit || s.unjudged(now) {
-		s.on = false
+		s.endLocked()
 		return true, 0
 	}
 	s.tokens = min(s.tokens+a*now.Sub(s.last).Seconds(), float64(DefaultBurst(a)))
@@ -204,7 +220,8 @@ func (s *SlowStart) Reset() {
 	defer s.mu.Unlock()
 	s.readAt, s.rate, s.known = time.Time{}, 0, false
 	s.admitted.Store(0)
-	s.on, s.released = false, false
+	s.endLocked()
+	s.released = false
 	s.rearmLocked()
 }
 
@@ -214,9 +231,12 @@ func (s *SlowStart) Admitted() { s.admitted.Add(1) }
 // Reading is called at every stats reading, at now; usable says whether
 // it gave a hit rate. It takes the admitted rate since the previous reading
 // and reports whether this reading judges a surge: the first usable one at
-// least half an interval after the surge began. Then the surge ends here
-// and level is the allowance it had reached, from which the caller's
-// controller judges the reading (Controller.ObserveSurge).
+// least half an interval after the surge began. Then level is the
+// allowance the surge had reached, from which the caller's controller
+// judges the reading (Controller.ObserveSurge), and the surge stays capped
+// at level until Hold gives the verdict (or, when none comes, until the
+// next reading, which ends it). A held surge is not judged here: the
+// controller steps it at every reading, and Hold moves or ends it.
 func (s *SlowStart) Reading(now time.Time, usable bool) (level float64, judge bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,20 +247,49 @@ func (s *SlowStart) Reading(now time.Time, usable bool) (level float64, judge bo
 	}
 	s.readAt = now
 	s.released = false
+	if s.pending {
+		s.endLocked() // judged at the last reading, and no verdict came
+	}
 	if !s.on {
 		return 0, false
 	}
 	a := s.allowance(now)
 	if a >= s.limit || s.unjudged(now) {
-		s.on = false
+		s.endLocked()
 		return 0, false
 	}
-	if !usable || now.Sub(s.since) < s.cfg.Interval/2 {
+	if s.held || !usable || now.Sub(s.since) < s.cfg.Interval/2 {
 		return 0, false
 	}
-	s.on = false
-	s.released = true // until the next reading, whatever the controller decides
+	s.from, s.held, s.pending = a, true, true
 	return roundLimit(a), true
+}
+
+// Hold gives the controller's verdict on a held or judged surge
+// (Controller.HeldSurge): a level above 0 holds it there (SurgeHeld), 0
+// ends it, and no new surge begins before the next reading. A surge not
+// yet judged is left alone, and so is the slow start without one.
+func (s *SlowStart) Hold(level float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.rearmLocked()
+	if !s.on || !s.held {
+		return
+	}
+	if level <= 0 || level >= s.limit || s.manual {
+		s.endLocked()
+		s.released = true
+		return
+	}
+	s.from, s.pending = level, false
+}
+
+// Held reports whether the surge in progress is held by the controller
+// (SurgeHeld) or waits for its verdict.
+func (s *SlowStart) Held() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.on && s.held
 }
 
 // State returns the allowance at now and whether a surge is capping
@@ -259,12 +308,17 @@ func (s *SlowStart) State(now time.Time) (allowance float64, on bool) {
 }
 
 // unjudged reports whether the surge has gone SlowStartUnjudged intervals
-// without a reading able to judge it. It requires s.mu.
+// without a reading able to judge it; a held surge has been judged. It
+// requires s.mu.
 func (s *SlowStart) unjudged(now time.Time) bool {
-	return now.Sub(s.since) >= SlowStartUnjudged*s.cfg.Interval
+	return !s.held && now.Sub(s.since) >= SlowStartUnjudged*s.cfg.Interval
 }
 
-// surgeReason is the sentence of a document during a surge.
-func surgeReason(allowance float64) string {
+// surgeReason is the sentence of a document during a surge; held says the
+// controller holds it (SurgeHeld).
+func surgeReason(allowance float64, held bool) string {
+	if held {
+		return fmt.Sprintf("boot surge: held at %s boots/s, rising while the hit rate stays at or above the target", fmtLimit(allowance))
+	}
 	return fmt.Sprintf("boot surge: slow start at %s boots/s until the hit rate is read", fmtLimit(allowance))
 }

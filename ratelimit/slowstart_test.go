@@ -114,20 +114,24 @@ func TestSlowStartReleasedAfterAHealthyReading(t *testing.T) {
 	if !judge || level != 40 {
 		t.Fatalf("the reading at 5s: judge %v level %v, want true 40", judge, level)
 	}
-	d, fell := ctrl.ObserveSurge(at(2), 0.97, 0.965, level)
-	if fell || d.Limit != 1000 || d.Changed {
-		t.Fatalf("a healthy reading: %+v fell %v, want the limit of 1000 unchanged", d, fell)
+	if got := flood(s, at(2).Add(time.Millisecond), 2000, time.Second, 0); got[0] > 45 {
+		t.Errorf("before the verdict on the surge %d boots passed in a second, want it still capped at 40 (and its burst of 4)", got[0])
 	}
+	d, v := ctrl.ObserveSurge(at(2), 0.97, 0.965, level)
+	if v != SurgeReleased || d.Limit != 1000 || d.Changed || d.HeldSurge != 0 {
+		t.Fatalf("a healthy reading: %+v verdict %v, want the limit of 1000 unchanged, released", d, v)
+	}
+	s.Hold(d.HeldSurge)
 	s.SetLimit(d.Limit, false)
-	if got := flood(s, at(2).Add(time.Millisecond), 2000, time.Second, 0); got[0] != 2000 {
+	if got := flood(s, at(2).Add(time.Second+time.Millisecond), 2000, time.Second, 0); got[0] != 2000 {
 		t.Errorf("after the release 2000 boots in a second: %d passed, want all", got[0])
 	}
 }
 
 // TestSlowStartFallHandsOverFromTheSlowStartLevel: a reading that shows a
 // fall hands over to the controller from the slow-start level, not from
-// the ceiling: a collapse above Low holds there, a rate below Low halves
-// it.
+// the ceiling: a collapse between Low and the target holds there, a rate
+// below Low halves it.
 func TestSlowStartFallHandsOverFromTheSlowStartLevel(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -135,15 +139,15 @@ func TestSlowStartFallHandsOverFromTheSlowStartLevel(t *testing.T) {
 		limit float64
 		says  string
 	}{
-		{"collapse above low", 0.85, 40, "boot surge slowed to 40 boots/s: hit rate fell from 0.97 to 0.85 within 10s: holding at the slow-start level of 40"},
+		{"collapse between low and target", 0.85, 40, "boot surge slowed to 40 boots/s: hit rate fell from 0.97 to 0.85 within 10s: holding at the slow-start level of 40"},
 		{"below low", 0.70, 20, "boot surge slowed to 40 boots/s: hit rate 0.70 below 0.80: cut from 40 to 20"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctrl := NewController(testConfig, autoDoc(1000, t0))
 			ctrl.Observe(at(1), 0.97)
-			d, fell := ctrl.ObserveSurge(at(2), 0.955, tc.raw, 40)
-			if !fell || !d.Changed || d.Limit != tc.limit || d.AutoLimit != tc.limit || d.Reason != tc.says {
-				t.Fatalf("got %+v fell %v, want limit %v, %q", d, fell, tc.limit, tc.says)
+			d, v := ctrl.ObserveSurge(at(2), 0.955, tc.raw, 40)
+			if v != SurgeFell || !d.Changed || d.Limit != tc.limit || d.AutoLimit != tc.limit || d.Reason != tc.says {
+				t.Fatalf("got %+v verdict %v, want limit %v, %q", d, v, tc.limit, tc.says)
 			}
 			doc := ctrl.Document()
 			if doc.Limit != tc.limit || doc.Burst != DefaultBurst(tc.limit) || doc.Reason != tc.says || !doc.UpdatedAt.Equal(at(2)) {
@@ -191,9 +195,9 @@ func TestSlowStartLeavesManualModeAlone(t *testing.T) {
 	}
 	ctrl := NewController(testConfig, manualDoc(500, 50, 1000, t0))
 	ctrl.Observe(at(1), 0.97)
-	d, fell := ctrl.ObserveSurge(at(2), 0.955, 0.6, 40)
-	if fell || d.Limit != 500 || d.Burst != 50 {
-		t.Fatalf("manual mode: %+v fell %v, want the pinned 500/50", d, fell)
+	d, v := ctrl.ObserveSurge(at(2), 0.955, 0.6, 40)
+	if v != SurgeReleased || d.Limit != 500 || d.Burst != 50 {
+		t.Fatalf("manual mode: %+v verdict %v, want the pinned 500/50", d, v)
 	}
 }
 

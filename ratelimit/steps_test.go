@@ -123,7 +123,7 @@ func newStepped(t *testing.T, cfg ControllerConfig) *stepped {
 // tick moves the clock one interval and runs Tick with reading.
 func (s *stepped) tick(reading map[string]Counters) {
 	s.clk.Advance(s.cfg.Interval)
-	s.Tick(context.Background(), s.clk.Now(), reading, 0)
+	s.Tick(context.Background(), s.clk.Now(), reading, Slots{})
 }
 
 func TestNewServiceNeedsAStore(t *testing.T) {

@@ -47,8 +47,8 @@ func (b *bootLimiter) observe(ctx context.Context, now time.Time) {
 	if b.loop == nil {
 		return
 	}
-	nodes, unreadable := b.loop.HitCounters(ctx)
-	b.lim.Observe(now, nodes, unreadable)
+	nodes, slots := b.loop.HitCounters(ctx)
+	b.lim.Observe(now, nodes, slots)
 }
 
 // admit asks for the boots of waiting clients, each once in the second

@@ -121,7 +121,7 @@ func serveFlags() []serveFlag {
 			define: floatFlag(func(c *serveConfig) *float64 { return &c.BootLimitMin })},
 		{name: "hit-rate-target", def: "0.90", arg: "FRACTION", usage: "hit rate at and above which the boot limit may rise",
 			define: floatFlag(func(c *serveConfig) *float64 { return &c.HitRateTarget })},
-		{name: "hit-rate-low", def: "0.80", arg: "FRACTION", usage: "hit rate below which the boot limit is cut",
+		{name: "hit-rate-low", def: "0.80", arg: "FRACTION", usage: "hit rate below which the boot limit is cut (a fast fall below --hit-rate-target may cut too)",
 			define: floatFlag(func(c *serveConfig) *float64 { return &c.HitRateLow })},
 		{name: "mcrouter-config", arg: "PATH", usage: "mcrouter JSON config kept in step with the slot map",
 			define: textFlag(func(c *serveConfig) *string { return &c.McrouterConfig })},
