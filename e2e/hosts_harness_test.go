@@ -145,7 +145,7 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 			Addr:   r.host.Addr + ":7070",
 			NoWait: true, // all start at once; each is awaited below
 		})
-		r.mcrib = &mcrib{Mcrib: proc, t: t, api: &apiClient{base: "http://" + proc.Addr, hc: p.client}}
+		r.mcrib = &mcrib{Mcrib: proc, t: t, api: apiClientOver(proc.Addr, p.client)}
 		p.replicas = append(p.replicas, r)
 	}
 	for _, r := range p.replicas {
