@@ -37,8 +37,14 @@ type apiClient struct {
 // requests give up after timeout; 0 means never, as blocking reads of the
 // slot map need (the typed reads then give up after cli.DefaultTimeout).
 func newAPIClient(addr string, timeout time.Duration) *apiClient {
-	typed := cli.NewAPI(cli.APIOptions{Addr: "http://" + addr, AddrFrom: "the test's replica", Timeout: timeout})
-	return &apiClient{base: "http://" + addr, hc: &http.Client{Timeout: timeout}, typed: typed}
+	return apiClientOver(addr, &http.Client{Timeout: timeout})
+}
+
+// apiClientOver returns a client of the API at addr (host:port) whose
+// requests, the typed reads too, go through hc's transport and timeout.
+func apiClientOver(addr string, hc *http.Client) *apiClient {
+	typed := cli.NewAPI(cli.APIOptions{Addr: "http://" + addr, AddrFrom: "the test's replica", Transport: hc.Transport, Timeout: hc.Timeout})
+	return &apiClient{base: "http://" + addr, hc: hc, typed: typed}
 }
 
 // answer is what one request got back.

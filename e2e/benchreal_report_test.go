@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,21 +56,11 @@ func benchRealMarkdown(r *benchRealResult, missed []string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", a.node, a.stopped.Round(100*time.Millisecond), a.started.Round(100*time.Millisecond), pct(a.hitRate))
 	}
 	fmt.Fprintf(&b, "\n`cmd_flush` per node:")
-	ids := make([]string, 0, len(r.flushes))
-	for id := range r.flushes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(r.flushes)) {
 		fmt.Fprintf(&b, " %s %d;", id, r.flushes[id])
 	}
-	kinds := make([]mcribapi.EventKind, 0, len(r.events))
-	for k := range r.events {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
 	fmt.Fprintf(&b, "\n\nmcrib's `/v1/events` over the run:")
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(r.events)) {
 		fmt.Fprintf(&b, " %s %d;", k, r.events[k])
 	}
 	fmt.Fprintf(&b, " the load generator saw %d slot map generation(s).\n\n", r.generationsSeen)

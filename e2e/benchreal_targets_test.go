@@ -33,15 +33,21 @@ func TestBenchRealTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()
 			tc.edit(r)
-			missed := benchRealTargets(r)
-			if len(missed) != len(tc.wants) {
-				t.Fatalf("missed %q, want %d target(s) missed", missed, len(tc.wants))
-			}
-			for i, w := range tc.wants {
-				if !strings.Contains(missed[i], w) {
-					t.Errorf("missed[%d] = %q, want it to contain %q", i, missed[i], w)
-				}
-			}
+			wantMissed(t, benchRealTargets(r), tc.wants)
 		})
+	}
+}
+
+// wantMissed fails the test unless missed are the targets wants name, in
+// order: missed[i] contains wants[i].
+func wantMissed(t *testing.T, missed, wants []string) {
+	t.Helper()
+	if len(missed) != len(wants) {
+		t.Fatalf("missed %q, want %d target(s) missed", missed, len(wants))
+	}
+	for i, w := range wants {
+		if !strings.Contains(missed[i], w) {
+			t.Errorf("missed[%d] = %q, want it to contain %q", i, missed[i], w)
+		}
 	}
 }

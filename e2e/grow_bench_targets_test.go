@@ -41,15 +41,7 @@ func TestBenchGrowTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			warm, _, naive := good()
 			tc.edit(warm, naive)
-			missed := growTargets(warm, naive)
-			if len(missed) != len(tc.wants) {
-				t.Fatalf("missed %q, want %d target(s) missed", missed, len(tc.wants))
-			}
-			for i, w := range tc.wants {
-				if !strings.Contains(missed[i], w) {
-					t.Errorf("missed[%d] = %q, want it to contain %q", i, missed[i], w)
-				}
-			}
+			wantMissed(t, growTargets(warm, naive), tc.wants)
 		})
 	}
 	warm, cold, naive := good()

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,14 +206,8 @@ func (b *growBed) agree(sm *cachenodes.SlotMap, prefix string) map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := make([]string, 0, len(at))
-	for k := range at {
-		keys = append(keys, k)
-	}
 	bad := 0
-	for len(keys) > 0 {
-		chunk := keys[:min(1000, len(keys))]
-		keys = keys[len(chunk):]
+	for chunk := range slices.Chunk(slices.Collect(maps.Keys(at)), 1000) {
 		got, err := c.GetMulti(chunk)
 		if err != nil {
 			t.Fatalf("%s: reading %d keys through the Go client: %v", prefix, len(chunk), err)
@@ -244,14 +240,8 @@ func (b *growBed) stillThere(sm *cachenodes.SlotMap, what string, at map[string]
 	t.Helper()
 	c := memcache.New(b.listen)
 	c.Timeout = 2 * time.Second
-	keys := make([]string, 0, len(at))
-	for k := range at {
-		keys = append(keys, k)
-	}
 	hits := 0
-	for len(keys) > 0 {
-		chunk := keys[:min(500, len(keys))]
-		keys = keys[len(chunk):]
+	for chunk := range slices.Chunk(slices.Collect(maps.Keys(at)), 500) {
 		found, err := c.GetMulti(chunk)
 		if err != nil {
 			t.Fatalf("%s: get through nutcracker: %v", what, err)

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,21 +29,8 @@ func TestGrowOnTheRealStack(t *testing.T) {
 	before := filled(t, p, m, 4)
 	items := fill(t, before, keys)
 
-	ctx, stopClients := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	clients := newSoakClients(t, ctx, &wg, soakClientsOptions{replicas: []*replica{{mcrib: m, name: "mcrib"}},
+	clients, stop := startSoakClients(t, soakClientsOptions{replicas: []*replica{{mcrib: m, name: "mcrib"}},
 		consul: p.consul.Client, http: soakHTTPClients, seed: 20})
-	stopped := false
-	stop := func() []string {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		stopClients()
-		wg.Wait()
-		clients.close()
-		return clients.finish()
-	}
 	defer stop()
 
 	code, body, _ := m.call("PUT", "/v1/resize", `{"num_slots": 8, "reason": "grown past its slots", "step_percent": 50, "step_interval": "2s"}`, "")

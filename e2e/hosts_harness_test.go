@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +145,7 @@ func newHostsPool(t *testing.T, o hostsOptions) *hostsPool {
 			Addr:   r.host.Addr + ":7070",
 			NoWait: true, // all start at once; each is awaited below
 		})
-		r.mcrib = &mcrib{Mcrib: proc, t: t, api: &apiClient{base: "http://" + proc.Addr, hc: p.client}}
+		r.mcrib = &mcrib{Mcrib: proc, t: t, api: apiClientOver(proc.Addr, p.client)}
 		p.replicas = append(p.replicas, r)
 	}
 	for _, r := range p.replicas {
@@ -272,11 +274,7 @@ func (p *hostsPool) flushes(ids ...string) map[string]uint64 {
 func (p *hostsPool) flushesRose(before map[string]uint64) string {
 	p.t.Helper()
 	var rose []string
-	ids := make([]string, 0, len(before))
-	for id := range before {
-		ids = append(ids, id)
-	}
-	for id, n := range p.flushes(ids...) {
+	for id, n := range p.flushes(slices.Collect(maps.Keys(before))...) {
 		if n != before[id] {
 			rose = append(rose, fmt.Sprintf("%s cmd_flush %d → %d", id, before[id], n))
 		}

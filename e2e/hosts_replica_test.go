@@ -115,14 +115,5 @@ func holds(d time.Duration, cond func() string) string {
 // within calls cond every 50ms until it returns true (within reports true)
 // or timeout passes (false), for checks that report with t.Errorf and go on.
 func within(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testenv.Poll(timeout, 50*time.Millisecond, cond)
 }

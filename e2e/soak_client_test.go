@@ -418,6 +418,26 @@ func (s *soakClients) takeBehind() string {
 	return fmt.Sprintf("%d calls behind another client's generation, by up to %v", n, time.Duration(lag).Round(time.Millisecond))
 }
 
+// startSoakClients starts the clients of o, running until stop. The first
+// call of stop stops and closes them and returns the violations not yet
+// taken (finish); a later call returns nil.
+func startSoakClients(t *testing.T, o soakClientsOptions) (clients *soakClients, stop func() []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	clients = newSoakClients(t, ctx, &wg, o)
+	stopped := false
+	return clients, func() []string {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		wg.Wait()
+		clients.close()
+		return clients.finish()
+	}
+}
+
 // takeViolations returns the violations found since the last call.
 func (s *soakClients) takeViolations() []string {
 	s.mu.Lock()

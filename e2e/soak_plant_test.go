@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,21 +36,8 @@ func TestSoakCatchesAPlantedClientFault(t *testing.T) {
 	}
 	planted := &soakApp{name: "planted", via: "its first map only, said to be fresh", c: frozen,
 		fresh: func(*mcclient.Client) bool { return true }, getPct: 0, setPct: 70}
-	ctx, stopClients := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	clients := newSoakClients(t, ctx, &wg, soakClientsOptions{replicas: []*replica{{mcrib: m, name: "mcrib"}},
+	clients, stop := startSoakClients(t, soakClientsOptions{replicas: []*replica{{mcrib: m, name: "mcrib"}},
 		http: 1, keys: 100, seed: 26, readOnly: true, keep: true, extra: []*soakApp{planted}})
-	stopped := false
-	stop := func() []string {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		stopClients()
-		wg.Wait()
-		clients.close()
-		return append(clients.takeViolations(), clients.finish()...)
-	}
 	defer stop()
 	opsAt := func() int { clients.mu.Lock(); defer clients.mu.Unlock(); return clients.ops }
 	testenv.Eventually(t, 20*time.Second, "2,000 operations before the move", func() bool { return opsAt() >= 2000 })

@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -324,12 +325,7 @@ func spreadProblem(counts map[string]int, zones []string, slots int) string {
 // every other node not at all. It returns the problems found.
 func flushChanges(before, after map[string]uint64, entered map[string]bool) []string {
 	var bad []string
-	ids := make([]string, 0, len(before))
-	for id := range before {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(before)) {
 		a, ok := after[id]
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s did not answer stats", id))
@@ -364,12 +360,7 @@ func flushesOfAnnounces(before, after map[string]uint64, entered map[string]bool
 			bad = append(bad, fmt.Sprintf("%s entered a slot unannounced", id))
 		}
 	}
-	ids := make([]string, 0, len(before))
-	for id := range before {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(before)) {
 		a, ok := after[id]
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s did not answer stats", id))

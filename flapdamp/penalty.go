@@ -1,6 +1,7 @@
 package flapdamp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -61,24 +62,12 @@ type DampingConfig struct {
 // MaxSuppress defaults to DefaultMaxSuppressHalfLives × the (completed)
 // HalfLife.
 func (c DampingConfig) WithDefaults() DampingConfig {
-	if c.Penalty == 0 {
-		c.Penalty = DefaultPenalty
-	}
-	if c.HalfLife == 0 {
-		c.HalfLife = DefaultHalfLife
-	}
-	if c.Suppress == 0 {
-		c.Suppress = DefaultSuppress
-	}
-	if c.Reuse == 0 {
-		c.Reuse = DefaultReuse
-	}
-	if c.MaxSuppress == 0 {
-		c.MaxSuppress = DefaultMaxSuppressHalfLives * c.HalfLife
-	}
-	if c.BurstWindow == 0 {
-		c.BurstWindow = DefaultBurstWindow
-	}
+	c.Penalty = cmp.Or(c.Penalty, DefaultPenalty)
+	c.HalfLife = cmp.Or(c.HalfLife, DefaultHalfLife)
+	c.Suppress = cmp.Or(c.Suppress, DefaultSuppress)
+	c.Reuse = cmp.Or(c.Reuse, DefaultReuse)
+	c.MaxSuppress = cmp.Or(c.MaxSuppress, DefaultMaxSuppressHalfLives*c.HalfLife)
+	c.BurstWindow = cmp.Or(c.BurstWindow, DefaultBurstWindow)
 	return c
 }
 

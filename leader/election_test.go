@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -61,25 +60,6 @@ func helperMain(addr, key, id string) int {
 	return 0
 }
 
-// newClient returns a Consul client with its own connection pool, as a
-// separate process would have.
-func newClient(t *testing.T, addr string) *api.Client {
-	t.Helper()
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.Proxy = nil
-	client, err := api.NewClient(&api.Config{
-		Address:    addr,
-		Scheme:     "http",
-		Transport:  transport,
-		HttpClient: &http.Client{Transport: transport},
-	})
-	if err != nil {
-		t.Fatalf("creating consul client: %v", err)
-	}
-	t.Cleanup(transport.CloseIdleConnections)
-	return client
-}
-
 // term records one call of lead.
 type term struct {
 	session string
@@ -101,9 +81,9 @@ type candidate struct {
 
 // startCandidate starts Run for a new Elector on key; the test's cleanup
 // stops it and checks that Run returned.
-func startCandidate(t *testing.T, addr, key, id string) *candidate {
+func startCandidate(t *testing.T, consul *testenv.Consul, key, id string) *candidate {
 	t.Helper()
-	e, err := leader.New(leader.Options{Client: newClient(t, addr), Key: key, ID: id})
+	e, err := leader.New(leader.Options{Client: consul.NewClient(t), Key: key, ID: id})
 	if err != nil {
 		t.Fatalf("leader.New: %v", err)
 	}
@@ -223,6 +203,23 @@ func waitDone(t *testing.T, ch <-chan struct{}, timeout time.Duration, what stri
 	}
 }
 
+// startConsul starts Consul for a test of electors; when the test ends,
+// after its candidates stopped, it checks that none left a goroutine behind.
+func startConsul(t *testing.T) *testenv.Consul {
+	t.Helper()
+	consul := testenv.StartConsul(t)
+	t.Cleanup(func() { checkNoLeaks(t) })
+	return consul
+}
+
+// theOther returns whichever of a and b is not c.
+func theOther(c, a, b *candidate) *candidate {
+	if c == a {
+		return b
+	}
+	return a
+}
+
 // checkNoLeaks fails the test if goroutines of package leader are still
 // running (after a grace period for ones that are just finishing).
 func checkNoLeaks(t *testing.T) {
@@ -263,18 +260,14 @@ func lockValue(t *testing.T, client *api.Client, key string) (value, session str
 }
 
 func TestOneLeaderThenHandoverOnShutdown(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const key = "mcrib/handover/leader"
-	a := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7001")
-	b := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7002")
+	a := startCandidate(t, consul, key, "127.0.0.1:7001")
+	b := startCandidate(t, consul, key, "127.0.0.1:7002")
 	watchForTwoLeaders(t, a, b)
 
 	first := leaderOf(t, 15*time.Second, a, b)
-	other := a
-	if first == a {
-		other = b
-	}
+	other := theOther(first, a, b)
 	if value, session := lockValue(t, consul.Client, key); value != first.id || session != first.e.Session() {
 		t.Fatalf("lock key holds %q by session %q, want %q by %q", value, session, first.id, first.e.Session())
 	}
@@ -320,18 +313,14 @@ func TestOneLeaderThenHandoverOnShutdown(t *testing.T) {
 }
 
 func TestStepDownHandsOver(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const key = "mcrib/stepdown/leader"
-	a := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7001")
-	b := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7002")
+	a := startCandidate(t, consul, key, "127.0.0.1:7001")
+	b := startCandidate(t, consul, key, "127.0.0.1:7002")
 	watchForTwoLeaders(t, a, b)
 
 	first := leaderOf(t, 15*time.Second, a, b)
-	other := a
-	if first == a {
-		other = b
-	}
+	other := theOther(first, a, b)
 	firstTerm := first.lastTerm()
 	start := time.Now()
 	first.e.StepDown()
@@ -350,8 +339,7 @@ func TestStepDownHandsOver(t *testing.T) {
 }
 
 func TestKilledLeaderIsReplaced(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const (
 		key     = "mcrib/killed/leader"
 		childID = "127.0.0.1:7101"
@@ -376,7 +364,7 @@ func TestKilledLeaderIsReplaced(t *testing.T) {
 		return value == childID && session != ""
 	})
 
-	b := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7102")
+	b := startCandidate(t, consul, key, "127.0.0.1:7102")
 	testenv.Eventually(t, 5*time.Second, "the follower to know the helper leads", func() bool {
 		return b.e.LeaderID() == childID
 	})
@@ -406,11 +394,10 @@ func TestKilledLeaderIsReplaced(t *testing.T) {
 }
 
 func TestDeposedLeaderStepsDown(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const key = "mcrib/deposed/leader"
-	a := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7001")
-	b := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7002")
+	a := startCandidate(t, consul, key, "127.0.0.1:7001")
+	b := startCandidate(t, consul, key, "127.0.0.1:7002")
 
 	first := leaderOf(t, 15*time.Second, a, b)
 	firstTerm := first.lastTerm()
@@ -452,10 +439,9 @@ func TestDeposedLeaderStepsDown(t *testing.T) {
 }
 
 func TestRegainsLeadershipAfterConsulRestart(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const key = "mcrib/restart/leader"
-	a := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7001")
+	a := startCandidate(t, consul, key, "127.0.0.1:7001")
 	leaderOf(t, 15*time.Second, a)
 	firstTerm := a.lastTerm()
 
@@ -478,13 +464,12 @@ func TestRegainsLeadershipAfterConsulRestart(t *testing.T) {
 }
 
 func TestLeadReturningStepsDown(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	const (
 		key       = "mcrib/returning/leader"
 		lockDelay = time.Second
 	)
-	e, err := leader.New(leader.Options{Client: newClient(t, consul.HTTPAddr), Key: key, ID: "127.0.0.1:7001", LockDelay: lockDelay})
+	e, err := leader.New(leader.Options{Client: consul.NewClient(t), Key: key, ID: "127.0.0.1:7001", LockDelay: lockDelay})
 	if err != nil {
 		t.Fatalf("leader.New: %v", err)
 	}

@@ -158,6 +158,22 @@ func (k *keepaliveRun) ended(t *testing.T) error {
 	}
 }
 
+// renewal advances the clock to renewal i, fails the test unless agent
+// gets it, and lets the keepalive judge the answer (arm its tickers again)
+// before time moves on.
+func (k *keepaliveRun) renewal(t *testing.T, agent *fakeAgent, i int) {
+	t.Helper()
+	k.clk.Advance(renewEvery)
+	select {
+	case <-agent.renewed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("renewal %d was not tried", i)
+	}
+	waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	k.clk.BlockUntil(waitCtx, 2)
+	cancel()
+}
+
 // stillRunning fails the test if the keepalive ended the campaign.
 func (k *keepaliveRun) stillRunning(t *testing.T, when string) {
 	t.Helper()
@@ -223,16 +239,7 @@ func TestKeepaliveStepsDownWhenRenewalsFailForTheTTL(t *testing.T) {
 	k := startKeepalive(t, agent)
 	steps := int(sessionTTL / renewEvery)
 	for i := 1; i < steps; i++ {
-		k.clk.Advance(renewEvery)
-		select {
-		case <-agent.renewed:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("renewal %d was not tried", i)
-		}
-		// Let the keepalive judge the answer before time moves on.
-		waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		k.clk.BlockUntil(waitCtx, 2)
-		cancel()
+		k.renewal(t, agent, i)
 		k.stillRunning(t, fmt.Sprintf("%v of failed renewals", time.Duration(i)*renewEvery))
 	}
 	k.clk.Advance(renewEvery)
@@ -257,15 +264,7 @@ func TestAssuredOnlyWithinTheLockDelayOfARenewal(t *testing.T) {
 				t.Fatal("not assured right after the lock was taken")
 			}
 			for i := 1; i <= 4; i++ {
-				k.clk.Advance(renewEvery)
-				select {
-				case <-agent.renewed:
-				case <-time.After(5 * time.Second):
-					t.Fatalf("renewal %d was not tried", i)
-				}
-				waitCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				k.clk.BlockUntil(waitCtx, 2)
-				cancel()
+				k.renewal(t, agent, i)
 				since := time.Duration(i) * renewEvery
 				want := renew == "ok" || since < DefaultLockDelay-renewEvery
 				if got := k.e.IsAssured(); got != want || !k.e.IsLeader() {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/testenv"
 	"github.com/mcrib/mcrib/leader"
 )
 
@@ -15,11 +14,10 @@ import (
 // is gone Confirm reports ErrNotLeader, the term ends and the old lease
 // writes nothing.
 func TestLeaseAndConfirm(t *testing.T) {
-	consul := testenv.StartConsul(t)
-	t.Cleanup(func() { checkNoLeaks(t) })
+	consul := startConsul(t)
 	client := consul.Client
 	const key, data = "mcrib/lease/leader", "mcrib/lease/slotmap"
-	a := startCandidate(t, consul.HTTPAddr, key, "127.0.0.1:7001")
+	a := startCandidate(t, consul, key, "127.0.0.1:7001")
 	leaderOf(t, 15*time.Second, a)
 
 	lease, ok := a.e.Lease()

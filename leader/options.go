@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -72,12 +73,8 @@ func (o Options) withDefaults() (Options, error) {
 	case o.CheckTTL < 0 || (o.CheckTTL > 0 && o.CheckTTL < 300*time.Millisecond):
 		return o, fmt.Errorf("%w: CheckTTL %v below 300ms", ErrInvalidOptions, o.CheckTTL)
 	}
-	if o.LockDelay == 0 {
-		o.LockDelay = DefaultLockDelay
-	}
-	if o.CheckTTL == 0 {
-		o.CheckTTL = DefaultCheckTTL
-	}
+	o.LockDelay = cmp.Or(o.LockDelay, DefaultLockDelay)
+	o.CheckTTL = cmp.Or(o.CheckTTL, DefaultCheckTTL)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,6 +1,7 @@
 package mcclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,21 +116,11 @@ func New(opts Options) (*Client, error) {
 	if opts.MaxQueue < 0 || opts.Timeout < 0 || opts.RetryMin < 0 || opts.RetryMax < 0 || opts.ReplayInterval < 0 || opts.WarmTTL < 0 {
 		return nil, errors.New("mcclient: Options must not be negative")
 	}
-	if opts.MaxQueue == 0 {
-		opts.MaxQueue = DefaultMaxQueue
-	}
-	if opts.RetryMin == 0 {
-		opts.RetryMin = DefaultRetryMin
-	}
-	if opts.RetryMax == 0 {
-		opts.RetryMax = DefaultRetryMax
-	}
-	if opts.ReplayInterval == 0 {
-		opts.ReplayInterval = DefaultReplayInterval
-	}
-	if opts.WarmTTL == 0 {
-		opts.WarmTTL = DefaultWarmTTL
-	}
+	opts.MaxQueue = cmp.Or(opts.MaxQueue, DefaultMaxQueue)
+	opts.RetryMin = cmp.Or(opts.RetryMin, DefaultRetryMin)
+	opts.RetryMax = cmp.Or(opts.RetryMax, DefaultRetryMax)
+	opts.ReplayInterval = cmp.Or(opts.ReplayInterval, DefaultReplayInterval)
+	opts.WarmTTL = cmp.Or(opts.WarmTTL, DefaultWarmTTL)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

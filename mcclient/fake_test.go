@@ -233,6 +233,14 @@ func newTestClient(t *testing.T, opts Options, reverted ...revert.Set) *testClie
 	opts.Clock = tc.clock
 	opts.Meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tc.reader)).Meter("test")
 	opts.Dial = func(addr string) (Conn, error) { return tc.fleet.node(addr), nil }
+	tc.Client = newClient(t, opts, reverted...)
+	return tc
+}
+
+// newClient returns New(opts) with the reverted fixes turned off, closed
+// when the test ends.
+func newClient(t *testing.T, opts Options, reverted ...revert.Set) *Client {
+	t.Helper()
 	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -241,8 +249,7 @@ func newTestClient(t *testing.T, opts Options, reverted ...revert.Set) *testClie
 		revert.Apply(c, s)
 	}
 	t.Cleanup(func() { c.Close() })
-	tc.Client = c
-	return tc
+	return c
 }
 
 // slotMap builds a map from node IDs by slot ("" is vacant) and spares;

@@ -126,26 +126,11 @@ func changes(maps chan<- *cachenodes.SlotMap, readings chan<- cachenodes.SlotMap
 func TestHTTPFollower(t *testing.T) {
 	leakcheck.Check(t)
 	api := &fakeSlotMapAPI{}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL + "/", WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+	f, err := NewHTTPFollower(HTTPFollowerOptions{URL: serve(t, api) + "/", WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	maps := make(chan *cachenodes.SlotMap, 10)
-	errs := make(chan error, 100)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.Run(ctx, changes(maps, nil), func(err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	maps, errs := follow(t, f)
 
 	select { // 503 before the first map: an error, retried
 	case <-errs:
@@ -170,17 +155,29 @@ func TestHTTPFollower(t *testing.T) {
 	if m := <-maps; m.Generation() != 4 {
 		t.Fatalf("delivered generation %d, want 4 (3 again is no change)", m.Generation())
 	}
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	blocking := 0
-	for _, q := range api.queries {
-		if q != "" {
-			blocking++
+	if q := api.queried(); blockingReads(q) == 0 {
+		t.Fatalf("no blocking read among %q", q)
+	}
+}
+
+// serve starts a test server for api and returns its URL; it closes when
+// the test ends, after the follower that reads it (cleanups run last first).
+func serve(t *testing.T, api http.Handler) string {
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// blockingReads counts the blocking reads (those that name an index) among
+// a replica's queries.
+func blockingReads(queries []string) int {
+	n := 0
+	for _, q := range queries {
+		if strings.Contains(q, "index=") {
+			n++
 		}
 	}
-	if blocking == 0 {
-		t.Fatalf("no blocking read among %q", api.queries)
-	}
+	return n
 }
 
 // follow runs f until the test ends and returns the maps it delivers
@@ -252,9 +249,7 @@ func TestHTTPFollowerNeverGoesBack(t *testing.T) {
 	leakcheck.Check(t)
 	t.Run("one URL", func(t *testing.T) {
 		api := &fakeSlotMapAPI{}
-		srv := httptest.NewServer(api)
-		t.Cleanup(srv.Close) // after the follower's end (cleanups run last first)
-		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: serve(t, api), WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,10 +273,7 @@ func TestHTTPFollowerNeverGoesBack(t *testing.T) {
 	})
 	t.Run("several replicas", func(t *testing.T) {
 		stale, fresh := &fakeSlotMapAPI{}, &fakeSlotMapAPI{}
-		s1, s2 := httptest.NewServer(stale), httptest.NewServer(fresh)
-		t.Cleanup(s1.Close)
-		t.Cleanup(s2.Close)
-		f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{s1.URL, s2.URL}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{serve(t, stale), serve(t, fresh)}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,9 +298,7 @@ func TestHTTPFollowerNeverGoesBack(t *testing.T) {
 	})
 	t.Run("reverted", func(t *testing.T) {
 		api := &fakeSlotMapAPI{}
-		srv := httptest.NewServer(api)
-		t.Cleanup(srv.Close) // after the follower's end (cleanups run last first)
-		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: serve(t, api), WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,12 +322,9 @@ func TestHTTPFollowerSeveralReplicas(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close() // connections refused
 	a, b := &fakeSlotMapAPI{}, &fakeSlotMapAPI{}
-	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
-	t.Cleanup(sa.Close)
-	t.Cleanup(sb.Close)
 	a.set(t, slotMap(t, 1, []string{"a", "b"}), 5)
 	b.set(t, slotMap(t, 1, []string{"a", "b"}), 5)
-	f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{gone.URL, sa.URL, sb.URL}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
+	f, err := NewHTTPFollower(HTTPFollowerOptions{URLs: []string{gone.URL, serve(t, a), serve(t, b)}, WaitTime: 30 * time.Second, MinInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,14 +337,8 @@ func TestHTTPFollowerSeveralReplicas(t *testing.T) {
 	if q := b.queried(); len(q) != 0 {
 		t.Fatalf("the third replica was read %q while the second answered", q)
 	}
-	blocking := 0
-	for _, q := range a.queried() {
-		if strings.Contains(q, "index=") {
-			blocking++
-		}
-	}
-	if blocking == 0 {
-		t.Fatalf("no blocking read among %q", a.queried())
+	if q := a.queried(); blockingReads(q) == 0 {
+		t.Fatalf("no blocking read among %q", q)
 	}
 	// The second replica fails: the follower moves on to the third.
 	b.set(t, slotMap(t, 3, []string{"b", "c"}), 7)
@@ -389,10 +370,9 @@ func TestHTTPFollowerReadings(t *testing.T) {
 	leakcheck.Check(t)
 	api := &fakeSlotMapAPI{}
 	api.setAge("1500")
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
+	url := serve(t, api)
 	api.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
-	f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
+	f, err := NewHTTPFollower(HTTPFollowerOptions{URL: url, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +403,14 @@ func TestHTTPFollowerReadings(t *testing.T) {
 		}
 	}
 
-	long, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: time.Minute})
+	long, err := NewHTTPFollower(HTTPFollowerOptions{URL: url, WaitTime: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if long.watch.WaitTime != cachenodes.FollowWait {
 		t.Errorf("WaitTime of a minute asked as %v, want FollowWait", long.watch.WaitTime)
 	}
-	if def, _ := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL}); def.watch.WaitTime != cachenodes.FollowWait {
+	if def, _ := NewHTTPFollower(HTTPFollowerOptions{URL: url}); def.watch.WaitTime != cachenodes.FollowWait {
 		t.Errorf("the default WaitTime is %v, want FollowWait", def.watch.WaitTime)
 	}
 }
@@ -480,10 +460,9 @@ func TestHTTPFollowerStaleReplica(t *testing.T) {
 	t.Run("one replica", func(t *testing.T) {
 		cut := &fakeSlotMapAPI{}
 		cut.setAge("-")
-		srv := httptest.NewServer(cut)
-		t.Cleanup(srv.Close)
+		url := serve(t, cut)
 		cut.set(t, slotMap(t, 4, []string{"a", "b"}), 3)
-		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: srv.URL, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
+		f, err := NewHTTPFollower(HTTPFollowerOptions{URL: url, WaitTime: 100 * time.Millisecond, MinInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,14 +476,8 @@ func TestHTTPFollowerStaleReplica(t *testing.T) {
 		if r := <-readings; !r.ReadAt.IsZero() {
 			t.Errorf("a reading without X-Mcrib-Map-Age was read at %v, want zero", r.ReadAt)
 		}
-		blocking := 0
-		for _, q := range cut.queried() {
-			if strings.Contains(q, "index=") {
-				blocking++
-			}
-		}
-		if blocking == 0 {
-			t.Errorf("no blocking read of the one replica among %q", cut.queried())
+		if q := cut.queried(); blockingReads(q) == 0 {
+			t.Errorf("no blocking read of the one replica among %q", q)
 		}
 	})
 }

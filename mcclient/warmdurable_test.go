@@ -38,15 +38,7 @@ func newPeer(t *testing.T, fleet *fakeFleet, now time.Time, opts Options, revert
 	p := &peer{clock: clock.NewFake(now), cut: map[string]bool{}}
 	opts.Clock = p.clock
 	opts.Dial = func(addr string) (Conn, error) { return &peerLink{fakeNode: fleet.node(addr), p: p, addr: addr}, nil }
-	c, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range reverted {
-		revert.Apply(c, s)
-	}
-	t.Cleanup(func() { c.Close() })
-	p.Client = c
+	p.Client = newClient(t, opts, reverted...)
 	return p
 }
 

@@ -128,15 +128,7 @@ func TestAlertRulesUseExposedMetrics(t *testing.T) {
 	})
 	rec.Pass("ok", time.Millisecond) // the histogram appears with the first pass
 	_, families := scrape(t, h)
-	exposed := map[string]bool{}
-	for name, typ := range families {
-		exposed[name] = true
-		if typ == "histogram" {
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				exposed[name+suffix] = true
-			}
-		}
-	}
+	exposed := seriesNames(families)
 
 	metricName := regexp.MustCompile(`mcrib_[a-z_]+`)
 	for _, r := range rules {

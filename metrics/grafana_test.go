@@ -86,15 +86,7 @@ func TestGrafanaQueriesUseExposedMetrics(t *testing.T) {
 	}
 	rec.Pass("ok", time.Millisecond)
 	_, families := scrape(t, h)
-	exposed := map[string]bool{}
-	for name, typ := range families {
-		exposed[name] = true
-		if typ == "histogram" {
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				exposed[name+suffix] = true
-			}
-		}
-	}
+	exposed := seriesNames(families)
 	metricName := regexp.MustCompile(`\b(?:mcrib|go|process)_[a-z0-9_]+`)
 	for _, q := range queries {
 		used := metricName.FindAllString(q, -1)

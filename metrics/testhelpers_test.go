@@ -3,6 +3,7 @@ package metrics
 import (
 	"bufio"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -46,6 +47,21 @@ func scrape(t *testing.T, h http.Handler) (samples map[string]bool, families map
 	return samples, families
 }
 
+// seriesNames returns the names a query can use of the metric families
+// scraped: each family's, and a histogram's _bucket, _sum and _count.
+func seriesNames(families map[string]string) map[string]bool {
+	names := map[string]bool{}
+	for name, typ := range families {
+		names[name] = true
+		if typ == "histogram" {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				names[name+suffix] = true
+			}
+		}
+	}
+	return names
+}
+
 // wantLines fails the test for every line of want that the scrape lacks.
 func wantLines(t *testing.T, samples map[string]bool, want ...string) {
 	t.Helper()
@@ -60,10 +76,5 @@ func wantLines(t *testing.T, samples map[string]bool, want ...string) {
 }
 
 func sortedLines(samples map[string]bool) string {
-	lines := make([]string, 0, len(samples))
-	for l := range samples {
-		lines = append(lines, l)
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
+	return strings.Join(slices.Sorted(maps.Keys(samples)), "\n")
 }

@@ -84,14 +84,40 @@ type fakeAPI struct {
 	status string // body of GET /v1/status
 	broken bool   // answer everything with a plain-text 502
 
+	requestLog
+}
+
+// requestLog records the requests a fake API received. It is safe for
+// concurrent use.
+type requestLog struct {
 	mu   sync.Mutex
 	seen []seenRequest
 }
 
-func (f *fakeAPI) requests() []seenRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seenRequest(nil), f.seen...)
+func (l *requestLog) add(r seenRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, r)
+}
+
+// requests returns the requests recorded so far, in order.
+func (l *requestLog) requests() []seenRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]seenRequest(nil), l.seen...)
+}
+
+// wantRequests fails the test unless got are the requests want, in order.
+func wantRequests(t *testing.T, got, want []seenRequest) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("server saw %d requests %+v, want %+v", len(got), got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("request %d\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
 }
 
 func fakeWriteJSON(w http.ResponseWriter, code int, body string) {
@@ -107,9 +133,7 @@ func fakeWriteError(w http.ResponseWriter, code int, msg string) {
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Authorization"), string(body)})
-	f.mu.Unlock()
+	f.add(seenRequest{r.Method, r.URL.Path, r.Header.Get("Authorization"), string(body)})
 
 	if f.broken {
 		http.Error(w, "upstream is gone", http.StatusBadGateway)
@@ -164,7 +188,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startFake starts a fake API server for one test.
-func startFake(t *testing.T, f *fakeAPI) *httptest.Server {
+func startFake(t *testing.T, f http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -323,15 +347,7 @@ mc-2  10.0.0.2:11211  -   -     unknown  unknown    held   unknown
 					t.Errorf("stderr %q does not contain %q", stderr, w)
 				}
 			}
-			got := fake.requests()
-			if len(got) != len(tt.wantReq) {
-				t.Fatalf("server saw %d requests %+v, want %+v", len(got), got, tt.wantReq)
-			}
-			for i := range got {
-				if got[i] != tt.wantReq[i] {
-					t.Errorf("request %d\n got %+v\nwant %+v", i, got[i], tt.wantReq[i])
-				}
-			}
+			wantRequests(t, fake.requests(), tt.wantReq)
 		})
 	}
 }

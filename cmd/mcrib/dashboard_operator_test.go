@@ -95,13 +95,7 @@ func dashShot(t *testing.T, bin, base, name, size string) {
 	if dir == "" {
 		dir = "/tmp"
 	}
-	shot := filepath.Join(dir, name)
-	os.Remove(shot)
-	dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size="+size, base+"/")
-	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
-		t.Fatalf("no screenshot at %s: %v", shot, err)
-	}
-	t.Logf("screenshot written to %s", shot)
+	dashtest.Screenshot(t, bin, base+"/", filepath.Join(dir, name), size)
 }
 
 // TestDashboardLoneDeadHolder: the memcached of the one slot holder of

@@ -120,12 +120,6 @@ func TestDashboardInChromiumThroughAReplacement(t *testing.T) {
 		}
 	}
 	if os.Getenv("MCRIB_SCREENSHOT") != "" {
-		const shot = "/tmp/mcrib-dashboard-replacement.png"
-		os.Remove(shot)
-		dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size=1280,1600", base+"/")
-		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
-			t.Fatalf("no screenshot at %s: %v", shot, err)
-		}
-		t.Logf("screenshot during a replacement written to %s", shot)
+		dashtest.Screenshot(t, bin, base+"/", "/tmp/mcrib-dashboard-replacement.png", "1280,1600")
 	}
 }

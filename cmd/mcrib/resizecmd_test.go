@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -54,8 +53,7 @@ func TestResizeCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := &zoneFake{code: tt.code, body: tt.body}
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
+			srv := startFake(t, fake)
 			code, stdout, stderr := runCLI(t, tok, append(tt.args, "--addr", srv.URL)...)
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.wantCode, stderr)
@@ -66,17 +64,7 @@ func TestResizeCommand(t *testing.T) {
 			if tt.wantStderr == "" && stderr != "" || !strings.Contains(stderr, tt.wantStderr) {
 				t.Errorf("stderr %q, want %q", stderr, tt.wantStderr)
 			}
-			fake.mu.Lock()
-			got := append([]seenRequest(nil), fake.seen...)
-			fake.mu.Unlock()
-			if len(got) != len(tt.wantReq) {
-				t.Fatalf("server saw %+v, want %+v", got, tt.wantReq)
-			}
-			for i := range got {
-				if got[i] != tt.wantReq[i] {
-					t.Errorf("request %d\n got %+v\nwant %+v", i, got[i], tt.wantReq[i])
-				}
-			}
+			wantRequests(t, fake.requests(), tt.wantReq)
 		})
 	}
 }

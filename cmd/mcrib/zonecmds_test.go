@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -37,17 +36,14 @@ ALERT: 3 of 4 slot holders in zone b are unreachable; to take the cache off it: 
 // zoneFake answers the zone routes with fixed documents and records the
 // requests.
 type zoneFake struct {
-	mu   sync.Mutex
-	seen []seenRequest
+	requestLog
 	code int    // answer code of the mutating routes (0: 200)
 	body string // answer body of the mutating routes
 }
 
 func (f *zoneFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.seen = append(f.seen, seenRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), string(body)})
-	f.mu.Unlock()
+	f.add(seenRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), string(body)})
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/status" {
 		fakeWriteJSON(w, http.StatusOK, zonesStatusJSON)
 		return
@@ -126,8 +122,7 @@ func TestZoneCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := &zoneFake{code: tt.code, body: tt.body}
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
+			srv := startFake(t, fake)
 			code, stdout, stderr := runCLI(t, tok, append(tt.args, "--addr", srv.URL)...)
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.wantCode, stderr)
@@ -138,17 +133,7 @@ func TestZoneCommands(t *testing.T) {
 			if tt.wantStderr == "" && stderr != "" || !strings.Contains(stderr, tt.wantStderr) {
 				t.Errorf("stderr %q, want %q", stderr, tt.wantStderr)
 			}
-			fake.mu.Lock()
-			got := append([]seenRequest(nil), fake.seen...)
-			fake.mu.Unlock()
-			if len(got) != len(tt.wantReq) {
-				t.Fatalf("server saw %+v, want %+v", got, tt.wantReq)
-			}
-			for i := range got {
-				if got[i] != tt.wantReq[i] {
-					t.Errorf("request %d\n got %+v\nwant %+v", i, got[i], tt.wantReq[i])
-				}
-			}
+			wantRequests(t, fake.requests(), tt.wantReq)
 		})
 	}
 }

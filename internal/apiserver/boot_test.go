@@ -63,18 +63,12 @@ func bootCall(t *testing.T, a *Server, header string) int {
 func TestFollowerForwardsBootsToTheLeader(t *testing.T) {
 	var seen []string
 	var mu sync.Mutex
-	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a, boot := bootFollower(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, r.Header.Get(forwardedHeader))
 		mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]bool{"admitted": true})
-	}))
-	defer leaderSrv.Close()
-	boot := &countingBoot{}
-	a := newServer(Options{Boot: boot, Leader: func() (bool, string) {
-		return false, leaderSrv.Listener.Addr().String()
-	}})
-	a.replicas = fixedReplicas{n: 3}
+	}), 3)
 	withID(a, "follower:7070")
 	for range 3 {
 		if code := bootCall(t, a, ""); code != http.StatusOK {

@@ -53,6 +53,21 @@ func (l *countingLeader) count() int {
 	return l.boots
 }
 
+// bootFollower returns a replica, one of replicas, that does not lead and
+// whose leader's API is leader (served until the test ends), and the boot
+// limiter it would admit its own boots from.
+func bootFollower(t *testing.T, leader http.Handler, replicas int) (*Server, *countingBoot) {
+	t.Helper()
+	srv := httptest.NewServer(leader)
+	t.Cleanup(srv.Close)
+	boot := &countingBoot{}
+	a := newServer(Options{Boot: boot, Leader: func() (bool, string) {
+		return false, srv.Listener.Addr().String()
+	}})
+	a.replicas = fixedReplicas{n: replicas}
+	return a, boot
+}
+
 // TestCallerErrorsDoNotMarkTheLeaderDown: a truncated body, a body over
 // 64 KiB and a caller that gives up are the caller's doing: the follower
 // admits nothing for them and keeps forwarding the next boots to the
@@ -101,13 +116,7 @@ func TestCallerErrorsDoNotMarkTheLeaderDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leader := &countingLeader{got: make(chan struct{}, 1), release: make(chan struct{})}
-			srv := httptest.NewServer(leader)
-			defer srv.Close()
-			boot := &countingBoot{}
-			a := newServer(Options{Boot: boot, Leader: func() (bool, string) {
-				return false, srv.Listener.Addr().String()
-			}})
-			a.replicas = fixedReplicas{n: 2}
+			a, boot := bootFollower(t, leader, 2)
 			if code := tc.do(t, a, leader); tc.wantCode != 0 && code != tc.wantCode {
 				t.Errorf("the failing boot was answered %d, want %d", code, tc.wantCode)
 			}
@@ -133,13 +142,7 @@ func TestCallerErrorsDoNotMarkTheLeaderDown(t *testing.T) {
 // included): never admitted from the share, never forwarded again.
 func TestForwardedBootNeverAdmittedByAFollower(t *testing.T) {
 	leader := &countingLeader{}
-	srv := httptest.NewServer(leader)
-	defer srv.Close()
-	boot := &countingBoot{}
-	a := newServer(Options{Boot: boot, Leader: func() (bool, string) {
-		return false, srv.Listener.Addr().String()
-	}})
-	a.replicas = fixedReplicas{n: 3}
+	a, boot := bootFollower(t, leader, 3)
 	for _, mark := range []string{"s-peer", "s-forged", "1"} {
 		req := httptest.NewRequest(http.MethodPost, "/v1/boot", nil)
 		req.Header.Set(forwardedHeader, mark)

@@ -58,9 +58,7 @@ func TestDashboardShowsResize(t *testing.T) {
 	fake.set(resize(""), dashAnswer(http.StatusOK, dashResizeSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
 	d := dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", srv.URL+"/"))
 	if os.Getenv("MCRIB_SCREENSHOT") != "" {
-		shot := "/tmp/mcrib-dashboard-resize.png"
-		dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size=1280,1100", srv.URL+"/")
-		t.Logf("screenshot written to %s", shot)
+		dashtest.Screenshot(t, bin, srv.URL+"/", "/tmp/mcrib-dashboard-resize.png", "1280,1100")
 	}
 
 	dashtest.WantShown(t, d, "resize", true)

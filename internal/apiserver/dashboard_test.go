@@ -422,13 +422,8 @@ func TestDashboardInChromium(t *testing.T) {
 			if i > 0 {
 				shot = fmt.Sprintf("/tmp/mcrib-dashboard-%d.png", i)
 			}
-			os.Remove(shot)
 			fake.set(tt.status, dashAnswer(http.StatusOK, dashSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
-			dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size=1280,900", srv.URL+"/")
-			if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
-				t.Fatalf("no screenshot at %s: %v", shot, err)
-			}
-			t.Logf("screenshot of %q written to %s", tt.name, shot)
+			dashtest.Screenshot(t, bin, srv.URL+"/", shot, "1280,900")
 		})
 	}
 }

@@ -59,9 +59,7 @@ func TestDashboardShowsZones(t *testing.T) {
 	fake.set(status, dashAnswer(http.StatusOK, dashZoneSlotMapDoc), dashAnswer(http.StatusOK, dashRateLimitDoc))
 	d := dashtest.ParseDOM(t, dashtest.Chromium(t, bin, "--dump-dom", srv.URL+"/"))
 	if os.Getenv("MCRIB_SCREENSHOT") != "" {
-		shot := "/tmp/mcrib-dashboard-zones.png"
-		dashtest.Chromium(t, bin, "--screenshot="+shot, "--window-size=1280,1100", srv.URL+"/")
-		t.Logf("screenshot written to %s", shot)
+		dashtest.Screenshot(t, bin, srv.URL+"/", "/tmp/mcrib-dashboard-zones.png", "1280,1100")
 	}
 
 	dashtest.WantShown(t, d, "zonealert-banner", true)

@@ -89,13 +89,7 @@ func TestResizeAPIBadInputChangesNothing(t *testing.T) {
 			if tt.want == 401 {
 				token = ""
 			}
-			rr := call(a, tt.method, "/v1/resize", tt.body, token)
-			if rr.Code != tt.want {
-				t.Fatalf("%s: %d %s, want %d", tt.name, rr.Code, rr.Body, tt.want)
-			}
-			if got := errorSentence(t, rr); !strings.Contains(got, tt.wantIn) {
-				t.Errorf("error %q, want it to contain %q", got, tt.wantIn)
-			}
+			wantRefused(t, call(a, tt.method, "/v1/resize", tt.body, token), tt.want, tt.wantIn)
 			if calls := z.called(); len(calls) != 0 {
 				t.Errorf("a refused call reached the loop: %v", calls)
 			}

@@ -109,6 +109,18 @@ func errorSentence(t *testing.T, rr *httptest.ResponseRecorder) string {
 	return doc.Error
 }
 
+// wantRefused fails the test unless rr answers code with an error sentence
+// that contains wantIn.
+func wantRefused(t *testing.T, rr *httptest.ResponseRecorder, code int, wantIn string) {
+	t.Helper()
+	if rr.Code != code {
+		t.Fatalf("%d %s, want %d", rr.Code, rr.Body, code)
+	}
+	if msg := errorSentence(t, rr); !strings.Contains(msg, wantIn) {
+		t.Errorf("error %q, want it to contain %q", msg, wantIn)
+	}
+}
+
 func TestDrainAPIBadInputChangesNothing(t *testing.T) {
 	long := strings.Repeat("x", 513)
 	for _, tt := range []struct {
@@ -151,13 +163,7 @@ func TestDrainAPIBadInputChangesNothing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			z := &fakeZones{}
-			rr := call(zoneAPI(t, "", z), tt.method, tt.path, tt.body, "")
-			if rr.Code != tt.want {
-				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, rr.Code, rr.Body, tt.want)
-			}
-			if msg := errorSentence(t, rr); !strings.Contains(msg, tt.wantIn) {
-				t.Errorf("error %q does not mention %q", msg, tt.wantIn)
-			}
+			wantRefused(t, call(zoneAPI(t, "", z), tt.method, tt.path, tt.body, ""), tt.want, tt.wantIn)
 			if c := z.called(); len(c) != 0 {
 				t.Errorf("the loop was called: %v", c)
 			}
@@ -217,13 +223,7 @@ func TestZoneAPIErrorsOfTheLoop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			z := &fakeZones{err: tt.err}
 			a := zoneAPI(t, "", z)
-			rr := call(a, tt.method, tt.path, tt.body, "")
-			if rr.Code != tt.want {
-				t.Fatalf("%d %s, want %d", rr.Code, rr.Body, tt.want)
-			}
-			if msg := errorSentence(t, rr); !strings.Contains(msg, tt.wantIn) {
-				t.Errorf("error %q does not say %q", msg, tt.wantIn)
-			}
+			wantRefused(t, call(a, tt.method, tt.path, tt.body, ""), tt.want, tt.wantIn)
 			if n := len(a.ops.log.Since(0)); n != 0 {
 				t.Errorf("a refused change was recorded as %d events", n)
 			}

@@ -59,6 +59,19 @@ func Chromium(t testing.TB, bin string, args ...string) string {
 	return stdout.String()
 }
 
+// Screenshot writes a screenshot of the page at url, in a window of size
+// ("width,height"), to the file shot in place of any earlier one, and
+// fails the test unless it was written.
+func Screenshot(t testing.TB, bin, url, shot, size string) {
+	t.Helper()
+	os.Remove(shot)
+	Chromium(t, bin, "--screenshot="+shot, "--window-size="+size, url)
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", shot, err)
+	}
+	t.Logf("screenshot written to %s", shot)
+}
+
 // killGroup kills process group pgid and waits up to 5 s until none of
 // its processes runs any more. Zombies count as gone: once chromium itself
 // is reaped, its orphaned children are init's to reap.

@@ -259,13 +259,13 @@ func (a *ConsulAgent) removeLeftNode() (bool, error) {
 		node, _, err := catalog.Node(a.NodeName, nil)
 		return err == nil && (node == nil || node.Node == nil)
 	}
-	if poll(500*time.Millisecond, 20*time.Millisecond, gone) {
+	if Poll(500*time.Millisecond, 20*time.Millisecond, gone) {
 		return false, nil
 	}
 	if _, err := catalog.Deregister(&api.CatalogDeregistration{Node: a.NodeName}, nil); err != nil {
 		return true, err
 	}
-	if !poll(5*time.Second, 20*time.Millisecond, gone) {
+	if !Poll(5*time.Second, 20*time.Millisecond, gone) {
 		return true, errNodeStillListed
 	}
 	return true, nil

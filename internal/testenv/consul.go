@@ -244,6 +244,18 @@ func startAttempts(h *Host) int {
 	return 3
 }
 
+// NewClient returns another client of the server, like Client (with its
+// token, when the server has ACLs) but with a connection pool of its own,
+// as a separate process would have; it is closed when the test ends.
+func (c *Consul) NewClient(t testing.TB) *api.Client {
+	t.Helper()
+	client := newAPIClient(t, c.HTTPAddr, 0)
+	if c.aclToken != "" {
+		client.AddHeader("X-Consul-Token", c.aclToken)
+	}
+	return client
+}
+
 // newAPIClient returns a Consul API client for addr that ignores the CONSUL_*
 // environment (no token, no TLS), with its own connection pool, closed when
 // the test ends. A non-zero timeout bounds every request (do not use such a

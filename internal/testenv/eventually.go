@@ -13,14 +13,15 @@ const pollInterval = 20 * time.Millisecond
 // at least once, and is called from the caller's goroutine.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if !poll(timeout, pollInterval, cond) {
+	if !Poll(timeout, pollInterval, cond) {
 		t.Fatalf("testenv: timed out after %v waiting for %s", timeout, what)
 	}
 }
 
-// poll calls cond every interval until it returns true (poll reports true) or
-// timeout passes (poll reports false).
-func poll(timeout, interval time.Duration, cond func() bool) bool {
+// Poll calls cond every interval until it returns true (Poll reports true) or
+// timeout passes (Poll reports false), for checks that report with t.Errorf
+// and go on. cond is always called at least once.
+func Poll(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {

@@ -390,7 +390,7 @@ func (p *Process) WaitReady(t testing.TB, timeout time.Duration, ready func() bo
 // program's last lines of output, when the program still runs then.
 func (p *Process) Wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
-	if !poll(timeout, pollInterval, p.Exited) {
+	if !Poll(timeout, pollInterval, p.Exited) {
 		t.Fatalf("testenv: %s still runs after %v\n%s", p.name, timeout, p.tail(p.tailLines))
 	}
 	return p.ExitCode()
@@ -400,7 +400,7 @@ func (p *Process) Wait(t testing.TB, timeout time.Duration) int {
 // exits (errExited), or timeout passes.
 func (p *Process) waitReady(timeout, interval time.Duration, ready func() bool) error {
 	var exited bool
-	ok := poll(timeout, interval, func() bool {
+	ok := Poll(timeout, interval, func() bool {
 		if p.Exited() {
 			exited = true
 			return true
