@@ -89,6 +89,9 @@ type checker struct {
 	// incoming are the stored map's announces, by slot, with when each
 	// was first stored (announcecheck.go).
 	incoming map[int]incomingTruth
+	// lostFlushWrite is, per process, when a write of the flushes
+	// document it sent was carried out and its answer lost (lostwrite.go).
+	lostFlushWrite map[*replicaProc]time.Duration
 }
 
 func newChecker(w *world) *checker {
@@ -139,6 +142,7 @@ func (c *checker) onStart(p *replicaProc) {
 }
 
 func (c *checker) onStop(p *replicaProc) {
+	delete(c.lostFlushWrite, p)
 	delete(c.pending, p)
 	delete(c.status, p)
 	delete(c.dirty, p)

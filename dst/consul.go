@@ -86,6 +86,9 @@ type consulSim struct {
 	// a plain error, or carried out with its answer lost (the "answer lost
 	// after its write committed" fault).
 	errRate, lostRate float64
+	// history is the KV store's recent past, for the reads of agents
+	// whose server lags (consullag.go).
+	history kvHistory
 }
 
 func newConsul(w *world) *consulSim {
@@ -108,6 +111,7 @@ func (c *consulSim) addAgent(host string) {
 // invalidation.
 func (c *consulSim) tick() {
 	now := c.w.now
+	c.recordKV()
 	for _, h := range sortedKeys(c.agents) {
 		a := c.agents[h]
 		if a.up && c.w.net.send(h, consulHost, "gossip", "") == delivered {

@@ -92,8 +92,7 @@ func TestDSTSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range knownBugs {
-		f := b.fix
+	for _, f := range revert.All() {
 		if !only.Reverted(f) {
 			continue
 		}
