@@ -130,9 +130,19 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 		since := e.Since.Sub(c.w.start) - maxSkew
 		return t.cleanAt < min(since, c.flushFirst[e.NodeID])
 	}
-	// (A memcached in a container keeps its pid across a restart: one
-	// started since the entry was stored is another process.)
-	return e.PID == t.n.pid && e.CmdFlush >= t.n.flushes && t.n.started <= c.flushFirst[e.NodeID]
+	return c.bindsRunning(e, t) && e.CmdFlush >= t.n.flushes
+}
+
+// bindsRunning reports whether entry e was decided from a reading of the
+// memcached process running now on t's node: its pid, and (a memcached in
+// a container keeps its pid across a restart) its start as the reading
+// showed it, on the decider's clock, no earlier than the process's start
+// less the clocks' skew and uptime's whole seconds.
+func (c *checker) bindsRunning(e flushEntry, t *nodeTruth) bool {
+	if e.PID != t.n.pid {
+		return false
+	}
+	return e.StartedAt.IsZero() || !e.StartedAt.Before(c.w.start.Add(t.n.started-time.Second))
 }
 
 // storedForAnother reports whether the flushes document holds an entry for
@@ -141,7 +151,7 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 // process, which started empty since.
 func (c *checker) storedForAnother(t *nodeTruth) bool {
 	e, ok := c.entryOf(t)
-	return ok && e.PID != 0 && (e.PID != t.n.pid || t.n.started > c.flushFirst[e.NodeID])
+	return ok && e.PID != 0 && !c.bindsRunning(e, t)
 }
 
 // flushEntry is what the checker reads of one entry of the stored
@@ -151,6 +161,9 @@ type flushEntry struct {
 	CmdFlush uint64    `json:"cmd_flush"`
 	PID      int64     `json:"pid"`
 	Since    time.Time `json:"since"`
+	// StartedAt is when the process of the reading started, by the
+	// decider's clock.
+	StartedAt time.Time `json:"started_at"`
 }
 
 // storedEntry returns the stored flushes document's entry for id.

@@ -22,17 +22,18 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 19, 65520 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 52, 406056 * time.Millisecond, ruleStaleRead},
-	{revert.CeilingAfterTakeover, 43, 77108 * time.Millisecond, ruleInv3Ceiling},
-	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 50, 33861 * time.Millisecond, ruleClientGeneration},
-	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
-	{revert.AssuredLimit, 15, 42518 * time.Millisecond, ruleAdmissions},
-	{revert.StoredBeforeFlush, 3, 305406 * time.Millisecond, ruleInv2Undecided},
-	{revert.ListedOnce, 11, 41163 * time.Millisecond, ruleSlotMapValid},
+	{revert.FollowerFlush, 2, 66561 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 17, 48127 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 10, 121090 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 17, 75133 * time.Millisecond, ruleStaleRead},
+	{revert.CeilingAfterTakeover, 5, 230250 * time.Millisecond, ruleInv3Ceiling},
+	{revert.CallerErrorNotLeaderDown, 9, 10000 * time.Millisecond, ruleShareUnfailed},
+	{revert.GenerationOrder, 35, 21915 * time.Millisecond, ruleClientGeneration},
+	{revert.ForwardedNeverShared, 19, 10079 * time.Millisecond, ruleShareUnfailed},
+	{revert.AssuredLimit, 47, 63668 * time.Millisecond, ruleAdmissions},
+	{revert.StoredBeforeFlush, 49, 76386 * time.Millisecond, ruleInv2Undecided},
+	{revert.ListedOnce, 14, 18097 * time.Millisecond, ruleSlotMapValid},
+	{revert.ShareNotAlone, 21, 136631 * time.Millisecond, ruleAdmissions},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
