@@ -157,6 +157,9 @@ type Server struct {
 	// resizes grows the pool: the loop when it can (nil: those routes
 	// answer 503).
 	resizes ResizeOps
+	// rolls rolls the pool's nodes: the loop when it can (nil: those
+	// routes answer 503).
+	rolls RollOps
 }
 
 // New returns the server opts describes. Its error is one of reading
@@ -196,6 +199,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if z, ok := a.loop.(ResizeOps); ok {
 		a.resizes = z
+	}
+	if z, ok := a.loop.(RollOps); ok {
+		a.rolls = z
 	}
 	a.mountRoutes()
 	return a, nil

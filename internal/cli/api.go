@@ -192,6 +192,21 @@ func (c *API) StopResize(ctx context.Context) (Answer[mcribapi.ResizeDoc], error
 	return call[mcribapi.ResizeDoc](ctx, c, http.MethodDelete, "/v1/resize", nil, "the resize document")
 }
 
+// Roll returns GET /v1/roll.
+func (c *API) Roll(ctx context.Context) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodGet, "/v1/roll", nil, "the roll document")
+}
+
+// StartRoll sends PUT /v1/roll.
+func (c *API) StartRoll(ctx context.Context, req mcribapi.RollRequest) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodPut, "/v1/roll", req, "the roll document")
+}
+
+// StopRoll sends DELETE /v1/roll.
+func (c *API) StopRoll(ctx context.Context) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodDelete, "/v1/roll", nil, "the roll document")
+}
+
 // ParseAddr turns a base URL or a bare host:port into a base URL without a
 // trailing slash.
 func ParseAddr(s string) (string, error) {
