@@ -28,7 +28,7 @@ var knownBugs = []struct {
 	{revert.FollowerFlush, 2, 66561 * time.Millisecond, ruleInv2Undecided},
 	{revert.ForgottenFlush, 17, 48127 * time.Millisecond, ruleInv2Forgotten},
 	{revert.WarmFromOwing, 10, 121090 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 17, 75133 * time.Millisecond, ruleStaleRead},
+	{revert.WarmWriteDurable, 42, 35729 * time.Millisecond, ruleEndedWarming},
 	{revert.CeilingAfterTakeover, 5, 230250 * time.Millisecond, ruleInv3Ceiling},
 	{revert.CallerErrorNotLeaderDown, 9, 10000 * time.Millisecond, ruleShareUnfailed},
 	{revert.GenerationOrder, 35, 21915 * time.Millisecond, ruleClientGeneration},
@@ -37,8 +37,8 @@ var knownBugs = []struct {
 	{revert.StoredBeforeFlush, 49, 76386 * time.Millisecond, ruleInv2Undecided},
 	{revert.ListedOnce, 14, 18097 * time.Millisecond, ruleSlotMapValid},
 	{revert.ShareNotAlone, 21, 136631 * time.Millisecond, ruleAdmissions},
-	{revert.Tombstones, 6, 17935 * time.Millisecond, ruleTombstones},
-	{revert.EndedWarmingGrace, 28, 41080 * time.Millisecond, ruleEndedWarming},
+	{revert.Tombstones, 50, 18188 * time.Millisecond, ruleTombstones},
+	{revert.EndedWarmingGrace, 6, 38812 * time.Millisecond, ruleEndedWarming},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
