@@ -25,19 +25,19 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 19, 65520 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 10, 62660 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 25, 61245 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 28, 35692 * time.Millisecond, ruleEndedWarming},
-	{revert.CeilingAfterTakeover, 43, 77108 * time.Millisecond, ruleInv3Ceiling},
-	{revert.CallerErrorNotLeaderDown, 11, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 27, 21252 * time.Millisecond, ruleClientGeneration},
-	{revert.ForwardedNeverShared, 19, 10035 * time.Millisecond, ruleShareUnfailed},
-	{revert.AssuredLimit, 15, 42518 * time.Millisecond, ruleAdmissions},
-	{revert.StoredBeforeFlush, 3, 305406 * time.Millisecond, ruleInv2Undecided},
-	{revert.ListedOnce, 11, 41163 * time.Millisecond, ruleSlotMapValid},
-	{revert.Tombstones, 6, 17935 * time.Millisecond, ruleTombstones},
-	{revert.EndedWarmingGrace, 28, 41080 * time.Millisecond, ruleEndedWarming},
+	{revert.FollowerFlush, 2, 32410 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 9, 90165 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 10, 197213 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 2, 59643 * time.Millisecond, ruleEndedWarming},
+	{revert.CeilingAfterTakeover, 15, 212763 * time.Millisecond, ruleInv3Ceiling},
+	{revert.CallerErrorNotLeaderDown, 20, 10000 * time.Millisecond, ruleShareUnfailed},
+	{revert.GenerationOrder, 13, 25121 * time.Millisecond, ruleClientGeneration},
+	{revert.ForwardedNeverShared, 4, 10000 * time.Millisecond, ruleShareUnfailed},
+	{revert.AssuredLimit, 18, 35083 * time.Millisecond, ruleAdmissions},
+	{revert.StoredBeforeFlush, 20, 137666 * time.Millisecond, ruleInv2Undecided},
+	{revert.ListedOnce, 6, 15733 * time.Millisecond, ruleSlotMapValid},
+	{revert.Tombstones, 2, 18470 * time.Millisecond, ruleTombstones},
+	{revert.EndedWarmingGrace, 2, 64165 * time.Millisecond, ruleEndedWarming},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
