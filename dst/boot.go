@@ -138,7 +138,7 @@ func (w *world) bootHandler(p *replicaProc) http.Handler {
 		return h
 	}
 	if w.boots.cfg.Handler == nil {
-		return p.limiter.gate // the real gate (limiter.go)
+		return w.api(p).h // the real API server and its gate (simhttp.go)
 	}
 	h := w.boots.cfg.Handler(BootEnv{
 		ReplicaID: p.r.id, Loop: p.loop, Consul: p.consul, Clock: p.clock(),

@@ -57,8 +57,9 @@ type op struct {
 
 // appClient is one application process: a real mcclient.Client on its own
 // host, given readings of the slot map (TakeReading) from a random replica
-// it can reach, as HTTPFollower takes them, doing gets, sets and deletes
-// on a small key space.
+// it can reach, as HTTPFollower takes them, or from its own real
+// HTTPFollower (simhttp.go), doing gets, sets and deletes on a small key
+// space.
 type appClient struct {
 	w      *world
 	name   string
@@ -126,6 +127,15 @@ func (c *appClient) takeMap() {
 	if w.plant.freshLie {
 		reading.ReadAt = hostClock{w: w, host: c.host}.Now() // a replica that answers every map as just read
 	}
+	c.takeReading(reading, p, truth)
+}
+
+// takeReading hands the client a reading of the map p answered, whose
+// last read from Consul was at truth (simulated time), and tells the
+// checker what the client took.
+func (c *appClient) takeReading(reading cachenodes.SlotMapReading, p *replicaProc, truth time.Duration) {
+	w := c.w
+	m := reading.Map
 	before := c.mc.SlotMap()
 	if err := c.mc.TakeReading(reading); err != nil {
 		w.tr.add(w.now, "%s refuses the map of %s (generation %d, revision %d): %v", c.name, p.name(), m.Generation(), m.Revision(), err)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcrib/mcrib/internal/bootgate"
-	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/ratelimit"
 )
 
@@ -15,9 +13,10 @@ import (
 // real ratelimit.Service over the pool's boot-limit document in the
 // simulated Consul (the real ratelimit.Store through the process's
 // *api.Client), read every second as its watch would deliver it and
-// ticked every stats interval with the loop's HitCounters, and the real
-// bootgate.Gate in front of it, whose forwards to the leader go over the
-// simulated network into the leader's gate. The limit is low (a ceiling
+// ticked every stats interval with the loop's HitCounters, behind the
+// process's real API server (simhttp.go) and its bootgate.Gate, whose
+// forwards to the leader go over the simulated network into the leader's
+// API server. The limit is low (a ceiling
 // of 20 boots/s against some 50 offered), so that the pool's one limit
 // binds and the checker sees any replica admitting beyond it.
 const (
@@ -27,13 +26,13 @@ const (
 	limiterSync   = time.Second
 )
 
-// limiter is one replica process's boot limiter and gate.
+// limiter is one replica process's boot limiter; its gate is the API
+// server's (simhttp.go).
 type limiter struct {
-	svc  *ratelimit.Service
-	gate *bootgate.Gate
+	svc *ratelimit.Service
 }
 
-// startLimiter builds p's limiter and gate and schedules their reads and
+// startLimiter builds p's limiter and schedules their reads and
 // ticks for as long as p lives.
 func (w *world) startLimiter(p *replicaProc) {
 	leads := func() bool { _, ok := p.lead.Lease(); return ok }
@@ -49,20 +48,7 @@ func (w *world) startLimiter(p *replicaProc) {
 	if err != nil {
 		panic(fmt.Sprintf("dst: building the boot limiter: %v", err))
 	}
-	gate, err := bootgate.New(bootgate.Options{
-		Admitter:  pathAdmitter{svc: svc, w: w, p: p},
-		Leader:    func() (bool, string) { return p.lead.Assured(), p.lead.LeaderID() }, // as mcrib serve's
-		Replicas:  p.loop.Replicas,
-		ID:        p.r.id,
-		Transport: replicaTransport{w: w, from: p.r.host.name},
-		Clock:     p.clock(),
-		Logger:    w.logger(p.name()),
-	})
-	if err != nil {
-		panic(fmt.Sprintf("dst: building the boot gate: %v", err))
-	}
-	revert.Apply(gate, w.cfg.Reverted) // the self-test's switch
-	p.limiter = &limiter{svc: svc, gate: gate}
+	p.limiter = &limiter{svc: svc}
 	alive := func() bool { return p.alive }
 	ctx := context.Background()
 	w.every(w.now+w.msUpTo(int(limiterSync/time.Millisecond)), limiterSync, p.name()+" limiter sync", alive, func() {

@@ -50,6 +50,9 @@ type world struct {
 
 	chk *checker
 	tr  *trace
+	// web is the replicas' HTTP API and the clients that follow the map
+	// through it (simhttp.go); nil until first used.
+	web *web
 	// boots drives boot admissions (nil: none); plant is the planted
 	// breakage (zero: none).
 	boots *boots
@@ -102,6 +105,7 @@ type Result struct {
 func Run(cfg Config) Result {
 	w := newWorld(cfg.withDefaults())
 	w.run()
+	w.web.stop()
 	res := Result{Config: w.cfg, Violation: w.chk.violation, Tolerated: w.chk.tolerated, Steps: w.step, SimTime: w.now, TraceHash: w.tr.sum(),
 		Hold: w.hold, FlushAfter: w.flushAfter, Ops: len(w.history), Reads: w.chk.reads, Faults: w.chk.faults,
 		Doublings: w.chk.resize.doublings, Splits: w.chk.resize.splits}
@@ -179,7 +183,12 @@ func (w *world) build() {
 		h := w.addHost(fmt.Sprintf("c%d", i+1), zones[i%len(zones)])
 		c := w.newClient(i, h)
 		w.clients = append(w.clients, c)
-		w.every(5*time.Second+w.msUpTo(3000), time.Second+w.msUpTo(2000), h.name+" map", nil, c.takeMap)
+		first, every := 5*time.Second+w.msUpTo(3000), time.Second+w.msUpTo(2000)
+		if i%2 == 1 {
+			w.startFollower(c, i, first) // the real HTTPFollower (simhttp.go)
+		} else {
+			w.every(first, every, h.name+" map", nil, c.takeMap)
+		}
 		var next func()
 		next = func() {
 			c.randomOp()
@@ -261,6 +270,7 @@ func (w *world) run() {
 		w.now = e.at
 		w.step++
 		e.fn()
+		w.web.afterStep()
 		w.chk.afterStep(e.name)
 		if w.chk.violation != nil {
 			return

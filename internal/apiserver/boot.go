@@ -53,10 +53,12 @@ func (a *Server) newBootGate() *bootgate.Gate {
 			// its share, as a follower that cannot reach the leader does.
 			return leading && (a.assured == nil || a.assured()), id
 		},
-		ID:       a.id,
-		TLS:      a.forwardTLS,
-		Logger:   a.logger,
-		Recorder: a.rec,
+		ID:        a.id,
+		TLS:       a.forwardTLS,
+		Transport: a.opts.ForwardTransport,
+		Clock:     a.clock,
+		Logger:    a.logger,
+		Recorder:  a.rec,
 	}
 	if a.boot == nil {
 		opts.Admitter = noBoots{}

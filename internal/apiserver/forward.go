@@ -77,10 +77,14 @@ func (a *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, what st
 	}
 	req.Header.Set(forwardedHeader, a.replicas.Session())
 	req.Header.Set(forwardedForHeader, a.who(r))
-	dialer := &net.Dialer{Timeout: zoneForwardDial}
-	tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: a.forwardTLS}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	rt := a.opts.ForwardTransport
+	if rt == nil {
+		dialer := &net.Dialer{Timeout: zoneForwardDial}
+		tr := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: a.forwardTLS}
+		defer tr.CloseIdleConnections()
+		rt = tr
+	}
+	resp, err := (&http.Client{Transport: rt}).Do(req)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
 		return mcribapi.Errorf(http.StatusServiceUnavailable, "the leader at %s did not answer %s within %s; it may still carry it out, so check mcrib status before trying again", leaderID, what, budget)
 	}

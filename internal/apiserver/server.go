@@ -107,8 +107,13 @@ type Options struct {
 	// the handler, which a forwarded replace must fit in; 0 is the one
 	// HTTPServer sets.
 	WriteTimeout time.Duration
-	// Clock times the waits of blocking reads; nil is the real clock.
+	// Clock times the waits of blocking reads and the boot gate's
+	// leader-down window; nil is the real clock.
 	Clock clock.Clock
+	// ForwardTransport carries the calls forwarded to the leader (boots
+	// and replaces); nil dials the leader over TCP (TLS with TLSCert).
+	// The deterministic simulation sets it to its network.
+	ForwardTransport http.RoundTripper
 	// Tracer, when set, wraps every request in a server span.
 	Tracer trace.Tracer
 }
