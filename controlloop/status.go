@@ -152,6 +152,7 @@ func (l *Loop) Status() mcribapi.Status {
 		st.Resize = r.Resize
 	}
 	st.Capacity = l.capacityLocked(now)
+	st.GetsPerSecond, st.Flags = l.gets.perSecond(), l.poolFlags()
 	return st
 }
 
