@@ -47,6 +47,7 @@ func (a *Server) routes() []route {
 		{http.MethodGet, "/v1/resize", a.getResize},
 		{http.MethodPut, "/v1/resize", a.auth(a.putResize)},
 		{http.MethodDelete, "/v1/resize", a.auth(a.deleteResize)},
+		{http.MethodPost, "/v1/whatif", a.postWhatIf},
 	}
 	dash := dashboardHandler()
 	serveDash := func(w http.ResponseWriter, r *http.Request) error {

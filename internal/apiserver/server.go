@@ -22,6 +22,7 @@ import (
 	"github.com/mcrib/mcrib/internal/bootgate"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/sim"
 )
 
 // maxBody is the largest request body the API reads.
@@ -157,6 +158,10 @@ type Server struct {
 	// resizes grows the pool: the loop when it can (nil: those routes
 	// answer 503).
 	resizes ResizeOps
+	// whatifs checks a what-if's action, predict simulates it
+	// (whatif.go).
+	whatifs WhatIfOps
+	predict predictor
 }
 
 // New returns the server opts describes. Its error is one of reading
@@ -196,6 +201,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if z, ok := a.loop.(ResizeOps); ok {
 		a.resizes = z
+	}
+	if z, ok := a.loop.(WhatIfOps); ok {
+		a.whatifs, a.predict = z, oneAtATime(sim.Predict)
 	}
 	a.mountRoutes()
 	return a, nil
