@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,42 @@ func TestKeysForMatchesTheHitRate(t *testing.T) {
 		if got := lruHitRate(n, 16*4000, 1.2); math.Abs(got-hr) > 0.001 {
 			t.Errorf("keysFor(%v) = %d keys, whose estimate is %v", hr, n, got)
 		}
+	}
+}
+
+// TestPredictResize: doubling a pool with a spare for every twin is over
+// within its steps, the last split's announce, one --warm-for and the
+// grace of its warming object, at little cost; a pool with too few spares
+// is not, and the prediction says what blocks it. (The simulated pool's
+// misses are those of a full cache: a split's new holder, with a node's
+// memory for half the keys, warms above slot s's hit rate, and the
+// split's convergence rule, within 0.02 of slot s's, holds it to
+// --warm-for, here 2m.)
+func TestPredictResize(t *testing.T) {
+	ctx := context.Background()
+	resize := Action{Kind: ActionResize, Resize: mcribapi.Resize{NumSlots: 8, Reason: "what if", StepPercent: 50, StepInterval: 10 * time.Second}}
+	sh := testShape(t, 4, 4, 0.95, 2000)
+	sh.Flags.WarmFor = "2m0s"
+	p, err := Predict(ctx, sh, resize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("spares for every twin: %+v", p)
+	// Two split steps, the first 10 s after the doubling, 10 s apart.
+	if lo, hi := 20*time.Second+cachenodes.AnnounceLead+30*time.Second, 20*time.Second+2*cachenodes.AnnounceLead+2*time.Minute+5*time.Second; !p.Over || p.Duration < lo || p.Duration > hi {
+		t.Errorf("the resize: %+v, want it over in %v to %v", p, lo, hi)
+	}
+	if p.LowestHitRate < 0.93 {
+		t.Errorf("lowest hit rate %.4f, want within 2 points of the pool's 0.95 (warm splits)", p.LowestHitRate)
+	}
+	short := testShape(t, 2, 4, 0.95, 2000)
+	short.Flags.WarmFor = "2m0s"
+	ps, err := Predict(ctx, short, resize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("two spares for four twins: %+v", ps)
+	if ps.Over || !strings.Contains(ps.Blocked, "the simulated resize was not over after") || !strings.Contains(ps.Blocked, "no ready spare") {
+		t.Errorf("a resize without enough spares: %+v, want it not over, blocked naming the missing spares", ps)
 	}
 }
