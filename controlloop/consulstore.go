@@ -24,10 +24,14 @@ type ConsulStore struct {
 var (
 	_ DrainStore  = (*ConsulStore)(nil)
 	_ ResizeStore = (*ConsulStore)(nil)
+	_ RollStore   = (*ConsulStore)(nil)
 )
 
 // KeepsResize reports that the store keeps the resize document.
 func (s *ConsulStore) KeepsResize() bool { return true }
+
+// KeepsRoll reports that the store keeps the roll document.
+func (s *ConsulStore) KeepsRoll() bool { return true }
 
 // NewConsulStore returns the store of pool under kvPrefix in client's
 // Consul.
@@ -93,6 +97,14 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 				continue
 			}
 			st.Resize = d
+		case kvlayout.Roll:
+			st.RollIndex = p.ModifyIndex
+			d, err := mcribapi.ParseStoredRoll(p.Value)
+			if err != nil {
+				st.Corrupt, st.RollErr = append(st.Corrupt, kvlayout.Roll), err
+				continue
+			}
+			st.Roll = d
 		case kvlayout.Flushes:
 			st.FlushesIndex = p.ModifyIndex
 			f, err := parseStoredFlushes(p.Value)
@@ -149,7 +161,7 @@ func (s *ConsulStore) Read(ctx context.Context) (Snapshot, error) {
 // the map is written with check-and-set (with the replacement times) only
 // when w.SlotMap is set, and checked otherwise; the flushes document is
 // set or deleted with check-and-set on its own version, or checked; the
-// drain and resize documents likewise.
+// drain, resize and roll documents likewise.
 func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader.Lease, w PoolWrite) (ok bool, err error) {
 	var ops api.TxnOps
 	add := func(op *api.KVTxnOp) { ops = append(ops, &api.TxnOp{KV: op}) }
@@ -191,6 +203,11 @@ func (s *ConsulStore) WritePool(ctx context.Context, read Snapshot, lease leader
 		return false, err
 	}
 	add(resize)
+	roll, err := s.rollOp(w.Roll, read.RollIndex)
+	if err != nil {
+		return false, err
+	}
+	add(roll)
 	ok, _, _, err = s.client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return false, fmt.Errorf("writing %s in one transaction: %w", s.keys.Prefix(), err)
@@ -257,6 +274,24 @@ func (s *ConsulStore) resizeOp(doc *mcribapi.ResizeDoc, index uint64) (*api.KVTx
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the resize document: %w", err)
+	}
+	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
+}
+
+// rollOp is the transaction operation on the roll key: a check that it
+// is as read (doc nil), or its check-and-set replacement by doc (a delete
+// when doc has no entry).
+func (s *ConsulStore) rollOp(doc *mcribapi.RollDoc, index uint64) (*api.KVTxnOp, error) {
+	key := s.keys.Roll()
+	switch {
+	case doc == nil || (doc.Roll == nil && index == 0):
+		return checkOp(key, index), nil
+	case doc.Roll == nil:
+		return &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: index}, nil
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the roll document: %w", err)
 	}
 	return &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: body, Index: index}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/clock"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/mcribapi"
 )
@@ -104,11 +105,34 @@ type fakeStore struct {
 	// resizeIndex.
 	resizeRaw   []byte
 	resizeIndex uint64
+	// rollRaw is the stored roll document (nil: none), at rollIndex.
+	rollRaw   []byte
+	rollIndex uint64
 }
 
-var _ ResizeStore = (*fakeStore)(nil)
+var (
+	_ ResizeStore = (*fakeStore)(nil)
+	_ RollStore   = (*fakeStore)(nil)
+)
 
 func (s *fakeStore) KeepsResize() bool { return true }
+
+func (s *fakeStore) KeepsRoll() bool { return true }
+
+// storedRoll returns the stored roll entry (nil: none).
+func (s *fakeStore) storedRoll(t testing.TB) *mcribapi.RollEntry {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rollRaw == nil {
+		return nil
+	}
+	d, err := mcribapi.ParseStoredRoll(s.rollRaw)
+	if err != nil {
+		t.Fatalf("the stored roll document: %v", err)
+	}
+	return d.Roll
+}
 
 // storedResize returns the stored resize entry (nil: none).
 func (s *fakeStore) storedResize(t testing.TB) *mcribapi.ResizeEntry {
@@ -209,6 +233,15 @@ func (s *fakeStore) Read(ctx context.Context) (Snapshot, error) {
 			st.Resize = d
 		}
 	}
+	if s.rollRaw != nil {
+		st.RollIndex = s.rollIndex
+		d, err := mcribapi.ParseStoredRoll(s.rollRaw)
+		if err != nil {
+			st.Corrupt, st.RollErr = append(st.Corrupt, "roll"), err
+		} else {
+			st.Roll = d
+		}
+	}
 	if s.drainRaw != nil {
 		st.DrainIndex = s.drainIndex
 		d, err := parseStoredDrain(s.drainRaw)
@@ -230,8 +263,20 @@ func (s *fakeStore) WritePool(ctx context.Context, read Snapshot, lease leader.L
 	}
 	freezeAsRead := (read.Freeze == nil && s.freeze == nil) || (read.Freeze != nil && s.freeze != nil && read.FreezeIndex == s.freezeIndex)
 	if read.SlotMapIndex != s.slotIndex || !freezeAsRead || (!lease.IsZero() && lease != s.holder) ||
-		read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex || read.ResizeIndex != s.resizeIndex {
+		read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex || read.ResizeIndex != s.resizeIndex || read.RollIndex != s.rollIndex {
 		return false, nil
+	}
+	if w.Roll != nil {
+		if w.Roll.Roll == nil {
+			s.rollRaw, s.rollIndex = nil, 0
+		} else {
+			b, err := json.Marshal(w.Roll)
+			if err != nil {
+				panic(err)
+			}
+			s.index++
+			s.rollRaw, s.rollIndex = b, s.index
+		}
 	}
 	if w.Resize != nil {
 		if w.Resize.Resize == nil {
@@ -418,6 +463,10 @@ type fakeProber struct {
 	down    map[string]bool
 	flushes map[string]int
 	reads   map[string]int // stats calls per address
+	// clk, when set, makes each memcached's uptime grow with it, from
+	// born (default: an hour before assignNow), as a real one's does.
+	clk  *clock.Fake
+	born map[string]time.Time
 }
 
 var _ Prober = (*fakeProber)(nil)
@@ -451,10 +500,18 @@ func (p *fakeProber) Flush(ctx context.Context, addr string) error {
 }
 
 func (p *fakeProber) statsLocked(addr string) cachenodes.Stats {
-	if st, ok := p.stats[addr]; ok {
-		return st
+	st, ok := p.stats[addr]
+	if !ok {
+		st = cachenodes.Stats{PID: 1, Uptime: time.Hour}
 	}
-	return cachenodes.Stats{PID: 1, Uptime: time.Hour}
+	if p.clk != nil {
+		born, ok := p.born[addr]
+		if !ok {
+			born = assignNow.Add(-time.Hour)
+		}
+		st.Uptime = p.clk.Now().Sub(born).Truncate(time.Second)
+	}
+	return st
 }
 
 // flushedLocked raises cmd_flush of addr.

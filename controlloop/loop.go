@@ -39,7 +39,7 @@ var _ Discovery = (*cachenodes.ConsulSource)(nil)
 // the freeze (frozen.go), the drains and their steps (drain.go,
 // schedule.go), the zone watch (zones.go), the replicas' votes (vote.go),
 // the owed flushes (owedflush.go), the planned moves (plannedmoves.go), the
-// operator's replace (replace.go), the announces (announce.go) and the
+// operator's replace (replace.go), the roll (roll.go), the announces (announce.go) and the
 // health of the last reads and passes (health.go). A pass reads as decide, write, publish
 // (reconcile.go).
 type Loop struct {
@@ -90,6 +90,7 @@ type Loop struct {
 	moves    plannedMoves
 	replace  replaceState
 	resizes  resizeState
+	rolls    rollState
 	capacity capacityWatch
 	// announces is what this process knows of the announces and ended
 	// warmings beyond the map (announce.go).
@@ -181,6 +182,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.takeDrainLocked(st)
 	l.takeResizeLocked(st)
+	l.rolls.take(st)
 	l.placeStepsLocked(now)
 	l.placeResizeStepLocked(now)
 	l.owedBaseLocked(st, now)

@@ -90,6 +90,8 @@ type decision struct {
 	// map as read, for the generation of a first write.
 	resize resizeDecision
 	stored *cachenodes.SlotMap
+	// roll is the roll's step of the pass (roll.go).
+	roll rollStep
 }
 
 // decide reads the pool's keys and, in one hold of the loop's mutex, takes
@@ -154,6 +156,7 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
 	l.takeDrainLocked(st)
 	l.takeResizeLocked(st)
+	l.rolls.take(st)
 	l.placeStepsLocked(now)
 	l.placeResizeStepLocked(now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
@@ -205,6 +208,10 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev, r)
+	var roll rollStep
+	if keepsRoll(l.store) {
+		roll = l.rollDecideLocked(st, prev, tripped, now)
+	}
 	owed := l.decideFlushesLocked(prev, base, now, r)
 	incoming := l.incomingViewsLocked(prev, shift, now)
 	nodes := l.tr.views(now)
@@ -213,6 +220,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
 		nodes[i].Restarted = l.restartedLocked(nodes[i].ID)
+		nodes[i].Released = roll.released(nodes[i].ID)
 	}
 	in := slotplan.Input{
 		Pool:           l.opts.Pool,
@@ -235,6 +243,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Split:          split,
 		DiscoveryFault: l.tr.fault != "",
 		SplitsPaused:   len(l.drainedLocked()) > 0,
+		Roll:           roll.in,
 	}
 	if l.replace.req != nil {
 		in.Replace = l.replace.req.id
@@ -266,7 +275,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
 	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
 	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req,
-		resize: rd, stored: stored}, true
+		resize: rd, stored: stored, roll: roll}, true
 }
 
 // adoptedBudgetLocked returns how many slot holders may be replaced now,

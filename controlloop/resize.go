@@ -206,8 +206,8 @@ func (l *Loop) applyResizeLocked(st Snapshot, prev *cachenodes.SlotMap, req *res
 }
 
 // resizeConflictLocked returns the 409 of a start (fresh) or a resume:
-// an operator freeze, a drained zone, the twins of another resize, or no
-// ready spare. l.mu must be held.
+// an operator freeze, a drained zone, a roll that runs, the twins of
+// another resize, or no ready spare. l.mu must be held.
 func (l *Loop) resizeConflictLocked(st Snapshot, prev *cachenodes.SlotMap, now time.Time, fresh bool) error {
 	var why string
 	switch {
@@ -215,6 +215,8 @@ func (l *Loop) resizeConflictLocked(st Snapshot, prev *cachenodes.SlotMap, now t
 		why = "membership is frozen by an operator (mcrib unfreeze lifts it)"
 	case st.Drain != nil && len(st.Drain.Zones) > 0:
 		why = fmt.Sprintf("%s drained (mcrib undrain gives it back first)", zoneList(st.Drain.Zones))
+	case l.rolls.runs():
+		why = fmt.Sprintf("a roll runs (%s; mcrib roll stop stops it, or let it finish first)", l.rolls.entry.State)
 	case fresh && prev.NumTwins() > 0:
 		why = fmt.Sprintf("the resize from %d slots still has %d twins; resume it (mcrib resize --slots %d --reason …) and let it finish first",
 			prev.ResizedFrom(), prev.NumTwins(), prev.NumSlots())

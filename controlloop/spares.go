@@ -23,7 +23,7 @@ func lastSpareSentence(drained bool) string {
 // readySparesLocked counts the ready spares now: nodes that hold no slot,
 // warm none and are announced to none, answer, are present in Consul and not in maintenance,
 // owe no flush, are not held back by flap damping, are in no drained zone,
-// and whose address no holder or warm source has. l.mu must be held.
+// are not released by a roll awaiting their restart, and whose address no holder or warm source has. l.mu must be held.
 func (l *Loop) readySparesLocked(now time.Time) int {
 	busy, taken := map[string]bool{}, map[string]bool{}
 	if m := l.current; m != nil {
@@ -43,6 +43,7 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 	n := 0
 	for _, v := range l.tr.views(now) {
 		v.OwesFlush = l.owesLocked(v.ID)
+		v.Released = l.rolls.released(v.ID)
 		if !busy[v.ID] && !taken[v.Addr] && !drained[v.AZ] && v.EligibleSpare() {
 			n++
 		}

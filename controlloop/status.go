@@ -140,6 +140,7 @@ func (l *Loop) Status() mcribapi.Status {
 			}
 		}
 		_, ns.Drained = drained[s.node.AZ]
+		ns.Roll = rollStateOf(l.rolls.entry, id)
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b mcribapi.NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
@@ -151,6 +152,7 @@ func (l *Loop) Status() mcribapi.Status {
 	if r := l.resizeAnswerLocked(now); r.Resize != nil {
 		st.Resize = r.Resize
 	}
+	st.Roll = l.rolls.answer().Roll
 	st.Capacity = l.capacityLocked(now)
 	st.GetsPerSecond, st.Flags = l.gets.perSecond(), l.poolFlags()
 	return st

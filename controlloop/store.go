@@ -70,6 +70,14 @@ type Snapshot struct {
 	ResizeIndex uint64
 	// ResizeErr says why the resize document does not parse.
 	ResizeErr error
+	// Roll is the roll document (docs/api.md, "Rolling restarts"); nil
+	// when there is none (or it is corrupt: Corrupt names "roll").
+	Roll *mcribapi.RollDoc
+	// RollIndex is the store's version of the roll document as read; 0
+	// when there is none.
+	RollIndex uint64
+	// RollErr says why the roll document does not parse.
+	RollErr error
 	// GoneVotes are the vote keys that no session holds any more (their
 	// replica is gone), by replica ID, each at the version read: the
 	// leader deletes them (Store.DeleteVote).
@@ -116,6 +124,11 @@ type PoolWrite struct {
 	// it as read, and checks that it is. The first write of a resize and
 	// each split are stored with their entry.
 	Resize *mcribapi.ResizeDoc
+	// Roll, when not nil, replaces the roll document (removed when it has
+	// no entry), for a store that keeps it (RollStore); nil leaves it as
+	// read, and checks that it is. Each roll move is stored with the
+	// entry that says so.
+	Roll *mcribapi.RollDoc
 }
 
 // Store keeps the pool's documents: the slot map, the freeze, the flushes

@@ -77,7 +77,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	l.mu.Lock()
 	w, owed, resizeEvents := l.poolWriteLocked(st, d, next, done, flushed, len(replaced), now, r)
 	l.mu.Unlock()
-	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil || w.Resize != nil {
+	if w.SlotMap != nil || w.Flushes != nil || w.Drain != nil || w.Resize != nil || w.Roll != nil {
 		wroteAt := l.clock.Now()
 		ok, err := l.store.WritePool(ctx, st, lease, w)
 		if err == nil && ok {
@@ -125,6 +125,9 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	if l.resizes.req != nil && l.resizes.out.refused == nil {
 		l.resizes.out.done = true
 	}
+	if l.rolls.req != nil && l.rolls.out.refused == nil {
+		l.rolls.out.done = true
+	}
 	l.mu.Unlock()
 	if a.tookLast && w.SlotMap != nil {
 		lastSpareEvent(r, done, a.drained)
@@ -170,6 +173,11 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	var events []mcribapi.Event
 	if keepsResize(l.store) {
 		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
+	}
+	if keepsRoll(l.store) {
+		var rollEvents []mcribapi.Event
+		w.Roll, rollEvents = l.rolls.apply(d.roll, d.plan.Roll, done, now)
+		events = append(events, rollEvents...)
 	}
 	owed := l.settleOwedLocked(d.owed, flushed, next, r)
 	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
@@ -221,6 +229,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
 	}
 	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
+	l.rolls.wrote(w.Roll)
 	if w.SlotMap != nil {
 		for _, t := range givenBack {
 			l.ceiling.GiveBack(t)

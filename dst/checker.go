@@ -93,6 +93,9 @@ type checker struct {
 	// node or, while the slot has a warming object, its holder, with when
 	// each was first stored (v5check.go).
 	protected map[protection]time.Duration
+	// lostFlushWrite is, per process, when a write of the flushes
+	// document it sent was carried out and its answer lost (lostwrite.go).
+	lostFlushWrite map[*replicaProc]time.Duration
 }
 
 func newChecker(w *world) *checker {
@@ -143,6 +146,7 @@ func (c *checker) onStart(p *replicaProc) {
 }
 
 func (c *checker) onStop(p *replicaProc) {
+	delete(c.lostFlushWrite, p)
 	delete(c.pending, p)
 	delete(c.status, p)
 	delete(c.dirty, p)

@@ -29,7 +29,8 @@ type Config struct {
 	Seed uint64
 	// Duration is the simulated time to run; default 10 minutes.
 	Duration time.Duration
-	// Replicas is the number of mcrib serve processes; default 3.
+	// Replicas is the number of mcrib serve processes; zero draws 1 to 5
+	// from the seed.
 	Replicas int
 	// NodeHosts is the number of memcached hosts, each running 2 or 3
 	// memcached; default 8.
@@ -75,14 +76,14 @@ type Config struct {
 	// Planted, when set, breaks the world on purpose for the checker's
 	// self-test (planted.go).
 	Planted *Plant
+	// varyMix is set when Mix was left to its default: the seed then
+	// varies its weights and pace (variety.go).
+	varyMix bool
 }
 
 func (c Config) withDefaults() Config {
 	if c.Duration == 0 {
 		c.Duration = 10 * time.Minute
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 3
 	}
 	if c.NodeHosts == 0 {
 		c.NodeHosts = 8
@@ -104,7 +105,7 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Mix == nil {
 		m := DefaultMix()
-		c.Mix = &m
+		c.Mix, c.varyMix = &m, true
 	}
 	return c
 }
@@ -119,6 +120,11 @@ func (w *world) settings() {
 	if !w.cfg.FlushAfterSet {
 		w.flushAfter = []time.Duration{0, 10 * time.Second}[w.rng.IntN(2)]
 	}
+	w.replicaCount = w.cfg.Replicas
+	if w.replicaCount == 0 {
+		w.replicaCount = w.drawReplicas()
+	}
+	w.drawContainers()
 }
 
 // Mix weighs the faults the seed draws, and how often they come.
@@ -162,6 +168,7 @@ func DefaultMix() Mix {
 			faultClockStep:      3,
 			faultConsulErrors:   2,
 			faultConsulDown:     1,
+			faultConsulLag:      3,
 			faultObserverBlip:   2,
 			faultReregister:     2,
 		},

@@ -241,7 +241,9 @@ func (p prober) Flush(_ context.Context, addr string) error {
 		p.c.w.chk.onFlush(n, p.c.replica)
 		return nil
 	})
-	if n := p.c.w.nodeByAddr[addr]; err != nil && n != nil {
+	if n := p.c.w.nodeByAddr[addr]; err == nil && n != nil {
+		p.c.w.chk.onFlushAnswered(n, p.c.replica)
+	} else if err != nil && n != nil {
 		if t := p.c.w.chk.nodes[n.id]; t != nil {
 			t.flushFailedStep = p.c.w.step
 		}

@@ -91,6 +91,9 @@ type consulSim struct {
 	// against it, successfully and the answer arrived: the ground truth of
 	// each replica's X-Mcrib-Map-Age (freshcheck.go).
 	mapReads map[string]time.Duration
+	// history is the KV store's recent past, for the reads of agents
+	// whose server lags (consullag.go).
+	history kvHistory
 }
 
 func newConsul(w *world) *consulSim {
@@ -113,6 +116,7 @@ func (c *consulSim) addAgent(host string) {
 // invalidation.
 func (c *consulSim) tick() {
 	now := c.w.now
+	c.recordKV()
 	for _, h := range sortedKeys(c.agents) {
 		a := c.agents[h]
 		if a.up && c.w.net.send(h, consulHost, "gossip", "") == delivered {

@@ -66,8 +66,17 @@ func (t consulTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.tr.add(w.now, "%s → consul %s: 500", t.host, key)
 		return respond(req, http.StatusInternalServerError, []byte("rpc error making call: No cluster leader"), c.index), nil
 	}
+	if snap := c.laggedKV(t.host, req); snap != nil {
+		status, answer := c.serveLagged(snap, req)
+		if out == lostAnswer {
+			return nil, &netError{msg: "read tcp " + consulHost + ":8500: i/o timeout", timeout: true}
+		}
+		return respond(req, status, answer, snap.index), nil
+	}
 	status, answer := c.serve(t.host, req, body)
+	c.noteWrite(t.host, req)
 	if out == lostAnswer || (c.lostRate > 0 && req.Method != http.MethodGet && w.chance("consul-lost", t.host, key) < c.lostRate) {
+		w.chk.onLostAnswer(t.host, req.URL.Path, body)
 		w.tr.add(w.now, "%s → consul %s: done (%d), answer lost", t.host, key, status)
 		return nil, &netError{msg: "read tcp " + consulHost + ":8500: i/o timeout", timeout: true}
 	}

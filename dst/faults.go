@@ -33,6 +33,10 @@ const (
 	// ID (a redeploy that renamed it, the old registration left behind),
 	// most often a warm source's.
 	faultReregister = "reregister"
+	// faultConsulLag has the agents of one replica's host, or of every
+	// replica's, read from a Consul server that lags behind the leader
+	// (consullag.go).
+	faultConsulLag = "consul-lag"
 )
 
 // nextFault injects one fault drawn from the mix and schedules the next.
@@ -142,8 +146,16 @@ func (w *world) inject(k string) {
 	case faultReplicaCut:
 		r := w.randomReplica()
 		d := w.between(5*time.Second, 40*time.Second)
-		w.fault("%s cut off from consul for %v", r.host.name, d)
-		w.timed(d, w.net.impair(r.host.name, consulHost, impairment{cut: true}), w.net.impair(consulHost, r.host.name, impairment{cut: true}))
+		switch w.rng.IntN(4) {
+		case 0:
+			// Its requests arrive and are carried out; their answers are
+			// lost.
+			w.fault("%s loses consul's answers for %v", r.host.name, d)
+			w.timed(d, w.net.impair(consulHost, r.host.name, impairment{cut: true}))
+		default:
+			w.fault("%s cut off from consul for %v", r.host.name, d)
+			w.timed(d, w.net.impair(r.host.name, consulHost, impairment{cut: true}), w.net.impair(consulHost, r.host.name, impairment{cut: true}))
+		}
 	case faultLinkCut, faultLinkLoss, faultLinkSlow:
 		a, b := w.randomPair()
 		d := w.between(2*time.Second, 30*time.Second)
@@ -187,10 +199,14 @@ func (w *world) inject(k string) {
 		w.after(d, "memcached back "+n.id, func() {
 			if !n.host.down {
 				n.restart()
+				w.chainOnNode(n)
 			}
 		})
 	case faultMemPause:
 		n := w.randomHolder()
+		if w.rng.IntN(4) == 0 {
+			n = w.randomNode() // a spare too, which a placement may take right after
+		}
 		d := w.pauseLength()
 		w.fault("memcached %s paused for %v", n.id, d)
 		if n.proc == running {
@@ -198,6 +214,7 @@ func (w *world) inject(k string) {
 			w.after(d, "memcached resumes "+n.id, func() {
 				if n.proc == paused {
 					n.set(running)
+					w.chainOnNode(n)
 				}
 			})
 		}
@@ -238,6 +255,18 @@ func (w *world) inject(k string) {
 		w.fault("consul answers errors (%.2f) and loses answers after committing (%.2f) for %v", errRate, lostRate, d)
 		w.consul.errRate, w.consul.lostRate = errRate, lostRate
 		w.after(d, "consul errors over", func() { w.consul.errRate, w.consul.lostRate = 0, 0 })
+	case faultConsulLag:
+		var hosts []string
+		if w.rng.IntN(2) == 0 {
+			hosts = []string{w.randomReplica().host.name}
+		} else {
+			for _, r := range w.replicas {
+				hosts = append(hosts, r.host.name)
+			}
+		}
+		lag, d := w.between(500*time.Millisecond, 4*time.Second), w.between(5*time.Second, 30*time.Second)
+		w.fault("the consul reads of %v lag %v behind the leader for %v", hosts, lag, d)
+		w.consulLag(hosts, lag, d)
 	case faultConsulDown:
 		d := w.between(2*time.Second, 10*time.Second)
 		w.fault("consul servers lose their leader for %v", d)
@@ -287,9 +316,15 @@ func (w *world) inject(k string) {
 }
 
 // randomPair draws two hosts a fault between which matters: a replica or
-// a client and a memcached host, or a client and a replica.
+// a client and a memcached host, a client and a replica, or two replicas
+// (a forward between them).
 func (w *world) randomPair() (string, string) {
-	switch w.rng.IntN(4) {
+	switch w.rng.IntN(5) {
+	case 4:
+		if a, b := w.randomReplica(), w.randomReplica(); a != b {
+			return a.host.name, b.host.name
+		}
+		fallthrough
 	case 0, 1:
 		return w.randomClient().host.name, w.randomNodeHost().name
 	case 2:

@@ -68,13 +68,21 @@ func (c *checker) checkReturningFlush(t *nodeTruth, p *replicaProc) {
 			p.name(), t.n.id, p.name(), since.Seconds(), t.cleanAt.Seconds())
 		return
 	}
+	if e, ok := c.entryOf(t); ok && e.PID == t.n.pid && c.storedForAnother(t) {
+		// Decided about an earlier process of a memcached in a container,
+		// which kept the pid: a leader that did not see the restart itself
+		// cannot tell, and flushes.
+		return
+	}
 	thr := max(probeInterval-2*maxSkew, w.flushAfter-2*probeInterval-2*maxSkew)
 	from := t.settledClean(w.now, settle)
 	if longest := longestIn(t.disturbed, from, w.now, probeInterval); longest < thr {
 		c.fail(ruleInv2Needless, 0,
 			"%s flushed %s, whose memcached answered throughout since it was last clean at %.3fs (its longest disturbance %v, under the %v a decision needs)",
 			p.name(), t.n.id, from.Seconds(), longest, thr)
+		return
 	}
+	c.checkVotesLag(t, p, from, thr)
 }
 
 // pendingIn reports whether st shows node id flush_pending.
@@ -122,7 +130,19 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 		since := e.Since.Sub(c.w.start) - maxSkew
 		return t.cleanAt < min(since, c.flushFirst[e.NodeID])
 	}
-	return e.PID == t.n.pid && e.CmdFlush >= t.n.flushes
+	return c.bindsRunning(e, t) && e.CmdFlush >= t.n.flushes
+}
+
+// bindsRunning reports whether entry e was decided from a reading of the
+// memcached process running now on t's node: its pid, and (a memcached in
+// a container keeps its pid across a restart) its start as the reading
+// showed it, on the decider's clock, no earlier than the process's start
+// less the clocks' skew and uptime's whole seconds.
+func (c *checker) bindsRunning(e flushEntry, t *nodeTruth) bool {
+	if e.PID != t.n.pid {
+		return false
+	}
+	return e.StartedAt.IsZero() || !e.StartedAt.Before(c.w.start.Add(t.n.started-time.Second))
 }
 
 // storedForAnother reports whether the flushes document holds an entry for
@@ -131,7 +151,7 @@ func (c *checker) storedOwes(t *nodeTruth) bool {
 // process, which started empty since.
 func (c *checker) storedForAnother(t *nodeTruth) bool {
 	e, ok := c.entryOf(t)
-	return ok && e.PID != 0 && e.PID != t.n.pid
+	return ok && e.PID != 0 && !c.bindsRunning(e, t)
 }
 
 // flushEntry is what the checker reads of one entry of the stored
@@ -141,6 +161,9 @@ type flushEntry struct {
 	CmdFlush uint64    `json:"cmd_flush"`
 	PID      int64     `json:"pid"`
 	Since    time.Time `json:"since"`
+	// StartedAt is when the process of the reading started, by the
+	// decider's clock.
+	StartedAt time.Time `json:"started_at"`
 }
 
 // storedEntry returns the stored flushes document's entry for id.

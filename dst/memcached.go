@@ -64,10 +64,10 @@ func (n *mcNode) ids() []string { return append([]string{n.id}, n.aliases...) }
 
 func (n *mcNode) clock() hostClock { return hostClock{w: n.w, host: n.host} }
 
-// restart starts a new process: a new pid, nothing stored, counters at 0.
+// restart starts a new process: a new pid (but in a container),
+// nothing stored, counters at 0.
 func (n *mcNode) restart() {
-	n.w.pids++
-	n.pid = n.w.pids
+	n.pid = n.w.newPID(n)
 	n.started = n.w.now
 	n.items = map[string]item{}
 	n.hits, n.misses, n.flushes = 0, 0, 0

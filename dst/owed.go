@@ -75,7 +75,7 @@ func (c *checker) checkOwed() {
 				how[0] = " (" + how[0]
 				how[len(how)-1] += ")"
 			}
-			fix, still := revert.ForgottenFlush, "still holds its slot"
+			fix, still := c.forgottenFix(t, l), "still holds its slot"
 			if m.SlotOf(id) < 0 {
 				// It gave its slot away warm: the warm move off an owing
 				// holder drops the owed flush (the bug of invariant 9).

@@ -21,7 +21,8 @@ var quiet = Mix{Every: time.Hour}
 // plantedRun runs a quiet world with plant for d and returns its result.
 func plantedRun(t *testing.T, p *Plant, d time.Duration, tweak func(*Config)) Result {
 	t.Helper()
-	cfg := Config{Seed: 7, Duration: d, Mix: &quiet, Planted: p, FlushAfterSet: true, Hold: 10 * time.Second}
+	// The pool these plants were written against: three replicas.
+	cfg := Config{Seed: 7, Duration: d, Replicas: 3, Mix: &quiet, Planted: p, FlushAfterSet: true, Hold: 10 * time.Second}
 	if tweak != nil {
 		tweak(&cfg)
 	}

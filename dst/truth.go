@@ -43,6 +43,9 @@ type nodeTruth struct {
 	// replacedAt is when an operator's replace of it was carried out.
 	replacedAt time.Duration
 	replaced   bool
+	// known is, for each process, its last flush of the node whose answer
+	// it got (needless.go).
+	known map[*replicaProc]ownClean
 }
 
 // clean records that t's memcached is empty now (flushed or restarted).

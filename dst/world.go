@@ -57,6 +57,11 @@ type world struct {
 
 	asked     map[uint64]uint64
 	askedStep uint64
+
+	// replicaCount is the number of replicas; containers are the
+	// memcached hosts whose restarts keep the pid (variety.go).
+	replicaCount int
+	containers   map[string]bool
 }
 
 // mixState is the fault mix in force.
@@ -115,7 +120,11 @@ func newWorld(cfg Config) *world {
 	w.consul = newConsul(w)
 	w.chk = newChecker(w)
 	w.settings()
-	w.setMix(*cfg.Mix)
+	mix := *cfg.Mix
+	if cfg.varyMix {
+		mix = w.varyMix(mix)
+	}
+	w.setMix(mix)
 	w.build()
 	return w
 }
@@ -151,7 +160,7 @@ func (w *world) randomSkew() time.Duration {
 func (w *world) build() {
 	w.addHost(consulHost, "").skew = 0
 	for i := range w.cfg.NodeHosts {
-		h := w.addHost(fmt.Sprintf("m%d", i+1), zones[i%len(zones)])
+		h := w.addHost(hostName(i), zones[i%len(zones)])
 		w.consul.addAgent(h.name)
 		for range 2 + w.rng.IntN(2) {
 			w.addNode(h)
@@ -159,7 +168,7 @@ func (w *world) build() {
 		phase := time.Duration(w.rng.Int64N(int64(agentCheckEvery/time.Millisecond))) * time.Millisecond
 		w.every(phase, agentCheckEvery, "agent checks "+h.name, nil, func() { w.agentChecks(h) })
 	}
-	for i := range w.cfg.Replicas {
+	for i := range w.replicaCount {
 		h := w.addHost(fmt.Sprintf("r%d", i+1), zones[i%len(zones)])
 		w.consul.addAgent(h.name)
 		r := &replica{w: w, idx: i, id: h.name + ":7070", host: h}

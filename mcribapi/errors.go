@@ -52,7 +52,7 @@ type ErrorBody struct {
 
 // StatusCode returns the HTTP status err answers with: an *Error's own,
 // 400 for ErrBadRequest, 404 for ErrUnknownZone, ErrNotDrained,
-// ErrUnknownNode and ErrNoResize, 409 for ErrRefused, 503 for ErrNotLeader, and 500 for
+// ErrUnknownNode, ErrNoResize and ErrNoRoll, 409 for ErrRefused, 503 for ErrNotLeader, and 500 for
 // any other error.
 func StatusCode(err error) int {
 	var e *Error
@@ -61,7 +61,7 @@ func StatusCode(err error) int {
 		return e.Status
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrUnknownZone), errors.Is(err, ErrNotDrained), errors.Is(err, ErrUnknownNode), errors.Is(err, ErrNoResize):
+	case errors.Is(err, ErrUnknownZone), errors.Is(err, ErrNotDrained), errors.Is(err, ErrUnknownNode), errors.Is(err, ErrNoResize), errors.Is(err, ErrNoRoll):
 		return http.StatusNotFound
 	case errors.Is(err, ErrRefused):
 		return http.StatusConflict
@@ -76,7 +76,7 @@ func StatusCode(err error) int {
 // sentence that says why.
 func Sentence(err error) string {
 	msg := err.Error()
-	for _, s := range []error{ErrBadRequest, ErrUnknownZone, ErrNotDrained, ErrUnknownNode, ErrNoResize, ErrRefused, ErrNotLeader} {
+	for _, s := range []error{ErrBadRequest, ErrUnknownZone, ErrNotDrained, ErrUnknownNode, ErrNoResize, ErrNoRoll, ErrRefused, ErrNotLeader} {
 		if rest, ok := strings.CutPrefix(msg, s.Error()+": "); ok {
 			return rest
 		}

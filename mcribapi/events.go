@@ -96,6 +96,18 @@ const (
 	// served (docs/api.md, "Announce, then serve").
 	EventSlotMoveAnnounced EventKind = "slot move announced"
 	EventSlotMoveDropped   EventKind = "slot move dropped"
+	// EventRollStarted, EventRollRelease, EventRollRestarted,
+	// EventRollBlocked, EventRollStopped and EventRollOver: a roll began,
+	// a node of it may be restarted now (its reason begins "roll: restart
+	// <id> now"), its memcached restarted (the reason begins "roll: <id>
+	// restarted"), the roll is blocked, an operator stopped it, and every
+	// node is behind it (docs/api.md, "Rolling restarts").
+	EventRollStarted   EventKind = "roll started"
+	EventRollRelease   EventKind = "roll release"
+	EventRollRestarted EventKind = "roll restarted"
+	EventRollBlocked   EventKind = "roll blocked"
+	EventRollStopped   EventKind = "roll stopped"
+	EventRollOver      EventKind = "roll over"
 )
 
 // EventKinds lists the event kinds.
@@ -110,6 +122,7 @@ func EventKinds() []EventKind {
 		EventDrainOver, EventLastSpare,
 		EventResizeStarted, EventSplitStep, EventResizeStopped, EventResizeOver,
 		EventSlotMoveAnnounced, EventSlotMoveDropped,
+		EventRollStarted, EventRollRelease, EventRollRestarted, EventRollBlocked, EventRollStopped, EventRollOver,
 	}
 }
 

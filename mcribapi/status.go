@@ -43,6 +43,9 @@ type Status struct {
 	// Resize is the resize entry, as GET /v1/resize answers it; null when
 	// there is none.
 	Resize *ResizeEntry `json:"resize"`
+	// Roll is the roll entry, as GET /v1/roll answers it; null when there
+	// is none.
+	Roll *RollEntry `json:"roll"`
 	// Capacity tells whether the pool has outgrown its slots; null before
 	// this process knows a map.
 	Capacity *Capacity `json:"capacity"`
@@ -175,6 +178,10 @@ type NodeStatus struct {
 	// elsewhere, and on a replica that does not lead.
 	CopiedKeys  int64 `json:"copied_keys"`
 	CopiedBytes int64 `json:"copied_bytes"`
+	// Roll is the node's state in the roll that runs (waiting, moving,
+	// released, restarted, skipped); "" when no roll runs or the roll
+	// does not list it.
+	Roll RollNodeState `json:"roll,omitempty"`
 }
 
 // ZoneStatus is one entry of the status document's zones.

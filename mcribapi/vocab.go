@@ -51,6 +51,9 @@ const (
 	// EvictionSplit: a resize's split step moves a twin off the node of
 	// the slot it is a twin of (docs/api.md, "Growing the pool").
 	EvictionSplit EvictionReason = "split"
+	// EvictionRoll: a roll moves the slot off a node it restarts next
+	// (docs/api.md, "Rolling restarts").
+	EvictionRoll EvictionReason = "roll"
 )
 
 // ReplacementReasons lists the eviction reasons that are replacements.
@@ -62,7 +65,7 @@ func ReplacementReasons() []EvictionReason {
 // --max-replacements-per-minute bounds (drain and return steps and splits
 // are not).
 func (r EvictionReason) IsReplacement() bool {
-	return r != EvictionDrain && r != EvictionReturn && r != EvictionSplit
+	return r != EvictionDrain && r != EvictionReturn && r != EvictionSplit && r != EvictionRoll
 }
 
 // MoveKind says whether a slot's new holder was warmed from the old one

@@ -45,6 +45,11 @@ type Gauges struct {
 	// mcrib_nodes{state}). A state missing from the map exports 0; a state
 	// not among these is exported as well.
 	NodesByState map[mcribapi.NodeState]int
+	// RollNodes counts the nodes of the roll entry by node state
+	// (mcribapi.RollNodeStates: waiting, moving, released, restarted,
+	// skipped; mcrib_roll_nodes{state}); every state exports 0 when no
+	// roll is known.
+	RollNodes map[mcribapi.RollNodeState]int
 	// HitRate is the cache hit rate, 0..1 (mcrib_hit_rate).
 	HitRate float64
 	// BootLimit is the boot limit in boots per second (mcrib_boot_limit).

@@ -220,6 +220,7 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 		"mcrib_spare_nodes":            "Ready spares: nodes that could take a slot now.",
 		"mcrib_present_nodes":          "Nodes present in Consul outside the drained zones; more than a quarter of them ready spares for long means the pool has outgrown its slots.",
 		"mcrib_nodes":                  "Cache nodes by state (serving, held, spare, flushing, down, warming).",
+		"mcrib_roll_nodes":             "Nodes of the roll entry by state (waiting, moving, released, restarted, skipped); 0 when there is none.",
 		"mcrib_boot_limit_manual":      "1 while an operator pins the boot limit (manual mode), 0 in auto mode.",
 		"mcrib_flushes_pending":        "Slot holders whose flush is due but held back (by a freeze, or waiting for the leader).",
 		"mcrib_config_generation":      "Slot-map generation each config file kept by this process was last found or written in step with, by kind.",
@@ -292,6 +293,10 @@ func registerGauges(meter metric.Meter, gauges func() Gauges) error {
 				o.ObserveInt64(ig["mcrib_nodes"], int64(n),
 					metric.WithAttributes(attribute.String("state", string(state))))
 			}
+		}
+		for _, state := range mcribapi.RollNodeStates() {
+			o.ObserveInt64(ig["mcrib_roll_nodes"], int64(g.RollNodes[state]),
+				metric.WithAttributes(attribute.String("state", string(state))))
 		}
 		for _, key := range kvlayout.Checked() {
 			o.ObserveInt64(ig["mcrib_kv_corrupt_documents"], boolValue(slices.Contains(g.CorruptDocuments, key)),

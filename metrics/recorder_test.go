@@ -48,6 +48,7 @@ var exposedFamilies = map[string]string{
 	"mcrib_kv_corrupt_documents":                "gauge",
 	"mcrib_slots_unserved":                      "gauge",
 	"mcrib_spare_nodes":                         "gauge",
+	"mcrib_roll_nodes":                          "gauge",
 	"mcrib_present_nodes":                       "gauge",
 	"mcrib_slots":                               "gauge",
 	"mcrib_warm_copied_keys_total":              "counter",

@@ -207,6 +207,9 @@ func inferReason(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming) m
 	if holder.IsZero() {
 		return ""
 	}
+	if in.Roll.Node != "" && holder.ID == in.Roll.Node {
+		return mcribapi.EvictionRoll
+	}
 	haz := idx.holderAZ(*in, i)
 	bv, _ := idx.nodeView(in, inc.NodeID)
 	switch hv, known := idx.holderView(*in, i); {
@@ -226,6 +229,10 @@ func inferReason(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming) m
 // iv) is dropped now, or "" when it is not.
 func dropWhy(in *Input, idx *assignIndex, warm warmState, i int, inc *cachenodes.Incoming, iv IncomingView, reason mcribapi.EvictionReason) string {
 	switch reason {
+	case mcribapi.EvictionRoll:
+		if why := rollDropWhy(in, idx.prevSlot(i).ID); why != "" {
+			return why
+		}
 	case mcribapi.EvictionDrain, mcribapi.EvictionReturn, mcribapi.EvictionSplit:
 		if in.OperatorFrozen {
 			return "an operator freeze holds the move back"
@@ -328,6 +335,8 @@ func serve(in *Input, idx *assignIndex, i int, inc *cachenodes.Incoming, reason 
 		why = fmt.Sprintf("a split step moves slot %d, the twin of slot %d, off node %s", i, idx.ownSlot(i), holder.ID)
 	case mcribapi.EvictionReplace:
 		why = fmt.Sprintf("an operator replaces node %s in slot %d", holder.ID, i)
+	case mcribapi.EvictionRoll:
+		why = fmt.Sprintf("a roll moves slot %d off node %s, which it restarts next", i, holder.ID)
 	case mcribapi.EvictionMaintenance:
 		why = fmt.Sprintf("node %s in slot %d is in Consul maintenance mode", holder.ID, i)
 	case mcribapi.EvictionHoldExpired:

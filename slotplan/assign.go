@@ -42,6 +42,9 @@ type NodeView struct {
 	// (invariant 2): nothing copies from it, so a move off it is cold
 	// (invariant 9), and it is no ready spare.
 	OwesFlush bool
+	// Released is true while a roll has released the node and awaits its
+	// restart (docs/api.md, "Rolling restarts"): it is no ready spare.
+	Released bool
 }
 
 // warmSource reports whether a holder may warm its slot's new holder: it
@@ -50,9 +53,9 @@ func (n NodeView) warmSource() bool { return n.Reachable && !n.OwesFlush }
 
 // EligibleSpare reports whether a node without a slot may be placed: it
 // is listed and present, not in maintenance, answers, is not held back by
-// flap damping and owes no flush.
+// flap damping, owes no flush and is not released by a roll.
 func (n NodeView) EligibleSpare() bool {
-	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed && !n.OwesFlush
+	return n.Listed && n.Present && !n.Maintenance && n.Reachable && !n.Suppressed && !n.OwesFlush && !n.Released
 }
 
 // listedSpare reports whether a node without a slot belongs in the spares
@@ -139,6 +142,10 @@ type Input struct {
 	// SplitsPaused is set while a drain pauses the resize's splits: no
 	// split step is due (Split is 0), and a split announced is dropped.
 	SplitsPaused bool
+	// Roll is the roll's node whose slot moves (roll.go): its move is
+	// planned when not paused and not frozen, and an announce of it is
+	// dropped otherwise. It counts against no ceiling.
+	Roll RollInput
 
 	// reverted are the fixes the simulation's self-test turned off
 	// (revert.go); zero in production.
@@ -242,6 +249,8 @@ type Plan struct {
 	Refused string
 	// Split tells what the split step did; nil when none was due.
 	Split *StepOutcome
+	// Roll tells what the roll's move did; nil when none was due.
+	Roll *StepOutcome
 
 	index *assignIndex
 }
@@ -353,7 +362,8 @@ func Decide(in Input) Plan {
 		}
 	}
 	splitting := in.Split > 0 && !in.OperatorFrozen && idx.twins > 0
-	if !hasVacant && len(repl) == 0 && len(moves) == 0 && !stepping && !splitting {
+	rolling := in.Roll.Node != "" && !in.Roll.Paused && !in.Frozen
+	if !hasVacant && len(repl) == 0 && len(moves) == 0 && !stepping && !splitting && !rolling {
 		plan.EndWarming, plan.RemovedWarming = warm.ended, warm.removed
 		return plan
 	}
@@ -415,6 +425,10 @@ func Decide(in Input) Plan {
 	if splitting {
 		o := z.splits(&plan, warm)
 		plan.Split = &o
+	}
+	if rolling {
+		o := rollMove(in, idx, z, warm, inc, &plan)
+		plan.Roll = &o
 	}
 	plan.EndWarming, plan.RemovedWarming = warm.ended, warm.removed
 	return plan

@@ -495,6 +495,9 @@ var jsonAnswers = map[string]string{
 	"GET /v1/resize":              resizeAnswerJSON,
 	"PUT /v1/resize":              resizeAnswerJSON,
 	"DELETE /v1/resize":           `{"resize":{"from":16,"to":32,"state":"stopped"}}`,
+	"GET /v1/roll":                `{"roll":null}`,
+	"PUT /v1/roll":                `{"roll":{"reason":"r","state":"rolling","nodes":[{"node_id":"mc-1","state":"released","slot":null}]}}`,
+	"DELETE /v1/roll":             `{"roll":{"reason":"r","state":"stopped","nodes":[]}}`,
 	"GET /v1/events":              `[{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}]`,
 }
 
@@ -539,6 +542,8 @@ func TestEveryClientCommandTakesJSON(t *testing.T) {
 		"replace":   {{[]string{"replace", "mc-1", "--reason", "r"}, jsonAnswers["POST /v1/nodes/mc-1/replace"]}},
 		"resize": {{[]string{"resize"}, resizeAnswerJSON}, {[]string{"resize", "--slots", "32", "--reason", "r"}, resizeAnswerJSON},
 			{[]string{"resize", "stop"}, jsonAnswers["DELETE /v1/resize"]}},
+		"roll": {{[]string{"roll"}, jsonAnswers["GET /v1/roll"]}, {[]string{"roll", "--all", "--reason", "r"}, jsonAnswers["PUT /v1/roll"]},
+			{[]string{"roll", "stop"}, jsonAnswers["DELETE /v1/roll"]}},
 		"events": {{[]string{"events"}, `{"seq":1,"at":"2026-11-29T13:00:00Z","kind":"placement","node":"mc-1","reason":"first fill","who":"mcrib"}`}},
 	}
 	for _, cmd := range commands() {

@@ -152,6 +152,23 @@ func commands() []command {
 				"mcrib resize --slots 32 --dry-run",
 				"mcrib resize stop",
 			}},
+		{name: "roll", run: proc.roll, client: true,
+			usage: "usage: mcrib roll [--zone Z | --nodes A,B | --all --reason TEXT [--restart-timeout D] [--exec CMD] | stop] " + clientUsage,
+			about: "Print the roll under way, if any. With --zone, --nodes or --all restart those\n" +
+				"nodes one at a time without a cold key: each holder's slot moves warm to a spare\n" +
+				"first, then the node is released and mcrib waits (up to --restart-timeout,\n" +
+				"10s-1h, default 10m) for its memcached to restart. With --exec the command stays\n" +
+				"in the foreground and runs CMD through sh -c for each released node\n" +
+				"(MCRIB_NODE_ID, MCRIB_NODE_ADDR, MCRIB_NODE_AZ set), killed at the restart\n" +
+				"timeout; it exits 0 when the roll is done, 1 when it is blocked or stopped, and\n" +
+				"a CMD that fails or a signal stops the roll first. mcrib roll stop stops it.",
+			synopsis: []synopsisLine{{"roll [--zone Z | --nodes A,B | --all --reason TEXT | stop]", "print, start or stop a rolling restart"}},
+			examples: []string{
+				"mcrib roll",
+				`mcrib roll --zone a --reason "memcached 1.6.38"`,
+				`mcrib roll --all --reason "kernel patch" --exec 'ssh "$MCRIB_NODE_ID" sudo systemctl restart memcached'`,
+				"mcrib roll stop",
+			}},
 		{name: "events", run: proc.events, client: true, usage: eventsUsage,
 			synopsis: []synopsisLine{{"events [--follow]", "print mcrib's latest decisions and why"}},
 			about:    "Print mcrib's latest decisions and the operators' changes, with who made them\nand why; --follow keeps printing new ones until interrupted.",

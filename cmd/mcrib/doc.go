@@ -18,6 +18,7 @@
 //	mcrib undrain ZONE                 give a drained zone its slots back, at the same pace
 //	mcrib replace NODE --reason TEXT   move a node's slot to a spare, warm
 //	mcrib resize [--slots N | stop]    print, start (--reason TEXT, --step S, --every D) or stop the doubling of the slots
+//	mcrib roll [--all | stop]          print, start (--zone Z, --nodes A,B, --reason TEXT, --exec CMD) or stop a rolling restart
 //	mcrib events [--follow]            print mcrib's latest decisions and why
 //	mcrib sim [flags]                  simulate scenarios on mcrib's own code
 //	mcrib version [--json]             print the version

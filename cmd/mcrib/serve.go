@@ -319,6 +319,12 @@ func gauges(loop *controlloop.Loop, boot *ratelimit.Service) metrics.Gauges {
 	for _, z := range st.Zones {
 		g.Zones = append(g.Zones, metrics.ZoneGauges{Zone: z.Zone, Slots: z.Slots, Unreachable: z.Unreachable, HitRate: z.HitRate, Alert: z.Alert})
 	}
+	if r := st.Roll; r != nil {
+		g.RollNodes = map[mcribapi.RollNodeState]int{}
+		for _, n := range r.Nodes {
+			g.RollNodes[n.State]++
+		}
+	}
 	for _, n := range st.Nodes {
 		g.NodesByState[n.State]++
 		if n.FlushPending {

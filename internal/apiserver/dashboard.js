@@ -383,6 +383,53 @@
     return td;
   }
 
+  // ---- roll (from v1/status) ----
+
+  // rollNodeText says where one node of a roll stands: "released mc-2
+  // (slot 3 moved to mc-7): restart it now".
+  function rollNodeText(n) {
+    let text = (str(n.state) || "unknown") + " " + (str(n.node_id) || "?");
+    const slot = num(n.slot);
+    if (slot !== null) text += " (slot " + slot + (str(n.to) ? " to " + str(n.to) : "") + ")";
+    if (str(n.state) === "released") text += ": restart it now" + (n.released_at ? ", released " + fmtWhen(n.released_at) : "");
+    return text;
+  }
+
+  function renderRoll() {
+    const st = last.status ? last.status.body : null;
+    if (!st) return;
+    const r = st.roll && typeof st.roll === "object" ? st.roll : null;
+    setShown(byId("rl-none"), !r);
+    setShown(byId("roll"), Boolean(r));
+    setText(byId("rl-none"), "none under way");
+    const nodes = r && Array.isArray(r.nodes) ? r.nodes : [];
+    if (r) {
+      const state = str(r.state) || "unknown";
+      const pill = byId("rl-state");
+      setText(pill, state);
+      const cls = "pill roll-" + state.replace(/[^a-z]/g, "");
+      if (pill.className !== cls) pill.className = cls;
+      const restarted = nodes.filter((n) => str(n.state) === "restarted").length;
+      const skipped = nodes.filter((n) => str(n.state) === "skipped").length;
+      setText(byId("rl-progress"), restarted + " of " + nodes.length + " restarted" + (skipped ? ", " + skipped + " skipped" : ""));
+      const current = nodes.find((n) => str(n.state) === "moving" || str(n.state) === "released");
+      setShown(byId("rl-now-row"), Boolean(current));
+      setText(byId("rl-now"), current ? rollNodeText(current) : "");
+      const blocked = str(r.blocked);
+      setShown(byId("rl-blocked-row"), blocked !== "");
+      setText(byId("rl-blocked"), blocked);
+      const list = byId("rl-nodes");
+      const items = nodes.map((n) => el("li", "roll-node-" + (str(n.state) || "unknown").replace(/[^a-z]/g, ""), rollNodeText(n)));
+      list.replaceChildren(...items);
+      setText(byId("rl-timeout"), str(r.restart_timeout) || "?");
+      setText(byId("rl-reason"), str(r.reason) || "(no reason given)");
+      setText(byId("rl-by"), (str(r.by) ? "by " + str(r.by) : "") + (r.at ? " at " + fmtWhen(r.at) : ""));
+    }
+    const summary = byId("roll-summary");
+    setText(summary, r ? "(" + (str(r.state) || "unknown") + ")" : "");
+    setClass(summary, "bad-text", Boolean(r) && str(r.blocked) !== "");
+  }
+
   // ---- resize and capacity (from v1/status) ----
 
   // twinsText says where a resize's splits stand: "3 twins left, 1 split".
@@ -764,6 +811,7 @@
     setClass(byId("warmsources-panel"), "stale", (!fresh.slotmap && last.slotmap) || (!fresh.status && last.status));
     setClass(byId("zones-panel"), "stale", !fresh.status && last.status);
     setClass(byId("resize-panel"), "stale", !fresh.status && last.status);
+    setClass(byId("roll-panel"), "stale", !fresh.status && last.status);
     setClass(byId("capacity-panel"), "stale", !fresh.status && last.status);
     setClass(byId("bootlimit-panel"), "stale", !fresh.ratelimit && last.ratelimit);
     setClass(document.body, "failing", failures.length > 0);
@@ -791,7 +839,7 @@
         failures.push((r.reason && r.reason.message) || String(r.reason));
       }
     });
-    for (const step of [renderStatus, renderZones, renderSlots, renderSpares, renderResize, renderBootLimit]) {
+    for (const step of [renderStatus, renderZones, renderSlots, renderSpares, renderResize, renderRoll, renderBootLimit]) {
       try {
         step();
       } catch (e) {

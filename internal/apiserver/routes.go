@@ -47,6 +47,9 @@ func (a *Server) routes() []route {
 		{http.MethodGet, "/v1/resize", a.getResize},
 		{http.MethodPut, "/v1/resize", a.auth(a.putResize)},
 		{http.MethodDelete, "/v1/resize", a.auth(a.deleteResize)},
+		{http.MethodGet, "/v1/roll", a.getRoll},
+		{http.MethodPut, "/v1/roll", a.auth(a.putRoll)},
+		{http.MethodDelete, "/v1/roll", a.auth(a.deleteRoll)},
 		{http.MethodPost, "/v1/whatif", a.postWhatIf},
 	}
 	dash := dashboardHandler()

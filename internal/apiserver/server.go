@@ -158,6 +158,9 @@ type Server struct {
 	// resizes grows the pool: the loop when it can (nil: those routes
 	// answer 503).
 	resizes ResizeOps
+	// rolls rolls the pool's nodes: the loop when it can (nil: those
+	// routes answer 503).
+	rolls RollOps
 	// whatifs checks a what-if's action, predict simulates it
 	// (whatif.go).
 	whatifs WhatIfOps
@@ -201,6 +204,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if z, ok := a.loop.(ResizeOps); ok {
 		a.resizes = z
+	}
+	if z, ok := a.loop.(RollOps); ok {
+		a.rolls = z
 	}
 	if z, ok := a.loop.(WhatIfOps); ok {
 		a.whatifs, a.predict = z, oneAtATime(sim.Predict)

@@ -192,6 +192,21 @@ func (c *API) StopResize(ctx context.Context) (Answer[mcribapi.ResizeDoc], error
 	return call[mcribapi.ResizeDoc](ctx, c, http.MethodDelete, "/v1/resize", nil, "the resize document")
 }
 
+// Roll returns GET /v1/roll.
+func (c *API) Roll(ctx context.Context) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodGet, "/v1/roll", nil, "the roll document")
+}
+
+// StartRoll sends PUT /v1/roll.
+func (c *API) StartRoll(ctx context.Context, req mcribapi.RollRequest) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodPut, "/v1/roll", req, "the roll document")
+}
+
+// StopRoll sends DELETE /v1/roll.
+func (c *API) StopRoll(ctx context.Context) (Answer[mcribapi.RollDoc], error) {
+	return call[mcribapi.RollDoc](ctx, c, http.MethodDelete, "/v1/roll", nil, "the roll document")
+}
+
 // WhatIf sends POST /v1/whatif: the action ("drain", naming zone, or
 // "resize") with req, the action's own request (a DrainRequest or a
 // ResizeRequest). The simulation takes seconds: the call may take up to

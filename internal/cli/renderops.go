@@ -32,6 +32,7 @@ func statusFacts(s mcribapi.Status, sent sentFields) [][2]string {
 		out = append(out, [2]string{"blocked", v})
 	}
 	out = append(out, resizeFacts(s)...)
+	out = append(out, rollFacts(s)...)
 	if s.ZoneAlert != "" {
 		out = append(out, [2]string{"zone alert", s.ZoneAlert})
 	}

@@ -31,6 +31,8 @@ const (
 	Flushes = "flushes"
 	// Resize holds the resize document while a resize has an entry.
 	Resize = "resize"
+	// Roll holds the roll document while a roll has an entry.
+	Roll = "roll"
 )
 
 // Checked returns the names of the documents that a read of the pool's
@@ -41,7 +43,7 @@ const (
 // times (unreadable times are none) and the boot limit (the limiter keeps
 // its last good document). A document added here is checked everywhere.
 func Checked() []string {
-	return []string{SlotMap, Freeze, Drain, Flushes, Resize}
+	return []string{SlotMap, Freeze, Drain, Flushes, Resize, Roll}
 }
 
 // Pool names the keys of one pool. The zero value names keys under "/";
@@ -96,6 +98,9 @@ func (p Pool) Flushes() string { return p.Key(Flushes) }
 
 // Resize returns <prefix>/<pool>/resize.
 func (p Pool) Resize() string { return p.Key(Resize) }
+
+// Roll returns <prefix>/<pool>/roll.
+func (p Pool) Roll() string { return p.Key(Roll) }
 
 // Replacements returns <prefix>/<pool>/replacements.
 func (p Pool) Replacements() string { return p.Key(Replacements) }
