@@ -318,18 +318,8 @@ func (l *Loop) Drain(ctx context.Context, zone string, req mcribapi.Drain, by st
 		return mcribapi.DrainDoc{}, fmt.Errorf("%w: the nodes without a zone form the zone \"\", which cannot be drained", mcribapi.ErrUnknownZone)
 	}
 	return l.changeDrain(ctx, func(doc *mcribapi.DrainDoc) error {
-		known := l.knownZonesLocked()
-		if !known[zone] {
-			return fmt.Errorf("%w: no node is known in zone %q", mcribapi.ErrUnknownZone, zone)
-		}
-		left := 0
-		for z := range known {
-			if _, drained := doc.Zones[z]; !drained && z != zone {
-				left++
-			}
-		}
-		if left == 0 {
-			return fmt.Errorf("%w: draining zone %q would leave no undrained zone to hold the slots", mcribapi.ErrRefused, zone)
+		if err := l.drainRefusalLocked(doc, zone); err != nil {
+			return err
 		}
 		e := &mcribapi.DrainEntry{BaselineSlots: zoneSlots(l.current)[zone]}
 		if old := doc.Zones[zone]; old != nil {
@@ -343,6 +333,27 @@ func (l *Loop) Drain(ctx context.Context, zone string, req mcribapi.Drain, by st
 		doc.Zones[zone] = e
 		return nil
 	})
+}
+
+// drainRefusalLocked returns why a drain of zone is refused with the
+// drain document doc: mcribapi.ErrUnknownZone when no node is known in
+// it, mcribapi.ErrRefused when it would leave no undrained zone; nil when
+// it is not. l.mu must be held.
+func (l *Loop) drainRefusalLocked(doc *mcribapi.DrainDoc, zone string) error {
+	known := l.knownZonesLocked()
+	if !known[zone] {
+		return fmt.Errorf("%w: no node is known in zone %q", mcribapi.ErrUnknownZone, zone)
+	}
+	left := 0
+	for z := range known {
+		if _, drained := doc.Zones[z]; !drained && z != zone {
+			left++
+		}
+	}
+	if left == 0 {
+		return fmt.Errorf("%w: draining zone %q would leave no undrained zone to hold the slots", mcribapi.ErrRefused, zone)
+	}
+	return nil
 }
 
 // Undrain starts giving zone its slots back (DELETE /v1/drain/{zone}).

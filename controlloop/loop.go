@@ -100,6 +100,8 @@ type Loop struct {
 	// (warmcopies.go), with a lock of their own.
 	warmth warmWatch
 	copies *warmCopies
+	// gets is the pool's gets a second (poolfigures.go).
+	gets getRate
 }
 
 // New checks opts and returns a loop ready to Run.

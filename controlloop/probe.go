@@ -276,6 +276,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 	}
 	l.observeZonesLocked(now, zones)
 	l.readWarmingsLocked()
+	l.gets.read(out, func(id string) time.Time { return l.tr.nodes[id].statsAt })
 	return out, slots
 }
 

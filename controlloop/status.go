@@ -154,6 +154,7 @@ func (l *Loop) Status() mcribapi.Status {
 	}
 	st.Roll = l.rolls.answer().Roll
 	st.Capacity = l.capacityLocked(now)
+	st.GetsPerSecond, st.Flags = l.gets.perSecond(), l.poolFlags()
 	return st
 }
 

@@ -54,6 +54,11 @@ type Status struct {
 	HitRate *float64 `json:"hit_rate"`
 	// BootLimit is the boot-limit document in force.
 	BootLimit BootLimit `json:"boot_limit"`
+	// GetsPerSecond is the pool's gets a second over the last stats
+	// interval, as the slot holders count them; null while unknown.
+	GetsPerSecond *float64 `json:"gets_per_second"`
+	// Flags are the flags of mcrib serve the simulator reads (PoolFlags).
+	Flags *PoolFlags `json:"flags"`
 }
 
 // Capacity is the status document's capacity: the slot count, the

@@ -28,7 +28,7 @@ func TestStatusKeysInOrder(t *testing.T) {
 	}
 	want := "pool leader leader_id frozen freeze auto_frozen auto_freeze_reason generation last_reconcile_at " +
 		"consul_reachable nodes discovery_fault discovery_fault_reason replacements_blocked last_error vacant_slots " +
-		"num_slots slots_unserved corrupt_documents zones zone_alert resize roll capacity hit_rate boot_limit"
+		"num_slots slots_unserved corrupt_documents zones zone_alert resize roll capacity hit_rate boot_limit gets_per_second flags"
 	if got := strings.Join(keys, " "); got != want {
 		t.Errorf("status keys\n %s\nwant\n %s", got, want)
 	}

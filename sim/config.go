@@ -118,6 +118,24 @@ type Config struct {
 	// warming at convergence nor copies its hot keys yet. The policy
 	// mcrib-cold runs with 0s whatever it says.
 	WarmFor time.Duration
+	// WarmMin is mcrib serve's --warm-min: when above 0 the simulated
+	// mcrib ends a warming once its new holder is warm, by the
+	// convergence rule of mcrib serve (docs/api.md, "Converged"); 0 (the
+	// default) keeps every warming for its whole WarmFor.
+	WarmMin time.Duration
+	// WarmCopyRate is mcrib serve's --warm-copy-rate in bytes a second
+	// per move: when above 0 the simulated leader copies each warming
+	// slot's keys from its warm source into its new holder, most recently
+	// read first, ItemBytes a key (warmcopy.go); 0 (the default) copies
+	// nothing.
+	WarmCopyRate int64
+	// ItemBytes is the size of one item for the copy (default 1000).
+	ItemBytes int
+	// Fleet, when set, is a live pool to simulate instead of a made-up
+	// one: its nodes (IDs, addresses, zones) and its slot map, which the
+	// simulated mcrib starts from (whatif.go). Nodes and Slots then come
+	// from it.
+	Fleet *Fleet
 
 	// The workload: Clients application processes each reading
 	// ReadsPerClient keys a second (Zipf over Keys keys, exponent
@@ -146,6 +164,8 @@ type Config struct {
 	// growth): the twin run its extra database misses are counted
 	// against.
 	noDrain bool
+	// action is the what-if's action (whatif.go); nil for the scenarios.
+	action *Action
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -189,6 +209,10 @@ func (c Config) WithDefaults() Config {
 	defF(&c.HitRateLow, 0.80)
 	defF(&c.HitRateTarget, 0.90)
 	defD(&c.WarmFor, 2*time.Minute)
+	def(&c.ItemBytes, 1000)
+	if c.Fleet != nil {
+		c.Nodes, c.Slots = len(c.Fleet.Nodes), c.Fleet.Map.NumSlots()
+	}
 	def(&c.Clients, 2000)
 	defF(&c.ReadsPerClient, 10)
 	def(&c.SampledReads, int(math.Round(float64(c.Clients)*c.ReadsPerClient)))
@@ -211,11 +235,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
 	}
 	switch {
-	case !isScenario(c.Scenario):
+	case c.Scenario == whatIfScenario && c.action == nil:
+		return bad("the scenario %s runs only from a what-if", whatIfScenario)
+	case c.Scenario != whatIfScenario && !isScenario(c.Scenario):
 		return bad("unknown scenario %q (%s)", c.Scenario, strings.Join(Scenarios(), ", "))
 	case c.Nodes < 1 || c.Nodes > 20000:
 		return bad("--nodes must be from 1 to 20000")
-	case c.Slots < 1 || c.Slots > 4096 || c.Slots&(c.Slots-1) != 0 || c.Slots > c.Nodes:
+	case c.Slots < 1 || c.Slots > 4096 || c.Slots&(c.Slots-1) != 0 || (c.Slots > c.Nodes && c.Fleet == nil):
 		return bad("--slots must be a power of two from 1 to 4096, at most --nodes")
 	case c.Clients < 1 || c.ReadsPerClient <= 0 || c.SampledReads < 1:
 		return bad("the workload needs clients, reads and sampled reads above 0")
@@ -227,8 +253,8 @@ func (c Config) Validate() error {
 		return bad("the database capacity must be above 0")
 	case !(c.LossRate > 0 && c.LossRate < 1):
 		return bad("the loss rate must be between 0 and 1")
-	case c.WarmFor < 0:
-		return bad("--warm-for must not be negative")
+	case c.WarmFor < 0 || c.WarmMin < 0 || c.WarmCopyRate < 0:
+		return bad("--warm-for, --warm-min and --warm-copy-rate must not be negative")
 	case c.Scenario == ZoneDrain && c.Nodes < len(zones):
 		return bad("zone-drain needs at least %d nodes, one in each zone", len(zones))
 	case c.Scenario == Grow && 2*c.Slots > c.Nodes:

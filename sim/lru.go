@@ -165,3 +165,26 @@ func (c *lru) pushFront(e int32) {
 		c.tail = e
 	}
 }
+
+// recent returns the keys held for which keep is true, the most recently
+// used first (the order of memcached's lru_crawler metadump by last
+// access, newest first).
+func (c *lru) recent(keep func(uint32) bool) []uint32 {
+	var out []uint32
+	for e := c.head; e >= 0; e = c.ent[e].next {
+		if k := c.ent[e].key; keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// add stores k as set does when it is not held, and reports whether it
+// stored it; a key held is left where it is (memcached's add).
+func (c *lru) add(k uint32) bool {
+	if e, _ := c.find(k); e >= 0 {
+		return false
+	}
+	c.set(k)
+	return true
+}

@@ -41,6 +41,12 @@ type mcribPolicy struct {
 	// warm source (warmmoves.go).
 	served *cachenodes.SlotMap
 	warm   []warmSource
+	// copies are the leader's copies of the warming slots, by slot
+	// (warmcopy.go).
+	copies map[int]*simCopy
+	// act is the what-if's action in progress (whatif.go).
+	act    actionRun
+	action *Action
 	// drain is the zone drain of zone-drain in progress (zonedrain.go).
 	drain zoneDrain
 	// grow is the resize of grow in progress (grow.go).
@@ -53,16 +59,22 @@ type mcribPolicy struct {
 }
 
 func newMCribPolicy(w *world, cfg Config) (*mcribPolicy, error) {
-	p := &mcribPolicy{w: w, metrics: &loopMetrics{}, slots: cfg.Slots}
+	p := &mcribPolicy{w: w, metrics: &loopMetrics{}, slots: cfg.Slots, action: cfg.action}
+	store, pool := &memStore{}, "sim"
+	if cfg.Fleet != nil && cfg.Fleet.Map != nil {
+		store.m, store.index = cfg.Fleet.Map, 1 // the live pool's map, as Consul holds it
+		pool = cfg.Fleet.Map.Pool()
+	}
 	loop, err := controlloop.New(controlloop.Options{
-		Pool: "sim", KVPrefix: "mcrib", NumSlots: cfg.Slots,
+		Pool: pool, KVPrefix: "mcrib", NumSlots: cfg.Slots,
 		Hold: cfg.Hold, ProbeInterval: cfg.ProbeInterval,
 		FlushAfterUnreachable:    cfg.FlushAfterUnreachable,
 		MaxAbsentFraction:        cfg.MaxAbsentFraction,
 		MaxReplacementsPerMinute: cfg.MaxReplacementsPerMinute,
 		WarmFor:                  warmFor(cfg),
+		Converge:                 convergeRule(cfg),
 		SettleAfterMove:          3 * cfg.StatsInterval,
-		Store:                    &memStore{},
+		Store:                    store,
 		Discovery:                noDiscovery{},
 		Prober:                   prober{w: w, flushes: &p.flushN},
 		Clock:                    w.clk,
@@ -104,6 +116,7 @@ func (p *mcribPolicy) pass(ctx context.Context) {
 	}
 	m := p.loop.SlotMap()
 	p.checkGrowth(m, p.w.clk.Now())
+	p.checkAction(p.action, m, p.w.clk.Now())
 	if p.grow.naive {
 		return // the clients route by the naive map
 	}

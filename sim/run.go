@@ -40,7 +40,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d63726962))
 	s := &sim{cfg: cfg, ctx: ctx, clk: clock.NewFake(epoch), t0: cfg.Warmup}
-	s.w = newWorld(s.clk, rng, cfg.Nodes, cfg.ItemsPerNode)
+	s.w = newWorld(s.clk, rng, cfg.Nodes, cfg.ItemsPerNode, cfg.Fleet)
 	s.wl = newWorkload(cfg, s.w, rand.New(rand.NewPCG(cfg.Seed, 0x776f726b)))
 	if cfg.Policy.Immediate {
 		s.policy = newImmediatePolicy(s.w, cfg.Slots)
@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	s.schedule(rand.New(rand.NewPCG(cfg.Seed, 0x7363656e)))
 	for s.q.Len() > 0 {
 		e := s.q.next()
-		if e.at > end {
+		if e.at > end || s.actionOver(e.at) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -99,18 +99,25 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := s.growErr(); err != nil {
 		return Result{}, err
 	}
+	if err := s.actionErr(); err != nil {
+		return Result{}, err
+	}
 	r := s.m.result(cfg)
 	s.fillDrain(&r, s.dm)
 	s.fillGrow(&r)
+	s.fillAction(&r)
 	r.Keys = cfg.Keys
 	r.Flushes = s.policy.flushes() - s.m.flushesAt0
 	r.Replacements = s.policy.replacements() - s.m.replAt0
 	r.BootsRefused = s.limiter.refused - s.m.refusedAt0
-	if (cfg.Scenario == ZoneDrain || cfg.Scenario == Grow) && !cfg.noDrain {
-		// The same run without the drain (the growth): the misses it
-		// added.
+	if (cfg.Scenario == ZoneDrain || cfg.Scenario == Grow || cfg.Scenario == whatIfScenario) && !cfg.noDrain {
+		// The same run without the drain (the growth, the action): the
+		// misses it added.
 		twin := cfg
 		twin.noDrain = true
+		if cfg.Scenario == whatIfScenario {
+			twin.Duration = r.Simulated // a what-if stops once its action is over
+		}
 		t, err := Run(ctx, twin)
 		if err != nil {
 			return Result{}, err
@@ -136,10 +143,12 @@ func (s *sim) second() {
 	boots := s.limiter.admit(now.Add(-time.Second), s.wl.pending)
 	if p, ok := s.policy.(*mcribPolicy); ok && s.wl.warm != nil {
 		s.wl.warm = p.warming() // a resize gives it an entry per new slot
+		p.copySecond(p.served, s.cfg)
 	}
 	s.wl.second(s.policy.route(), boots)
 	s.m.second(at, s.wl, s.limiter.limit(now))
 	s.dm.second(at, s.wl)
+	s.actionSecond(at)
 }
 
 // Result is what one run measured. Times are from the scenario's start.
@@ -186,9 +195,18 @@ type Result struct {
 	GrowTime  time.Duration `json:"grow_time,omitempty"`
 	Grown     bool          `json:"grown,omitempty"`
 	GrowBound time.Duration `json:"grow_bound,omitempty"`
-	Simulated time.Duration `json:"simulated"`
-	Wall      time.Duration `json:"-"`
-	Series    []Point       `json:"series"`
+	// A what-if (whatif.go): ActionTime is from the request until the
+	// action was over (ActionOver; else the time simulated, and
+	// ActionBlocked says why), LowestWindowHitRate the lowest hit rate of
+	// five seconds meanwhile, LowestBootLimit the lowest boot limit.
+	ActionTime          time.Duration `json:"action_time,omitempty"`
+	ActionOver          bool          `json:"action_over,omitempty"`
+	ActionBlocked       string        `json:"action_blocked,omitempty"`
+	LowestWindowHitRate float64       `json:"lowest_window_hit_rate,omitempty"`
+	LowestBootLimit     float64       `json:"lowest_boot_limit,omitempty"`
+	Simulated           time.Duration `json:"simulated"`
+	Wall                time.Duration `json:"-"`
+	Series              []Point       `json:"series"`
 }
 
 // Point is one point of the charts.

@@ -35,6 +35,8 @@ func scenarioLength(cfg Config) time.Duration {
 		// steps' time plus the warm run's warm-for plus a minute in which
 		// the keys nobody read while their twin warmed miss.
 		return growBound(cfg.Slots, cfg.WarmFor) + growTail
+	case whatIfScenario:
+		return cfg.action.longest(cfg)
 	}
 	return tail
 }
@@ -107,6 +109,8 @@ func (s *sim) schedule(rng *rand.Rand) {
 		s.q.at(t0, s.startDrain)
 	case Grow:
 		s.q.at(t0, s.startGrow)
+	case whatIfScenario:
+		s.q.at(t0, s.startAction)
 	case ColdStart:
 		s.q.at(t0, func() {
 			for _, nd := range w.nodes {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/slotplan"
 )
 
 // warmSource is a warming slot's old holder as the clients use it: the
@@ -22,6 +23,17 @@ func warmFor(cfg Config) time.Duration {
 	return cfg.WarmFor
 }
 
+// convergeRule returns the convergence rule mcrib's loop runs with under
+// cfg: --warm-min and --stats-interval when cfg.WarmMin is above 0 (a
+// warming ends once its new holder is warm, docs/api.md, "Converged"),
+// else nil (a warming lasts its whole --warm-for, as before v5).
+func convergeRule(cfg Config) *slotplan.WarmRule {
+	if cfg.WarmMin <= 0 {
+		return nil
+	}
+	return &slotplan.WarmRule{WarmMin: min(cfg.WarmMin, warmFor(cfg)), StatsInterval: cfg.StatsInterval}
+}
+
 // followWarming takes each slot's warm source from m (the slot map's
 // warming object, cachenodes.SlotMap.Warming).
 func (p *mcribPolicy) followWarming(m *cachenodes.SlotMap) {
@@ -29,7 +41,7 @@ func (p *mcribPolicy) followWarming(m *cachenodes.SlotMap) {
 		p.warm[s] = warmSource{node: -1}
 		if w := m.Warming(s); w != nil {
 			if i, ok := p.w.byID[w.NodeID]; ok {
-				p.warm[s] = warmSource{node: i, until: w.Until}
+				p.warm[s] = warmSource{node: i, until: w.ReadsUntil()}
 			}
 		}
 	}

@@ -18,8 +18,8 @@ var errUnreachable = errors.New("sim: node unreachable")
 // node is one simulated memcached host: its cache, its counters, and
 // whether it runs, answers and is listed as passing in Consul.
 type node struct {
-	id, addr string
-	cache    *lru
+	id, addr, az string
+	cache        *lru
 	// hits, misses and flushes are memcached's get_hits, get_misses and
 	// cmd_flush, in real reads (each sampled read counts for the weight).
 	hits, misses, flushes uint64
@@ -47,14 +47,24 @@ type world struct {
 	nextPID     int64
 }
 
-func newWorld(clk *clock.Fake, rng *rand.Rand, n, itemsPerNode int) *world {
+// newWorld returns a fleet of n nodes spread round-robin over zones, or,
+// when fleet is not nil, the nodes of that live pool (whatif.go).
+func newWorld(clk *clock.Fake, rng *rand.Rand, n, itemsPerNode int, fleet *Fleet) *world {
+	if fleet != nil {
+		n = len(fleet.Nodes)
+	}
 	w := &world{clk: clk, rng: rng, byID: make(map[string]int, n), addrs: make(map[string]int, n), nextPID: 1000}
 	for i := range n {
 		nd := &node{
 			id:    fmt.Sprintf("mc-%04d", i),
 			addr:  fmt.Sprintf("10.%d.%d.%d:11211", i/65536, (i/256)%256, i%256),
+			az:    zones[i%len(zones)],
 			cache: newLRU(itemsPerNode), alive: true, consulUp: true,
 			pid: w.nextPID, started: clk.Now(),
+		}
+		if fleet != nil {
+			fn := fleet.Nodes[i]
+			nd.id, nd.addr, nd.az, nd.alive, nd.consulUp = fn.ID, fn.Addr, fn.AZ, !fn.Down, !fn.Absent
 		}
 		w.nextPID++
 		w.byID[nd.id] = i
@@ -89,15 +99,13 @@ func (w *world) membership() cachenodes.Membership {
 	return m
 }
 
-// zones are the simulated pool's availability zones; node i is in
-// zones[i % len(zones)].
+// zones are the simulated pool's availability zones; node i of a fleet
+// the simulator makes up is in zones[i % len(zones)].
 var zones = []string{"a", "b", "c"}
-
-func zoneOf(i int) string { return zones[i%len(zones)] }
 
 // node returns node i as cachenodes sees it, its zone included.
 func (w *world) node(i int) cachenodes.Node {
-	return cachenodes.Node{ID: w.nodes[i].id, Addr: w.nodes[i].addr, AZ: zoneOf(i)}
+	return cachenodes.Node{ID: w.nodes[i].id, Addr: w.nodes[i].addr, AZ: w.nodes[i].az}
 }
 
 // flush empties node i when it answers; flush counts it as cmd_flush.

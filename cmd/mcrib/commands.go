@@ -111,15 +111,18 @@ func commands() []command {
 			about:    "Print one line per zone: nodes, slots held, unreachable and absent nodes, hit\nrate and drain, then the zone alert when there is one.",
 			examples: []string{"mcrib zones", "mcrib zones --json"}},
 		{name: "drain", run: proc.drain, client: true,
-			usage: "usage: mcrib drain ZONE --reason TEXT [--percent P] [--step S] [--every D] " + clientUsage,
+			usage: "usage: mcrib drain ZONE --reason TEXT [--percent P] [--step S] [--every D] [--dry-run] " + clientUsage,
 			about: "Move P% (1-100, default 100) of ZONE's slots to the other zones, S% (1-100,\n" +
 				"default 10) per step, one step every D (1s-1h, default 30s); a flag left out\n" +
 				"keeps the server's default. Each move warms the new holder from the old one.\n" +
-				"mcrib undrain ZONE gives the slots back.",
+				"mcrib undrain ZONE gives the slots back. --dry-run prints what the simulator\n" +
+				"predicts the drain will cost (duration, lowest hit rate, extra misses, lowest\n" +
+				"boot limit) and starts nothing; --reason is then optional.",
 			synopsis: []synopsisLine{{"drain ZONE --reason TEXT [--percent P] [--step S] [--every D]", "drain a zone gradually"}},
 			examples: []string{
 				`mcrib drain b --reason "link to b flapping"`,
 				`mcrib drain b --reason "half of b, slowly" --percent 50 --step 5 --every 1m`,
+				"mcrib drain b --dry-run --step 20 --every 10s",
 			}},
 		{name: "undrain", run: proc.undrain, client: true,
 			usage:    "usage: mcrib undrain ZONE " + clientUsage,
@@ -133,17 +136,20 @@ func commands() []command {
 				"It counts against --max-replacements-per-minute and is refused while frozen.",
 			examples: []string{`mcrib replace mc-3 --reason "host retired"`}},
 		{name: "resize", run: proc.resize, client: true,
-			usage: "usage: mcrib resize [--slots N --reason TEXT [--step S] [--every D] | stop] " + clientUsage,
+			usage: "usage: mcrib resize [--slots N --reason TEXT [--step S] [--every D] [--dry-run] | stop] " + clientUsage,
 			about: "Print the resize under way, if any. With --slots N (twice the pool's slots,\n" +
 				"at most 4096) start doubling the pool: every key stays on its memcached, and\n" +
 				"then S% (1-100, default 10) of the new slots split off to spares every D\n" +
 				"(1s-1h, default 30s), each warmed from the node it leaves. --slots with the\n" +
-				"pool's own count resumes a stopped resize; mcrib resize stop stops splitting.",
+				"pool's own count resumes a stopped resize; mcrib resize stop stops splitting.\n" +
+				"--dry-run prints what the simulator predicts the resize will cost and starts\n" +
+				"nothing.",
 			synopsis: []synopsisLine{{"resize [--slots N --reason TEXT | stop]", "print, start or stop the doubling of the pool's slots"}},
 			examples: []string{
 				"mcrib resize",
 				`mcrib resize --slots 32 --reason "grown past its slots"`,
 				`mcrib resize --slots 32 --reason "slowly" --step 5 --every 1m`,
+				"mcrib resize --slots 32 --dry-run",
 				"mcrib resize stop",
 			}},
 		{name: "roll", run: proc.roll, client: true,

@@ -27,6 +27,7 @@ func (c proc) drain(ctx context.Context, args []string) error {
 	percent := fs.Int("percent", 0, "share of the zone's slots to move off it, `P` from 1 to 100 (server default 100)")
 	step := fs.Int("step", 0, "share of the zone's slots one step moves, `S` from 1 to 100 (server default 10)")
 	every := fs.String("every", "", "time between steps, a duration `D` from 1s to 1h (server default 30s)")
+	dryRun := dryRunFlag(fs)
 	explainFlag(fs, "percent", errNotInteger)
 	explainFlag(fs, "step", errNotInteger)
 	return c.runClient(ctx, fs, o, args, func(pos []string) (clientCall, error) {
@@ -34,7 +35,7 @@ func (c proc) drain(ctx context.Context, args []string) error {
 		if err != nil {
 			return nil, err
 		}
-		if err := needReason(*reason); err != nil {
+		if err := needReason(*reason); err != nil && !*dryRun {
 			return nil, err
 		}
 		req := mcribapi.DrainRequest{Reason: *reason}
@@ -46,6 +47,11 @@ func (c proc) drain(ctx context.Context, args []string) error {
 		}
 		if req.StepInterval, err = stepEvery(fs, every); err != nil {
 			return nil, err
+		}
+		if *dryRun {
+			return func(cl *cli.Client, ctx context.Context) error {
+				return cl.WhatIf(ctx, mcribapi.WhatIfDrain, zone, req)
+			}, nil
 		}
 		return func(cl *cli.Client, ctx context.Context) error { return cl.Drain(ctx, zone, req) }, nil
 	})

@@ -50,6 +50,7 @@ func (a *Server) routes() []route {
 		{http.MethodGet, "/v1/roll", a.getRoll},
 		{http.MethodPut, "/v1/roll", a.auth(a.putRoll)},
 		{http.MethodDelete, "/v1/roll", a.auth(a.deleteRoll)},
+		{http.MethodPost, "/v1/whatif", a.postWhatIf},
 	}
 	dash := dashboardHandler()
 	serveDash := func(w http.ResponseWriter, r *http.Request) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/mcrib/mcrib/internal/bootgate"
 	"github.com/mcrib/mcrib/mcribapi"
 	"github.com/mcrib/mcrib/ratelimit"
+	"github.com/mcrib/mcrib/sim"
 )
 
 // maxBody is the largest request body the API reads.
@@ -165,6 +166,10 @@ type Server struct {
 	// rolls rolls the pool's nodes: the loop when it can (nil: those
 	// routes answer 503).
 	rolls RollOps
+	// whatifs checks a what-if's action, predict simulates it
+	// (whatif.go).
+	whatifs WhatIfOps
+	predict predictor
 }
 
 // New returns the server opts describes. Its error is one of reading
@@ -207,6 +212,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if z, ok := a.loop.(RollOps); ok {
 		a.rolls = z
+	}
+	if z, ok := a.loop.(WhatIfOps); ok {
+		a.whatifs, a.predict = z, oneAtATime(sim.Predict)
 	}
 	a.mountRoutes()
 	return a, nil

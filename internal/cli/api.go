@@ -207,6 +207,20 @@ func (c *API) StopRoll(ctx context.Context) (Answer[mcribapi.RollDoc], error) {
 	return call[mcribapi.RollDoc](ctx, c, http.MethodDelete, "/v1/roll", nil, "the roll document")
 }
 
+// WhatIf sends POST /v1/whatif: the action ("drain", naming zone, or
+// "resize") with req, the action's own request (a DrainRequest or a
+// ResizeRequest). The simulation takes seconds: the call may take up to
+// WhatIfTimeout, whatever Options.Timeout says.
+func (c *API) WhatIf(ctx context.Context, action, zone string, req any) (Answer[mcribapi.Prediction], error) {
+	body, err := whatIfBody(action, zone, req)
+	if err != nil {
+		return Answer[mcribapi.Prediction]{}, err
+	}
+	long := *c
+	long.http = &http.Client{Timeout: max(c.opts.Timeout, WhatIfTimeout), Transport: c.opts.Transport}
+	return call[mcribapi.Prediction](ctx, &long, http.MethodPost, "/v1/whatif", body, "the what-if's prediction")
+}
+
 // ParseAddr turns a base URL or a bare host:port into a base URL without a
 // trailing slash.
 func ParseAddr(s string) (string, error) {
