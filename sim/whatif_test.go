@@ -104,9 +104,9 @@ func TestKeysForMatchesTheHitRate(t *testing.T) {
 // grace of its warming object, at little cost; a pool with too few spares
 // is not, and the prediction says what blocks it. (The simulated pool's
 // misses are those of a full cache: a split's new holder, with a node's
-// memory for half the keys, warms above slot s's hit rate, and the
-// split's convergence rule, within 0.02 of slot s's, holds it to
-// --warm-for, here 2m.)
+// memory for half the keys, warms above slot s's hit rate, which the
+// split's convergence rule counts as caught up, so --warm-for, here 2m,
+// is only the bound.)
 func TestPredictResize(t *testing.T) {
 	ctx := context.Background()
 	resize := Action{Kind: ActionResize, Resize: mcribapi.Resize{NumSlots: 8, Reason: "what if", StepPercent: 50, StepInterval: 10 * time.Second}}

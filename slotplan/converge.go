@@ -10,7 +10,9 @@ import (
 // A once, in every stats interval of the last WarmRule.Window, A's hits
 // (less those of the leader's copy) were under ConvergedShare of B's
 // gets; for a split, whose A also serves slot s, once B's own hit rate
-// was within ConvergedRateGap of slot s's. An interval in which B saw
+// was within ConvergedRateGap of slot s's, or above it (a new holder
+// warmer than slot s, as after a split of a full cache, needs A no more
+// than one as warm). An interval in which B saw
 // fewer than QuietGets gets says nothing either way and passes, so a
 // quiet slot converges at --warm-min. No warming converges before
 // --warm-min has passed since its move. A warming whose warm source is
@@ -23,7 +25,8 @@ const (
 	// under in every interval of the window.
 	ConvergedShare = 0.02
 	// ConvergedRateGap is how close a split's B's hit rate must come to
-	// slot s's in every interval of the window.
+	// slot s's in every interval of the window (from below: a B above
+	// slot s's has caught up).
 	ConvergedRateGap = 0.02
 	// QuietGets is the fewest gets B must see in an interval for the
 	// interval to be judged: under it the interval passes.
@@ -137,7 +140,7 @@ func (c Convergence) Why(r WarmRule, split bool) string {
 // start, or after h.Start when the window begins before it (the
 // intervals before the move are not the warming's). An interval passes when B saw under QuietGets gets, or (not a
 // split) A's hits were under ConvergedShare of B's gets, or (a split) B's
-// hit rate was within ConvergedRateGap of A's. Intervals that began
+// hit rate was within ConvergedRateGap of A's or above it. Intervals that began
 // before h.Start are not judged. A nil h or one without intervals is not
 // converged.
 func (r WarmRule) Judge(h *WarmHistory) Convergence {
@@ -162,7 +165,7 @@ func (r WarmRule) Judge(h *WarmHistory) Convergence {
 		}
 		v.Quiet = false
 		if h.Split {
-			if d := iv.holderRate() - iv.sourceRate(); d < -ConvergedRateGap || d > ConvergedRateGap {
+			if iv.holderRate()-iv.sourceRate() < -ConvergedRateGap {
 				return Convergence{At: at}
 			}
 			if iv.holderRate() < v.HolderRate {

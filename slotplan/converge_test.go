@@ -64,6 +64,7 @@ func TestWarmRuleJudge(t *testing.T) {
 			return warm(i)
 		}), want: true},
 		{name: "a split within 0.02 of slot s", h: history(start, 2*time.Second, 37*time.Second, true, func(int) WarmInterval { return gets(10_000, 0.95, 20_000, 19_300) }), want: true, why: "95.0% against slot s's 96.5%"},
+		{name: "a split warmer than slot s (a full cache split)", h: history(start, 2*time.Second, 37*time.Second, true, func(int) WarmInterval { return gets(10_000, 0.99, 20_000, 18_000) }), want: true},
 		{name: "a split 0.03 below slot s", h: history(start, 2*time.Second, 60*time.Second, true, func(int) WarmInterval { return gets(10_000, 0.93, 20_000, 19_200) })},
 		{name: "a split is not held to the 2% rule", h: history(start, 2*time.Second, 37*time.Second, true, func(int) WarmInterval { return gets(10_000, 0.96, 20_000, 19_400) }), want: true},
 		{name: "the window not covered yet (a gap in the reads)", h: &WarmHistory{Start: start, Intervals: []WarmInterval{
