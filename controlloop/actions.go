@@ -27,7 +27,7 @@ func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 	return out
 }
 
-// unmarkFlushing undoes the marks of returningLocked and owedToFlushLocked
+// unmarkFlushing undoes the marks of returningLocked and owedState.toFlush
 // when the flushes do not happen.
 func (l *Loop) unmarkFlushing(lists ...[]cachenodes.Node) {
 	l.mu.Lock()

@@ -33,7 +33,7 @@ func (l *Loop) syncCopies() {
 			mv := warmcopy.Move{Source: ws.Addr, Target: holder.Addr, Slot: i, NumSlots: m.NumSlots()}
 			keep[mv] = true
 			if !leading || ws.Ended() || !now.Before(ws.ReadsUntil().Add(l.currentShift)) ||
-				!l.answersLocked(ws.NodeID) || !l.answersLocked(holder.ID) || l.owesLocked(ws.NodeID) {
+				!l.answersLocked(ws.NodeID) || !l.answersLocked(holder.ID) || l.owed.owes(ws.NodeID) {
 				continue
 			}
 			moves = append(moves, copyMove{move: mv, source: ws.NodeID, target: holder.ID})

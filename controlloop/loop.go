@@ -181,7 +181,7 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.takeResizeLocked(st)
 	l.placeStepsLocked(now)
 	l.placeResizeStepLocked(now)
-	l.owedBaseLocked(st, now)
+	l.owed.take(st, l.tr, now)
 	return nil
 }
 

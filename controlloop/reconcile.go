@@ -157,7 +157,7 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 	l.placeStepsLocked(now)
 	l.placeResizeStepLocked(now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
-	owed = l.owedBaseLocked(st, now)
+	owed = l.owed.take(st, l.tr, now)
 	l.nodeEventsLocked(r, l.takeVotesLocked(st.Votes, now))
 	return shift, owed
 }
@@ -205,7 +205,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev, r)
-	owed := l.decideFlushesLocked(prev, base, now, r)
+	owed := l.owed.decide(l.tr, prev, base, now, r)
 	incoming := l.incomingViewsLocked(prev, shift, now)
 	nodes := l.tr.views(now)
 	for i := range nodes {
@@ -264,7 +264,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
-	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
+	flush, later := l.owed.toFlush(l.tr, prev, owed, base, in.Frozen)
 	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req,
 		resize: rd, stored: stored}, true
 }

@@ -162,7 +162,7 @@ func (l *Loop) NextDecisionIn() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := l.untilNextStepLocked(now)
-	if f := l.untilFlushDecisionLocked(now); f >= 0 && (d < 0 || f < d) {
+	if f := l.owed.untilDecision(l.tr, now); f >= 0 && (d < 0 || f < d) {
 		d = f
 	}
 	return d, d >= 0

@@ -42,7 +42,7 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 	drained := l.drainedLocked()
 	n := 0
 	for _, v := range l.tr.views(now) {
-		v.OwesFlush = l.owesLocked(v.ID)
+		v.OwesFlush = l.owed.owes(v.ID)
 		if !busy[v.ID] && !taken[v.Addr] && !drained[v.AZ] && v.EligibleSpare() {
 			n++
 		}

@@ -110,7 +110,7 @@ func (l *Loop) Status() mcribapi.Status {
 				ns.HoldRemainingSeconds, ns.HeldUntil = &secs, &until
 			}
 		}
-		owes := l.owesLocked(id)
+		owes := l.owed.owes(id)
 		if l.tr.cfg.LegacyFlush && slot >= 0 && s.needsFlush {
 			owes = true // the old path (revert.FollowerFlush): this process's own mark
 		}

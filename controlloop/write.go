@@ -171,7 +171,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	if keepsResize(l.store) {
 		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
 	}
-	owed := l.settleOwedLocked(d.owed, flushed, next, r)
+	owed := l.owed.settle(l.tr, d.owed, flushed, next, r)
 	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
 		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.givenBackLocked(d.plan))
