@@ -170,8 +170,8 @@ func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time
 		l.noteMovesLocked(l.current, m, now)
 		l.warmth.track(m, now)
 		l.current, l.currentShift = m, shift
-		l.remote.placeWarmings(m, shift)     // placed when first seen, should this process lead
-		l.incomingViewsLocked(m, shift, now) // the same for its announces
+		l.remote.placeWarmings(m, shift)       // placed when first seen, should this process lead
+		l.announces.views(l.tr, m, shift, now) // the same for its announces
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
@@ -206,13 +206,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	l.tr.ensure(prev, now)
 	tripped := l.autoFreezeLocked(prev, r)
 	owed := l.owed.decide(l.tr, prev, base, now, r)
-	incoming := l.incomingViewsLocked(prev, shift, now)
+	incoming := l.announces.views(l.tr, prev, shift, now)
 	nodes := l.tr.views(now)
 	for i := range nodes {
 		if !l.reverted.Reverted(revert.WarmFromOwing) {
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
-		nodes[i].Restarted = l.restartedLocked(nodes[i].ID)
+		nodes[i].Restarted = l.announces.restarted(l.tr, nodes[i].ID)
 	}
 	in := slotplan.Input{
 		Pool:           l.opts.Pool,
@@ -220,7 +220,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Prev:           prev,
 		PrevShift:      shift,
 		WarmEnds:       l.remote.placeWarmings(prev, shift),
-		RewriteEnded:   l.rewriteLocked(),
+		RewriteEnded:   l.announces.rewriteSlots(),
 		NoWriteGrace:   l.reverted.Reverted(revert.EndedWarmingGrace),
 		Incoming:       incoming,
 		Nodes:          nodes,
@@ -251,7 +251,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		// changes holder in it, docs/api.md, "Growing the pool").
 		plan = slotplan.Decide(in)
 	}
-	l.announcingLocked(plan)
+	l.announces.announcing(l.tr, plan)
 	l.health.blocked = plan.Blocked
 	if l.replace.req != nil && plan.Refused != "" {
 		l.replace.out.refused = plan.Refused

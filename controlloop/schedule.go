@@ -118,7 +118,7 @@ func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
 	if l.current == nil {
 		return -1
 	}
-	next := l.untilAnnounceLocked(now)
+	next := l.announces.until(&l.remote, now)
 	if l.freeze.doc != nil {
 		return next
 	}

@@ -85,7 +85,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 			l.mu.Lock()
 			l.health.readMap(wroteAt)
 			if w.SlotMap != nil {
-				l.wroteAnnouncesLocked(d.plan, done, next, wroteAt, doneAt)
+				l.announces.wrote(d.plan, done, next, wroteAt, doneAt)
 			}
 			l.mu.Unlock()
 		}
@@ -121,7 +121,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		r.tracedEvent(e)
 	}
 	l.mu.Lock()
-	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.givenBackLocked(d.plan), now)
+	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.announces.givenBack(d.plan), now)
 	if l.resizes.req != nil && l.resizes.out.refused == nil {
 		l.resizes.out.done = true
 	}
@@ -174,7 +174,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	owed := l.owed.settle(l.tr, d.owed, flushed, next, r)
 	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
-		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.givenBackLocked(d.plan))
+		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.announces.givenBack(d.plan))
 	}
 	if !l.reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
 		w.Flushes = flushesDoc(owed)
