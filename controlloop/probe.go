@@ -274,7 +274,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 		out[w.NodeID] = wc
 		z.nodes[w.NodeID] = wc
 	}
-	l.observeZonesLocked(now, zones)
+	l.zones.observe(now, zones)
 	l.readWarmingsLocked()
 	return out, slots
 }

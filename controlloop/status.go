@@ -143,10 +143,7 @@ func (l *Loop) Status() mcribapi.Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b mcribapi.NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
-	st.Zones = l.zonesLocked(st.Nodes, now)
-	for i := range st.Zones {
-		_, st.Zones[i].Alert = l.zones.alerting[st.Zones[i].Zone]
-	}
+	st.Zones = l.zones.statuses(st.Nodes, l.drainsLocked(now))
 	st.ZoneAlert = l.zones.alert
 	if r := l.resizeAnswerLocked(now); r.Resize != nil {
 		st.Resize = r.Resize
