@@ -131,7 +131,7 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 	p := pass{st: st, now: now}
 	p.lease, p.leading = l.lead.Lease()
 	shift, base := l.takeInLocked(st, now, r)
-	p.vote = l.voteDueLocked(member, hasMember)
+	p.vote = l.votes.due(l.opts.ReplicaID, l.tr, member, hasMember)
 	if !p.leading {
 		l.followLocked(st.SlotMap, shift, now, r)
 		r.serve(l.current)
@@ -158,7 +158,7 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 	l.placeResizeStepLocked(now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	owed = l.owed.take(st, l.tr, now)
-	l.nodeEventsLocked(r, l.takeVotesLocked(st.Votes, now))
+	l.nodeEventsLocked(r, l.votes.take(l.opts.ReplicaID, st.Votes, &l.remote, l.tr, now))
 	return shift, owed
 }
 
