@@ -131,6 +131,7 @@ func New(opts Options) (*Loop, error) {
 			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
+		moves:   plannedMoves{settle: settleAfterMove(opts)},
 	}
 	l.slots.Store(int64(opts.NumSlots))
 	l.copies = newWarmCopies(nil, opts.Clock, func(ctx context.Context) error {

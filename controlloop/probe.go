@@ -241,7 +241,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 			z.slots.Unreadable++
 			continue
 		}
-		c.Planned = l.plannedLocked(i, now)
+		c.Planned = l.moves.planned(l.current, i, now)
 		out[n.ID] = c
 		z.nodes[n.ID] = c
 		w := l.current.Warming(i)

@@ -167,7 +167,7 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 // automatic freeze found. l.mu must be held.
 func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time, r *report) {
 	if m != nil {
-		l.noteMovesLocked(l.current, m, now)
+		l.moves.note(l.tr, l.current, m, now)
 		l.warmth.track(m, now)
 		l.current, l.currentShift = m, shift
 		l.remote.placeWarmings(m, shift)       // placed when first seen, should this process lead

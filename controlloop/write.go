@@ -212,7 +212,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	if w.SlotMap != nil {
 		l.remote.wroteMap(next)
 	}
-	l.noteMovesLocked(d.prev, next, now)
+	l.moves.note(l.tr, d.prev, next, now)
 	l.warmth.track(next, now)
 	l.current = next
 	l.owed.wrote(owed, l.reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
