@@ -203,7 +203,7 @@ func (l *Loop) flushOwed(ctx context.Context, nodes []cachenodes.Node, r *report
 	flushed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		err := l.opts.Prober.Flush(ctx, n.Addr)
-		l.setFlushing(n.ID, false)
+		l.setFlushing(false, n)
 		if err != nil {
 			r.log(slog.LevelWarn, "flushing a node that owes a flush failed; retrying next pass", "node", n.ID, "addr", n.Addr, "err", err)
 			continue

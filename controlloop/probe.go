@@ -227,7 +227,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 			zones[n.AZ] = z
 		}
 		z.slots.Total++
-		if l.unservedLocked(n) {
+		if l.tr.unserved(n) {
 			slots.Unserved++
 			z.slots.Unserved++
 			continue

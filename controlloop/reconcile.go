@@ -105,9 +105,9 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 		defer l.mu.Unlock()
 		var ce *CorruptError
 		if errors.As(err, &ce) {
-			l.setCorruptLocked(ce.Keys)
+			l.health.sawCorrupt(ce.Keys)
 		}
-		l.setPassErrorLocked(err, !isKVRefusal(err))
+		l.health.failed(err, !isKVRefusal(err))
 		return pass{}, err
 	}
 	if err := l.checkSlots(st.SlotMap); err != nil {
@@ -122,10 +122,10 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.health.readMap(readAt)
-	l.setCorruptLocked(st.Corrupt)
+	l.health.sawCorrupt(st.Corrupt)
 	if err := l.checkStored(st.SlotMap, l.current); err != nil {
 		r.log(slog.LevelError, "refusing the stored slot map", "err", err)
-		l.setPassErrorLocked(err, false)
+		l.health.failed(err, false)
 		return pass{}, err
 	}
 	p := pass{st: st, now: now}
@@ -260,7 +260,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	if !in.Frozen && l.tr.cfg.LegacyFlush {
 		// The old path (revert.FollowerFlush): the nodes this process
 		// marked itself from its own probe timing.
-		returning = l.returningLocked(prev)
+		returning = l.tr.returning(prev)
 	}
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.

@@ -51,7 +51,7 @@ func (l *Loop) Status() mcribapi.Status {
 			if n.IsZero() {
 				st.VacantSlots++
 			}
-			if l.unservedLocked(n) {
+			if l.tr.unserved(n) {
 				st.SlotsUnserved++
 			}
 		}
@@ -152,15 +152,15 @@ func (l *Loop) Status() mcribapi.Status {
 	return st
 }
 
-// unservedLocked reports whether a slot held by n (the zero Node: vacant)
+// unserved reports whether a slot held by n (the zero Node: vacant)
 // has no live holder: vacant, or its holder unreachable by the pool's
 // verdict. The status's slots_unserved and the hit rate (HitCounters)
-// count the same slots. l.mu must be held.
-func (l *Loop) unservedLocked(n cachenodes.Node) bool {
+// count the same slots.
+func (t *tracker) unserved(n cachenodes.Node) bool {
 	if n.IsZero() {
 		return true
 	}
-	s, ok := l.tr.nodes[n.ID]
+	s, ok := t.nodes[n.ID]
 	return ok && !s.reachable
 }
 

@@ -47,7 +47,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		// may have been replaced meanwhile).
 		confirmed, err := l.lead.Confirm(ctx)
 		if err != nil {
-			l.unmarkFlushing(d.returning, d.flush)
+			l.setFlushing(false, slices.Concat(d.returning, d.flush)...)
 			if errors.Is(err, leader.ErrNotLeader) {
 				r.log(slog.LevelWarn, "this process lost the leader lock; stepping down, nothing flushed")
 				return Result{Outcome: mcribapi.OutcomeFollower}, nil
