@@ -148,7 +148,10 @@ func (l *Loop) Status() mcribapi.Status {
 	if r := l.resizeAnswerLocked(now); r.Resize != nil {
 		st.Resize = r.Resize
 	}
-	st.Capacity = l.capacityLocked(now)
+	if l.current != nil {
+		nodes, spares := l.capacityCountsLocked(now)
+		st.Capacity = l.capacity.status(l.current.NumSlots(), nodes, spares, now)
+	}
 	return st
 }
 
