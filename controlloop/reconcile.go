@@ -235,9 +235,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Split:          split,
 		DiscoveryFault: l.tr.fault != "",
 		SplitsPaused:   len(l.drainedLocked()) > 0,
-	}
-	if l.replace.req != nil {
-		in.Replace = l.replace.req.id
+		Replace:        l.replace.node(),
 	}
 	if l.opts.Converge != nil {
 		in.Warmth, in.WarmRule = l.warmth.histories(), *l.opts.Converge
@@ -253,9 +251,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	}
 	l.announces.announcing(l.tr, plan)
 	l.health.blocked = plan.Blocked
-	if l.replace.req != nil && plan.Refused != "" {
-		l.replace.out.refused = plan.Refused
-	}
+	l.replace.refused(plan.Refused)
 	var returning []cachenodes.Node
 	if !in.Frozen && l.tr.cfg.LegacyFlush {
 		// The old path (revert.FollowerFlush): the nodes this process

@@ -480,16 +480,14 @@ func (l *Loop) resizeOp(ctx context.Context, req *resizeRequest) (mcribapi.Resiz
 	if !keepsResize(l.store) {
 		return mcribapi.ResizeDoc{}, errors.New("controlloop: this store keeps no resize document")
 	}
-	l.passMu.Lock()
-	defer l.passMu.Unlock()
-	l.mu.Lock()
-	l.resizes.req, l.resizes.out = req, resizeOutcome{}
-	l.mu.Unlock()
-	res, err := l.reconcile(ctx)
-	l.mu.Lock()
-	out := l.resizes.out
-	l.resizes.req, l.resizes.out = nil, resizeOutcome{}
-	l.mu.Unlock()
+	var out resizeOutcome
+	res, err := l.operatorPass(ctx, func() error {
+		l.resizes.req, l.resizes.out = req, resizeOutcome{}
+		return nil
+	}, func() {
+		out = l.resizes.out
+		l.resizes.req, l.resizes.out = nil, resizeOutcome{}
+	})
 	switch {
 	case out.refused != nil:
 		return mcribapi.ResizeDoc{}, out.refused

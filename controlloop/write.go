@@ -238,7 +238,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 		left = l.readySparesLocked(now)
 	}
 	a.tookLast = tookLastSpare(done, a.drained, left)
-	l.noteReplaceLocked(d.plan, done, next, left, a.tookLast)
+	l.replace.wrote(done, next, l.opts.WarmFor > 0, left, a.tookLast, l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
 	return a
 }
 
