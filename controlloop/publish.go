@@ -157,7 +157,7 @@ func addSpanEvent(span trace.Span, e mcribapi.Event) {
 // serveMap hands m, the loop's map after a pass, to the outputs: the
 // mcrouter and twemproxy configs and the watchers of Changed.
 func (l *Loop) serveMap(m *cachenodes.SlotMap) {
-	l.writeRouterConfig(m)
-	l.writeTwemproxyConfig(m)
-	l.notifyChanged(m)
+	l.out.writeRouterConfig(l.opts, m)
+	l.out.writeTwemproxyConfig(l.opts, m)
+	l.out.notifyChanged(m)
 }
