@@ -23,7 +23,7 @@ type capacityWatch struct {
 // capacityCountsLocked returns the present nodes outside drained zones and
 // the ready spares among them, at now. l.mu must be held.
 func (l *Loop) capacityCountsLocked(now time.Time) (nodes, spares int) {
-	drained := l.drainedLocked()
+	drained := l.drains.drained()
 	for _, v := range l.tr.views(now) {
 		if v.Present && !v.Maintenance && !drained[v.AZ] {
 			nodes++

@@ -132,6 +132,7 @@ func New(opts Options) (*Loop, error) {
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
 		moves:   plannedMoves{settle: settleAfterMove(opts)},
+		drains:  drainState{probe: opts.ProbeInterval},
 	}
 	l.slots.Store(int64(opts.NumSlots))
 	l.copies = newWarmCopies(nil, opts.Clock, func(ctx context.Context) error {
@@ -178,9 +179,9 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.current, l.freeze.doc, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
-	l.takeDrainLocked(st)
+	l.drains.take(st)
 	l.takeResizeLocked(st)
-	l.placeStepsLocked(now)
+	l.drains.placeSteps(&l.remote, now)
 	l.placeResizeStepLocked(now)
 	l.owed.take(st, l.tr, now)
 	return nil

@@ -152,9 +152,9 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.Duration, owed []OwedFlush) {
 	l.health.consulErr = nil
 	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
-	l.takeDrainLocked(st)
+	l.drains.take(st)
 	l.takeResizeLocked(st)
-	l.placeStepsLocked(now)
+	l.drains.placeSteps(&l.remote, now)
 	l.placeResizeStepLocked(now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	owed = l.owed.take(st, l.tr, now)
@@ -228,13 +228,13 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		OperatorFrozen: st.Freeze != nil,
 		Budget:         l.adoptedBudgetLocked(st, shift, now),
 		Ceiling:        l.opts.MaxReplacementsPerMinute,
-		Drained:        l.drainedLocked(),
-		Steps:          l.dueStepsLocked(prev, now),
+		Drained:        l.drains.drained(),
+		Steps:          l.drains.dueSteps(l.tr, &l.remote, prev, now),
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 		Split:          split,
 		DiscoveryFault: l.tr.fault != "",
-		SplitsPaused:   len(l.drainedLocked()) > 0,
+		SplitsPaused:   len(l.drains.drained()) > 0,
 		Replace:        l.replace.node(),
 	}
 	if l.opts.Converge != nil {

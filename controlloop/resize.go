@@ -298,7 +298,7 @@ func (l *Loop) splitDueLocked(e *mcribapi.ResizeEntry, prev *cachenodes.SlotMap,
 // now), or a negative duration when none is pending. l.mu must be held.
 func (l *Loop) untilSplitLocked(e *mcribapi.ResizeEntry, prev *cachenodes.SlotMap, now time.Time) time.Duration {
 	if e == nil || l.resizes.corrupt || prev == nil || prev.NumSlots() != e.To || prev.NumTwins() == 0 ||
-		e.State == mcribapi.ResizeStopped || e.State == mcribapi.ResizeDone || len(l.drainedLocked()) > 0 {
+		e.State == mcribapi.ResizeStopped || e.State == mcribapi.ResizeDone || len(l.drains.drained()) > 0 {
 		return -1
 	}
 	d := time.Duration(0)

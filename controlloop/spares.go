@@ -39,7 +39,7 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 			}
 		}
 	}
-	drained := l.drainedLocked()
+	drained := l.drains.drained()
 	n := 0
 	for _, v := range l.tr.views(now) {
 		v.OwesFlush = l.owed.owes(v.ID)

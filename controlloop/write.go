@@ -166,13 +166,13 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 // flushes that end. l.mu must be held.
 func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush, []mcribapi.Event) {
 	var w PoolWrite
-	drain := l.nextDrainLocked(next, d.plan.Steps, done, d.plan.Serves, now)
+	drain := l.drains.next(l.tr, next, d.plan.Steps, done, d.plan.Serves, now)
 	var events []mcribapi.Event
 	if keepsResize(l.store) {
 		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
 	}
 	owed := l.owed.settle(l.tr, d.owed, flushed, next, r)
-	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
+	l.drains.noteBlocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
 		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.announces.givenBack(d.plan))
 	}
@@ -218,7 +218,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	l.owed.wrote(owed, l.reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
 	var a adopted
 	if w.Drain != nil {
-		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
+		a.over, a.kept = l.drains.wrote(w.Drain, next, &l.remote, now)
 	}
 	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
 	if w.SlotMap != nil {
@@ -232,7 +232,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	l.tr.prune(next, now)
 	l.health.passed(now)
 	l.noteCapacityLocked(now)
-	a.drained = l.drainedLocked()
+	a.drained = l.drains.drained()
 	left := -1 // the ready spares after the pass, counted when it placed
 	if len(done) > 0 {
 		left = l.readySparesLocked(now)
