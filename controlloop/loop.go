@@ -133,6 +133,7 @@ func New(opts Options) (*Loop, error) {
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
 		moves:   plannedMoves{settle: settleAfterMove(opts)},
 		drains:  drainState{probe: opts.ProbeInterval},
+		resizes: resizeState{probe: opts.ProbeInterval},
 	}
 	l.slots.Store(int64(opts.NumSlots))
 	l.copies = newWarmCopies(nil, opts.Clock, func(ctx context.Context) error {
@@ -180,9 +181,9 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
 	l.drains.take(st)
-	l.takeResizeLocked(st)
+	l.resizes.take(st)
 	l.drains.placeSteps(&l.remote, now)
-	l.placeResizeStepLocked(now)
+	l.resizes.placeStep(&l.remote, now)
 	l.owed.take(st, l.tr, now)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/mcribapi"
@@ -153,9 +154,9 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 	l.health.consulErr = nil
 	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
 	l.drains.take(st)
-	l.takeResizeLocked(st)
+	l.resizes.take(st)
 	l.drains.placeSteps(&l.remote, now)
-	l.placeResizeStepLocked(now)
+	l.resizes.placeStep(&l.remote, now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	owed = l.owed.take(st, l.tr, now)
 	l.nodeEventsLocked(r, l.votes.take(l.opts.ReplicaID, st.Votes, &l.remote, l.tr, now))
@@ -200,7 +201,9 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	numSlots, split := l.numSlots(), 0
 	var rd resizeDecision
 	if prev != nil {
-		prev, split, rd = l.resizeDecideLocked(st, prev, now)
+		from := prev
+		conflict := func(fresh bool) error { return l.resizeConflictLocked(st, from, now, fresh) }
+		prev, split, rd = l.resizes.decide(prev, conflict, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Resize(), len(l.drains.drained()) > 0, &l.remote, now)
 		numSlots = prev.NumSlots()
 	}
 	l.tr.ensure(prev, now)

@@ -133,7 +133,7 @@ func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
 	if l.freeze.doc != nil {
 		return next
 	}
-	if d := l.untilSplitLocked(l.resizes.entry, l.current, now); d >= 0 && (next < 0 || d < next) {
+	if d := l.resizes.untilSplit(l.resizes.entry, l.current, len(l.drains.drained()) > 0, &l.remote, now); d >= 0 && (next < 0 || d < next) {
 		next = d
 	}
 	if d := l.drains.untilNextStep(l.tr, &l.remote, l.current, now); d >= 0 && (next < 0 || d < next) {

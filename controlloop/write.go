@@ -122,9 +122,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 	}
 	l.mu.Lock()
 	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.announces.givenBack(d.plan), now)
-	if l.resizes.req != nil && l.resizes.out.refused == nil {
-		l.resizes.out.done = true
-	}
+	l.resizes.written()
 	l.mu.Unlock()
 	if a.tookLast && w.SlotMap != nil {
 		lastSpareEvent(r, done, a.drained)
@@ -169,7 +167,7 @@ func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap
 	drain := l.drains.next(l.tr, next, d.plan.Steps, done, d.plan.Serves, now)
 	var events []mcribapi.Event
 	if keepsResize(l.store) {
-		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
+		w.Resize, events = l.resizes.next(d.resize, d.plan, next, done, l.drains.doc, l.tr.fault, &l.remote, now)
 	}
 	owed := l.owed.settle(l.tr, d.owed, flushed, next, r)
 	l.drains.noteBlocked(d.in.Steps, d.plan.Steps, now)
@@ -220,7 +218,7 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	if w.Drain != nil {
 		a.over, a.kept = l.drains.wrote(w.Drain, next, &l.remote, now)
 	}
-	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
+	l.resizes.wrote(w.Resize, d.plan.Split, &l.remote, now)
 	if w.SlotMap != nil {
 		for _, t := range givenBack {
 			l.ceiling.GiveBack(t)
