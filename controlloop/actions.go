@@ -11,13 +11,13 @@ import (
 	"github.com/mcrib/mcrib/slotplan"
 )
 
-// returningLocked lists the slot holders of m that answer again after an
+// returning lists the slot holders of m that answer again after an
 // unreachability that needs a flush, in the order of their IDs (so that a
 // pass flushes them in an order fixed by what it saw, not by how a map
-// iterates), and marks them flushing. l.mu must be held.
-func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
+// iterates), and marks them flushing.
+func (t *tracker) returning(m *cachenodes.SlotMap) []cachenodes.Node {
 	var out []cachenodes.Node
-	for id, s := range l.tr.nodes {
+	for id, s := range t.nodes {
 		if s.needsFlush && s.reachable && m != nil && m.SlotOf(id) >= 0 {
 			s.flushing = true
 			out = append(out, s.node)
@@ -25,20 +25,6 @@ func (l *Loop) returningLocked(m *cachenodes.SlotMap) []cachenodes.Node {
 	}
 	slices.SortFunc(out, func(a, b cachenodes.Node) int { return cmp.Compare(a.ID, b.ID) })
 	return out
-}
-
-// unmarkFlushing undoes the marks of returningLocked and owedToFlushLocked
-// when the flushes do not happen.
-func (l *Loop) unmarkFlushing(lists ...[]cachenodes.Node) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, nodes := range lists {
-		for _, n := range nodes {
-			if s, ok := l.tr.nodes[n.ID]; ok {
-				s.flushing = false
-			}
-		}
-	}
 }
 
 // flushReturning flushes slot holders that may have missed deletes while
@@ -75,9 +61,9 @@ func (l *Loop) place(ctx context.Context, plan slotplan.Plan, r *report) []slotp
 	}
 	done := make([]slotplan.Placement, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
-		l.setFlushing(p.Node.ID, true)
+		l.setFlushing(true, p.Node)
 		err := l.opts.Prober.Flush(ctx, p.Node.Addr)
-		l.setFlushing(p.Node.ID, false)
+		l.setFlushing(false, p.Node)
 		if err != nil {
 			r.log(slog.LevelWarn, "flushing a spare before placing it failed; it is not placed", "node", p.Node.ID, "slot", p.Slot, "err", err)
 			continue
@@ -90,11 +76,16 @@ func (l *Loop) place(ctx context.Context, plan slotplan.Plan, r *report) []slotp
 	return done
 }
 
-func (l *Loop) setFlushing(id string, on bool) {
+// setFlushing marks nodes flushing (on) or not: a flush of them is under
+// way, or it ended (or did not happen: the marks of tracker.returning and
+// owedState.toFlush are undone so).
+func (l *Loop) setFlushing(on bool, nodes ...cachenodes.Node) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s, ok := l.tr.nodes[id]; ok {
-		s.flushing = on
+	for _, n := range nodes {
+		if s, ok := l.tr.nodes[n.ID]; ok {
+			s.flushing = on
+		}
 	}
 }
 

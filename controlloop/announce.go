@@ -26,7 +26,8 @@ import (
 // ended_at again.
 
 // announceState is what this process knows of the announces and ended
-// warmings beyond the map. It is guarded by the Loop's mutex.
+// warmings beyond the map. Its zero value knows none; it is not safe for
+// concurrent use (the Loop's mutex guards it).
 type announceState struct {
 	// own are the announces this process wrote, by slot.
 	own map[int]ownAnnounce
@@ -58,14 +59,13 @@ type seenAnnounce struct {
 	at     time.Time     // when this process first saw it
 }
 
-// incomingViewsLocked returns what this process knows of the announces of
-// m, whose instants shift places on this clock, at now: one entry per slot
-// (nil when none is announced). It forgets the announces m no longer has
-// and marks the restarts of the incoming nodes and warming holders it
-// sees for the first time. l.mu must be held.
-func (l *Loop) incomingViewsLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time) []slotplan.IncomingView {
-	a := &l.announces
-	l.markRestartsLocked(m)
+// views returns what this process knows of the announces of m, whose
+// instants shift places on this clock, at now, with the verdicts of tr:
+// one entry per slot (nil when none is announced). It forgets the
+// announces m no longer has and marks the restarts of the incoming nodes
+// and warming holders it sees for the first time.
+func (a *announceState) views(tr *tracker, m *cachenodes.SlotMap, shift time.Duration, now time.Time) []slotplan.IncomingView {
+	a.markRestarts(tr, m)
 	if m == nil || !m.AnyIncoming() {
 		a.own, a.seen = nil, nil
 		return nil
@@ -91,7 +91,7 @@ func (l *Loop) incomingViewsLocked(m *cachenodes.SlotMap, shift time.Duration, n
 			a.seen[i] = s
 		}
 		holder := m.Slot(i)
-		out[i] = slotplan.IncomingView{ServesAt: s.serves, Judged: l.tr.haveAnswer && l.judgedSince(ni.NodeID, s.at) && (holder.IsZero() || l.judgedSince(holder.ID, s.at))}
+		out[i] = slotplan.IncomingView{ServesAt: s.serves, Judged: tr.haveAnswer && tr.judgedSince(ni.NodeID, s.at) && (holder.IsZero() || tr.judgedSince(holder.ID, s.at))}
 	}
 	for i := range a.own {
 		if !keep[i] {
@@ -107,21 +107,19 @@ func (l *Loop) incomingViewsLocked(m *cachenodes.SlotMap, shift time.Duration, n
 }
 
 // judgedSince reports whether this process probed node id since at (a
-// reading, or a failure): its own verdict, not one inherited. l.mu must
-// be held.
-func (l *Loop) judgedSince(id string, at time.Time) bool {
-	s, ok := l.tr.nodes[id]
+// reading, or a failure): its own verdict, not one inherited.
+func (t *tracker) judgedSince(id string, at time.Time) bool {
+	s, ok := t.nodes[id]
 	if !ok || !s.probed {
 		return false
 	}
 	return !s.statsAt.Before(at) || !s.lastFailed.Before(at)
 }
 
-// markRestartsLocked marks the restarts of each incoming node and warming
-// holder of m not marked yet, and forgets the marks of nodes that are
-// neither any more. l.mu must be held.
-func (l *Loop) markRestartsLocked(m *cachenodes.SlotMap) {
-	a := &l.announces
+// markRestarts marks the restarts (as tr counts them) of each incoming
+// node and warming holder of m not marked yet, and forgets the marks of
+// nodes that are neither any more.
+func (a *announceState) markRestarts(tr *tracker, m *cachenodes.SlotMap) {
 	keep := map[string]bool{}
 	if m != nil && (m.AnyIncoming() || m.AnyWarming()) {
 		for i := range m.NumSlots() {
@@ -142,7 +140,7 @@ func (l *Loop) markRestartsLocked(m *cachenodes.SlotMap) {
 		if _, ok := a.marks[id]; ok {
 			continue
 		}
-		if s := l.tr.nodes[id]; s != nil {
+		if s := tr.nodes[id]; s != nil {
 			if a.marks == nil {
 				a.marks = make(map[string]uint64)
 			}
@@ -151,25 +149,24 @@ func (l *Loop) markRestartsLocked(m *cachenodes.SlotMap) {
 	}
 }
 
-// restartedLocked reports whether node id's memcached restarted since
-// this process marked it (its flush, or its first sight as an incoming
-// node or a warming holder). l.mu must be held.
-func (l *Loop) restartedLocked(id string) bool {
-	mark, ok := l.announces.marks[id]
-	s := l.tr.nodes[id]
+// restarted reports whether node id's memcached restarted (as tr counts
+// its restarts) since this process marked it (its flush, or its first
+// sight as an incoming node or a warming holder).
+func (a *announceState) restarted(tr *tracker, id string) bool {
+	mark, ok := a.marks[id]
+	s := tr.nodes[id]
 	return ok && s != nil && s.restarts > mark
 }
 
-// announcingLocked marks, before the flushes of the announces in plan,
-// the restarts their nodes have had: a restart after the flush is one
-// more. l.mu must be held.
-func (l *Loop) announcingLocked(plan slotplan.Plan) {
+// announcing marks, before the flushes of the announces in plan, the
+// restarts their nodes have had (as tr counts them): a restart after the
+// flush is one more.
+func (a *announceState) announcing(tr *tracker, plan slotplan.Plan) {
 	if plan.FirstFill {
 		return
 	}
-	a := &l.announces
 	for _, p := range plan.Placements {
-		if s := l.tr.nodes[p.Node.ID]; s != nil {
+		if s := tr.nodes[p.Node.ID]; s != nil {
 			if a.marks == nil {
 				a.marks = make(map[string]uint64)
 			}
@@ -178,13 +175,11 @@ func (l *Loop) announcingLocked(plan slotplan.Plan) {
 	}
 }
 
-// wroteAnnouncesLocked records what a written map next holds of this
-// process's pass: the announces done, serving no earlier than
-// AnnounceLead after the write completed (done at wroteAt, on this
-// clock), and the ended warmings whose write took longer than ClockSkew
-// (from start), to write again. l.mu must be held.
-func (l *Loop) wroteAnnouncesLocked(plan slotplan.Plan, done []slotplan.Placement, next *cachenodes.SlotMap, start, wroteAt time.Time) {
-	a := &l.announces
+// wrote records what a written map next holds of this process's pass:
+// the announces done, serving no earlier than AnnounceLead after the write
+// completed (done at wroteAt, on this clock), and the ended warmings whose
+// write took longer than ClockSkew (from start), to write again.
+func (a *announceState) wrote(plan slotplan.Plan, done []slotplan.Placement, next *cachenodes.SlotMap, start, wroteAt time.Time) {
 	if !plan.FirstFill {
 		for _, p := range done {
 			ni := next.Incoming(p.Slot)
@@ -229,31 +224,31 @@ func (l *Loop) wroteAnnouncesLocked(plan slotplan.Plan, done []slotplan.Placemen
 	}
 }
 
-// rewriteLocked returns the slots whose ended_at the next write writes
-// again (nil when none). l.mu must be held.
-func (l *Loop) rewriteLocked() map[int]bool {
-	if len(l.announces.rewrite) == 0 {
+// rewriteSlots returns the slots whose ended_at the next write writes
+// again (nil when none).
+func (a *announceState) rewriteSlots() map[int]bool {
+	if len(a.rewrite) == 0 {
 		return nil
 	}
-	out := make(map[int]bool, len(l.announces.rewrite))
-	for i := range l.announces.rewrite {
+	out := make(map[int]bool, len(a.rewrite))
+	for i := range a.rewrite {
 		out[i] = true
 	}
 	return out
 }
 
-// givenBackLocked returns the replacement times the drops of plan give
-// back, as the ceiling holds them: an own announce counted at its write
-// (serves_at − AnnounceLead on this clock), another leader's at that
-// instant placed as its map placed it. l.mu must be held.
-func (l *Loop) givenBackLocked(plan slotplan.Plan) []time.Time {
+// givenBack returns the replacement times the drops of plan give back, as
+// the ceiling holds them: an own announce counted at its write (serves_at
+// − AnnounceLead on this clock), another leader's at that instant placed
+// as its map placed it.
+func (a *announceState) givenBack(plan slotplan.Plan) []time.Time {
 	var out []time.Time
 	for _, d := range plan.Drops {
 		if !d.GiveBack {
 			continue
 		}
 		at := d.ServesAt.Add(-cachenodes.AnnounceLead)
-		if s, ok := l.announces.seen[d.Slot]; ok && s.raw.Equal(d.ServesAt) {
+		if s, ok := a.seen[d.Slot]; ok && s.raw.Equal(d.ServesAt) {
 			at = at.Add(s.shift)
 		}
 		out = append(out, at)
@@ -261,24 +256,24 @@ func (l *Loop) givenBackLocked(plan slotplan.Plan) []time.Time {
 	return out
 }
 
-// untilAnnounceLocked returns how long until the earliest announce of the
-// current map may serve, or a warming object of it is removed (0: now),
-// or a negative duration when neither is pending: the leader's pass is
-// due then. l.mu must be held.
-func (l *Loop) untilAnnounceLocked(now time.Time) time.Duration {
+// until returns how long until the earliest announce of the current map
+// may serve, or a warming object of it placed by remote is removed (0:
+// now), or a negative duration when neither is pending: the leader's pass
+// is due then.
+func (a *announceState) until(remote *remoteClock, now time.Time) time.Duration {
 	next := time.Duration(-1)
 	at := func(t time.Time) {
 		if d := max(t.Sub(now), 0); next < 0 || d < next {
 			next = d
 		}
 	}
-	for _, o := range l.announces.own {
+	for _, o := range a.own {
 		at(o.serves)
 	}
-	for _, s := range l.announces.seen {
+	for _, s := range a.seen {
 		at(s.serves)
 	}
-	for _, w := range l.remote.warms {
+	for _, w := range remote.warms {
 		at(w.local.Add(cachenodes.WarmWriteGrace))
 	}
 	return next

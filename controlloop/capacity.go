@@ -14,6 +14,8 @@ import (
 
 // capacityWatch remembers since when more than a quarter of the present
 // nodes outside drained zones have been ready spares (zero: they are not).
+// Its zero value has seen no pass; it is not safe for concurrent use (the
+// Loop's mutex guards it).
 type capacityWatch struct {
 	since time.Time
 }
@@ -21,7 +23,7 @@ type capacityWatch struct {
 // capacityCountsLocked returns the present nodes outside drained zones and
 // the ready spares among them, at now. l.mu must be held.
 func (l *Loop) capacityCountsLocked(now time.Time) (nodes, spares int) {
-	drained := l.drainedLocked()
+	drained := l.drains.drained()
 	for _, v := range l.tr.views(now) {
 		if v.Present && !v.Maintenance && !drained[v.AZ] {
 			nodes++
@@ -33,33 +35,37 @@ func (l *Loop) capacityCountsLocked(now time.Time) (nodes, spares int) {
 // outgrown reports whether more than a quarter of nodes are ready spares.
 func outgrown(nodes, spares int) bool { return nodes > 0 && 4*spares > nodes }
 
-// noteCapacityLocked updates since when the pool has outgrown its slots,
-// after a pass at now. l.mu must be held.
-func (l *Loop) noteCapacityLocked(now time.Time) {
-	if l.current == nil {
-		return
-	}
-	switch nodes, spares := l.capacityCountsLocked(now); {
+// note updates since when the pool has outgrown its slots, after a pass
+// at now that counted nodes present outside drained zones and spares
+// ready spares among them.
+func (c *capacityWatch) note(nodes, spares int, now time.Time) {
+	switch {
 	case !outgrown(nodes, spares):
-		l.capacity.since = time.Time{}
-	case l.capacity.since.IsZero():
-		l.capacity.since = now
+		c.since = time.Time{}
+	case c.since.IsZero():
+		c.since = now
 	}
 }
 
-// capacityLocked returns the status document's capacity at now; nil
-// before a map is known. l.mu must be held.
-func (l *Loop) capacityLocked(now time.Time) *mcribapi.Capacity {
-	if l.current == nil {
-		return nil
+// status returns the status document's capacity at now of a pool of
+// slots slots, nodes present outside drained zones and spares ready
+// spares among them.
+func (c *capacityWatch) status(slots, nodes, spares int, now time.Time) *mcribapi.Capacity {
+	out := &mcribapi.Capacity{Slots: slots, Nodes: nodes, SparesReady: spares}
+	if outgrown(nodes, spares) && !c.since.IsZero() {
+		d := now.Sub(c.since).Round(time.Second).String()
+		out.SparesFor = &d
 	}
-	nodes, spares := l.capacityCountsLocked(now)
-	c := &mcribapi.Capacity{Slots: l.current.NumSlots(), Nodes: nodes, SparesReady: spares}
-	if outgrown(nodes, spares) && !l.capacity.since.IsZero() {
-		d := now.Sub(l.capacity.since).Round(time.Second).String()
-		c.SparesFor = &d
+	return out
+}
+
+// noteCapacityLocked updates since when the pool has outgrown its slots,
+// after a pass at now. l.mu must be held.
+func (l *Loop) noteCapacityLocked(now time.Time) {
+	if l.current != nil {
+		nodes, spares := l.capacityCountsLocked(now)
+		l.capacity.note(nodes, spares, now)
 	}
-	return c
 }
 
 // Capacity returns the slot count and the ready spares now, for the

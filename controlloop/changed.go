@@ -21,18 +21,18 @@ func (l *Loop) Changed() <-chan struct{} {
 
 // notifyChanged closes the channel of Changed when m differs from the map
 // it last published.
-func (l *Loop) notifyChanged(m *cachenodes.SlotMap) {
+func (o *outputs) notifyChanged(m *cachenodes.SlotMap) {
 	if m == nil {
 		return
 	}
-	l.out.mu.Lock()
-	defer l.out.mu.Unlock()
-	if p := l.out.published; p != nil && p.Equal(m) && p.UpdatedAt().Equal(m.UpdatedAt()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p := o.published; p != nil && p.Equal(m) && p.UpdatedAt().Equal(m.UpdatedAt()) {
 		return
 	}
-	l.out.published = m
-	if l.out.changed != nil {
-		close(l.out.changed)
-		l.out.changed = nil
+	o.published = m
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
 	}
 }

@@ -47,7 +47,7 @@ func TestChanged(t *testing.T) {
 		if again := l.Changed(); again != ch {
 			t.Fatalf("%s: two calls without a change return different channels", s.name)
 		}
-		l.notifyChanged(s.m)
+		l.out.notifyChanged(s.m)
 		select {
 		case <-ch:
 			if !s.closes {

@@ -33,7 +33,7 @@ func (l *Loop) syncCopies() {
 			mv := warmcopy.Move{Source: ws.Addr, Target: holder.Addr, Slot: i, NumSlots: m.NumSlots()}
 			keep[mv] = true
 			if !leading || ws.Ended() || !now.Before(ws.ReadsUntil().Add(l.currentShift)) ||
-				!l.answersLocked(ws.NodeID) || !l.answersLocked(holder.ID) || l.owesLocked(ws.NodeID) {
+				!l.tr.answers(ws.NodeID) || !l.tr.answers(holder.ID) || l.owed.owes(ws.NodeID) {
 				continue
 			}
 			moves = append(moves, copyMove{move: mv, source: ws.NodeID, target: holder.ID})
@@ -47,10 +47,9 @@ func (l *Loop) syncCopies() {
 	})
 }
 
-// answersLocked reports whether node id answers by the pool's verdict.
-// l.mu must be held.
-func (l *Loop) answersLocked(id string) bool {
-	s, ok := l.tr.nodes[id]
+// answers reports whether node id answers by the pool's verdict.
+func (t *tracker) answers(id string) bool {
+	s, ok := t.nodes[id]
 	return ok && s.probed && s.reachable
 }
 

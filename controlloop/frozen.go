@@ -52,28 +52,27 @@ func (l *Loop) Unfreeze(ctx context.Context) error {
 	return nil
 }
 
-// autoFreezeLocked decides the automatic freeze over the slot holders of
-// m: the mass-absence guard, an observer's fault, or a fault of discovery.
-// It watches the zones (their alert is part of the reason it shows),
-// records the reason for the status, tells when it changes, and reports
-// whether it is on; r tells what changed. l.mu must be held.
-func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap, r *report) bool {
-	serving, absent := l.tr.absentHolders(m)
-	tripped, reason := l.freeze.guard.Check(serving, absent)
-	if !tripped && l.tr.mass != "" {
+// decideAuto decides the automatic freeze over the slot holders of m by
+// the verdicts of tr: the mass-absence guard, an observer's fault, or a
+// fault of discovery. alert is the zone alert (zoneWatch.watch), part of
+// the reason it shows. It records the reason for the status, tells in r
+// when it changes, and reports whether it is on.
+func (f *freezeState) decideAuto(tr *tracker, m *cachenodes.SlotMap, alert string, r *report) bool {
+	serving, absent := tr.absentHolders(m)
+	tripped, reason := f.guard.Check(serving, absent)
+	if !tripped && tr.mass != "" {
 		// Many holders unreachable at once while Consul still lists them:
 		// the observer's fault (invariant 7). When Consul agrees they are
 		// gone, the absence guard's reason says more.
-		tripped, reason = true, l.tr.mass
+		tripped, reason = true, tr.mass
 	}
-	if l.tr.fault != "" {
-		tripped, reason = true, l.tr.fault
+	if tr.fault != "" {
+		tripped, reason = true, tr.fault
 	}
-	alert := l.watchZonesLocked(m, r)
 	if !tripped {
 		reason = ""
 	}
-	if reason != l.freeze.base {
+	if reason != f.base {
 		if tripped {
 			r.log(slog.LevelWarn, "automatic freeze", "reason", reason)
 		} else {
@@ -81,10 +80,18 @@ func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap, r *report) bool {
 		}
 		autoFreezeEvent(r, reason)
 	}
-	l.freeze.base, l.freeze.auto = reason, reason
+	f.base, f.auto = reason, reason
 	if tripped && alert != "" {
 		// The zone that fails names itself, with the lever (section 7).
-		l.freeze.auto += "; " + alert
+		f.auto += "; " + alert
 	}
 	return tripped
+}
+
+// autoFreezeLocked watches the zones of m and decides the automatic
+// freeze over its slot holders (freezeState.decideAuto); r tells what
+// changed. l.mu must be held.
+func (l *Loop) autoFreezeLocked(m *cachenodes.SlotMap, r *report) bool {
+	alert := l.zones.watch(l.tr, m, l.drains.doc, r)
+	return l.freeze.decideAuto(l.tr, m, alert, r)
 }

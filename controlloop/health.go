@@ -8,6 +8,8 @@ import (
 )
 
 // health is what the last reads and passes found, for Ready and Status.
+// Its zero value has seen no pass; it is not safe for concurrent use (the
+// Loop's mutex guards it).
 type health struct {
 	// consulErr is the last error reaching Consul (nil: the last read
 	// answered); passErr the last pass's error (nil: it completed).
@@ -27,6 +29,41 @@ type health struct {
 
 // passed records a pass that completed at now.
 func (h *health) passed(now time.Time) { h.lastPass, h.passErr = now, nil }
+
+// failed records err as the last pass's error, and as the last error
+// reaching Consul when consul is set.
+func (h *health) failed(err error, consul bool) {
+	h.passErr = err
+	if consul {
+		h.consulErr = err
+	}
+}
+
+// sawCorrupt records which documents the last read found corrupt.
+func (h *health) sawCorrupt(keys []string) { h.corrupt = slices.Clone(keys) }
+
+// ready returns nil when a pass completed within limit before now and the
+// last read reached Consul; otherwise an error whose message is the
+// reason.
+func (h *health) ready(now time.Time, limit time.Duration) error {
+	switch {
+	case h.consulErr != nil:
+		return fmt.Errorf("consul is unreachable: %v", h.consulErr)
+	case h.passErr != nil && isKVRefusal(h.passErr):
+		return h.passErr
+	case h.lastPass.IsZero() && h.passErr != nil:
+		return fmt.Errorf("no reconcile has completed yet: %v", h.passErr)
+	case h.lastPass.IsZero():
+		return errors.New("no reconcile has completed yet")
+	case now.Sub(h.lastPass) > limit:
+		msg := fmt.Sprintf("the last reconcile completed %s ago, more than the %s allowed", now.Sub(h.lastPass).Round(time.Millisecond), limit)
+		if h.passErr != nil {
+			msg += fmt.Sprintf(": %v", h.passErr)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
 
 // readMap records a successful read (or write) of the slot map that
 // began at at.
@@ -53,21 +90,7 @@ func (l *Loop) SlotMapReadAt() time.Time {
 func (l *Loop) setPassError(err error, consul bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setPassErrorLocked(err, consul)
-}
-
-// setPassErrorLocked is setPassError with l.mu held.
-func (l *Loop) setPassErrorLocked(err error, consul bool) {
-	l.health.passErr = err
-	if consul {
-		l.health.consulErr = err
-	}
-}
-
-// setCorruptLocked records which documents the last read found corrupt.
-// l.mu must be held.
-func (l *Loop) setCorruptLocked(keys []string) {
-	l.health.corrupt = slices.Clone(keys)
+	l.health.failed(err, consul)
 }
 
 // Corrupt returns the documents the last read found corrupt.
@@ -84,22 +107,5 @@ func (l *Loop) Ready() error {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	limit := 3 * max(l.opts.ProbeInterval, time.Second)
-	switch {
-	case l.health.consulErr != nil:
-		return fmt.Errorf("consul is unreachable: %v", l.health.consulErr)
-	case l.health.passErr != nil && isKVRefusal(l.health.passErr):
-		return l.health.passErr
-	case l.health.lastPass.IsZero() && l.health.passErr != nil:
-		return fmt.Errorf("no reconcile has completed yet: %v", l.health.passErr)
-	case l.health.lastPass.IsZero():
-		return errors.New("no reconcile has completed yet")
-	case now.Sub(l.health.lastPass) > limit:
-		msg := fmt.Sprintf("the last reconcile completed %s ago, more than the %s allowed", now.Sub(l.health.lastPass).Round(time.Millisecond), limit)
-		if l.health.passErr != nil {
-			msg += fmt.Sprintf(": %v", l.health.passErr)
-		}
-		return errors.New(msg)
-	}
-	return nil
+	return l.health.ready(now, 3*max(l.opts.ProbeInterval, time.Second))
 }

@@ -138,3 +138,32 @@ func storedDrain(d mcribapi.DrainDoc) mcribapi.DrainDoc {
 	}
 	return out
 }
+
+// checkSlots checks the slot count of the stored map m against the one
+// this process knows: --slots, or the count a resize doubled it to. A map
+// resized from the count known (a resize another replica made, or a
+// restart with the old --slots) is taken, with a warning, and its count
+// becomes the one known; any other count is refused.
+func (l *Loop) checkSlots(m *cachenodes.SlotMap) error {
+	if m == nil {
+		return nil
+	}
+	known := int(l.slots.Load())
+	switch {
+	case m.NumSlots() == known:
+		return nil
+	case m.ResizedFrom() == known:
+		if known == l.opts.NumSlots {
+			l.opts.Logger.Warn("the pool was resized: taking the stored slot count, not --slots", "pool", l.opts.Pool,
+				"slots", m.NumSlots(), "resized_from", m.ResizedFrom(), "flag", l.opts.NumSlots)
+		}
+		l.slots.Store(int64(m.NumSlots()))
+		return nil
+	}
+	also := ""
+	if m.ResizedFrom() > 0 {
+		also = fmt.Sprintf(" (or %d, the count it was resized from)", m.ResizedFrom())
+	}
+	return fmt.Errorf("%w: pool %q has %d slots in Consul KV but --slots is %d; only a resize changes the slot count: start with --slots %d%s",
+		ErrSlotCountMismatch, l.opts.Pool, m.NumSlots(), known, m.NumSlots(), also)
+}

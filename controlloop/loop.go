@@ -35,13 +35,18 @@ var _ Discovery = (*cachenodes.ConsulSource)(nil)
 // Loop reconciles the slot map of one pool. Build it with New; its methods
 // are safe for concurrent use.
 //
-// Its state is kept by concept, each in a small struct of its own file:
-// the freeze (frozen.go), the drains and their steps (drain.go,
-// schedule.go), the zone watch (zones.go), the replicas' votes (vote.go),
-// the owed flushes (owedflush.go), the planned moves (plannedmoves.go), the
-// operator's replace (replace.go), the roll (roll.go), the announces (announce.go) and the
-// health of the last reads and passes (health.go). A pass reads as decide, write, publish
-// (reconcile.go).
+// Its state is kept by concept, each a type of its own file whose methods
+// take the time and their inputs (the tracker's verdicts, the maps) as
+// arguments and do no I/O: the freeze (frozen.go), the drains and their
+// steps (drain.go, schedule.go), the resize (resize.go, resizestep.go),
+// the zone watch (zones.go), the replicas' votes (vote.go), the owed
+// flushes (owedflush.go), the planned moves (plannedmoves.go), the
+// operator's replace (replace.go), the roll (roll.go), the announces (announce.go), the
+// capacity watch (capacity.go), the outputs (outputs.go) and the health of
+// the last reads and passes (health.go); the mutex below guards their
+// calls. The Loop orchestrates them: a pass reads as decide, write,
+// publish (reconcile.go), and an operator's request enters a pass of its
+// own through operatorPass (replace.go).
 type Loop struct {
 	opts Options
 	// reverted are the fixes the simulation's self-test turned off
@@ -134,6 +139,9 @@ func New(opts Options) (*Loop, error) {
 			Mass: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}}),
 		ceiling: flapdamp.Ceiling{PerMinute: opts.MaxReplacementsPerMinute},
 		freeze:  freezeState{guard: flapdamp.MassGuard{MaxAbsentFraction: opts.MaxAbsentFraction}},
+		moves:   plannedMoves{settle: settleAfterMove(opts)},
+		drains:  drainState{probe: opts.ProbeInterval},
+		resizes: resizeState{probe: opts.ProbeInterval},
 	}
 	l.slots.Store(int64(opts.NumSlots))
 	l.copies = newWarmCopies(nil, opts.Clock, func(ctx context.Context) error {
@@ -180,42 +188,13 @@ func (l *Loop) Load(ctx context.Context) error {
 	l.current, l.freeze.doc, l.leaderID = st.SlotMap, st.Freeze, st.LeaderID
 	l.currentShift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
 	l.remote.placeWarmings(st.SlotMap, l.currentShift)
-	l.takeDrainLocked(st)
-	l.takeResizeLocked(st)
+	l.drains.take(st)
+	l.resizes.take(st)
 	l.rolls.take(st)
-	l.placeStepsLocked(now)
-	l.placeResizeStepLocked(now)
-	l.owedBaseLocked(st, now)
+	l.drains.placeSteps(&l.remote, now)
+	l.resizes.placeStep(&l.remote, now)
+	l.owed.take(st, l.tr, now)
 	return nil
-}
-
-// checkSlots checks the slot count of the stored map m against the one
-// this process knows: --slots, or the count a resize doubled it to. A map
-// resized from the count known (a resize another replica made, or a
-// restart with the old --slots) is taken, with a warning, and its count
-// becomes the one known; any other count is refused.
-func (l *Loop) checkSlots(m *cachenodes.SlotMap) error {
-	if m == nil {
-		return nil
-	}
-	known := int(l.slots.Load())
-	switch {
-	case m.NumSlots() == known:
-		return nil
-	case m.ResizedFrom() == known:
-		if known == l.opts.NumSlots {
-			l.opts.Logger.Warn("the pool was resized: taking the stored slot count, not --slots", "pool", l.opts.Pool,
-				"slots", m.NumSlots(), "resized_from", m.ResizedFrom(), "flag", l.opts.NumSlots)
-		}
-		l.slots.Store(int64(m.NumSlots()))
-		return nil
-	}
-	also := ""
-	if m.ResizedFrom() > 0 {
-		also = fmt.Sprintf(" (or %d, the count it was resized from)", m.ResizedFrom())
-	}
-	return fmt.Errorf("%w: pool %q has %d slots in Consul KV but --slots is %d; only a resize changes the slot count: start with --slots %d%s",
-		ErrSlotCountMismatch, l.opts.Pool, m.NumSlots(), known, m.NumSlots(), also)
 }
 
 // numSlots returns the pool's slot count as this process knows it.

@@ -127,10 +127,10 @@ func routerExptime(warmTTL time.Duration) int64 {
 	return min(max(int64((warmTTL+time.Second-1)/time.Second), 1), maxRouterExptime)
 }
 
-// writeRouterConfig keeps the mcrouter config in step with m, when one is
-// configured (see writeConfig).
-func (l *Loop) writeRouterConfig(m *cachenodes.SlotMap) {
-	l.writeConfig(ConfigMcrouter, l.opts.MCRouterConfig, m, func(m *cachenodes.SlotMap) ([]byte, error) {
-		return MCRouterConfig(m, l.opts.WarmTTL)
+// writeRouterConfig keeps the mcrouter config of opts in step with m, when
+// one is configured (see writeConfig).
+func (o *outputs) writeRouterConfig(opts Options, m *cachenodes.SlotMap) {
+	o.writeConfig(opts, ConfigMcrouter, opts.MCRouterConfig, m, func(m *cachenodes.SlotMap) ([]byte, error) {
+		return MCRouterConfig(m, opts.WarmTTL)
 	})
 }

@@ -228,7 +228,7 @@ func TestLoopWritesTheWarmRouterConfigAndBack(t *testing.T) {
 		{warmingMap(t, map[int]string{2: "10.0.1.2:11211"}, "default", "10.0.0.1:11211", "", "10.0.0.7:11211"), warmRouterConfig},
 		{poolMap(t, "default", "10.0.0.1:11211", "", "[::1]:11211"), plainRouterConfig},
 	} {
-		l.writeRouterConfig(step.m)
+		l.out.writeRouterConfig(l.opts, step.m)
 		got, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

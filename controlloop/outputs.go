@@ -33,38 +33,39 @@ type outputs struct {
 }
 
 // writeConfig renders m with render and, when the result differs from what
-// it last wrote there, writes it to path with WriteFileAtomic. It does
+// it last wrote there, writes it to path with WriteFileAtomic, telling
+// opts' metrics and logger. It does
 // nothing when path is empty (that config is not asked for) or m is nil.
 // Every write is recorded in the metrics: a failure (which is also logged)
 // is counted, and since nothing is marked written the next pass tries
 // again; a success records its time.
-func (l *Loop) writeConfig(kind, path string, m *cachenodes.SlotMap, render func(*cachenodes.SlotMap) ([]byte, error)) {
+func (o *outputs) writeConfig(opts Options, kind, path string, m *cachenodes.SlotMap, render func(*cachenodes.SlotMap) ([]byte, error)) {
 	if path == "" || m == nil {
 		return
 	}
 	data, err := render(m)
 	if err == nil {
-		l.out.mu.Lock()
-		same := l.out.written[kind] != nil && bytes.Equal(l.out.written[kind], data)
-		l.out.mu.Unlock()
+		o.mu.Lock()
+		same := o.written[kind] != nil && bytes.Equal(o.written[kind], data)
+		o.mu.Unlock()
 		if same {
-			l.out.inStep(kind, m.Generation())
+			o.inStep(kind, m.Generation())
 			return
 		}
 		err = WriteFileAtomic(path, data)
 	}
 	if err != nil {
-		l.opts.Metrics.ConfigWrite(kind, l.opts.Clock.Now(), err)
-		l.opts.Logger.Error("writing the "+kind+" config failed; retrying next pass", "path", path, "err", err)
+		opts.Metrics.ConfigWrite(kind, opts.Clock.Now(), err)
+		opts.Logger.Error("writing the "+kind+" config failed; retrying next pass", "path", path, "err", err)
 		return
 	}
-	l.out.mu.Lock()
-	if l.out.written == nil {
-		l.out.written = make(map[string][]byte, len(ConfigKinds()))
+	o.mu.Lock()
+	if o.written == nil {
+		o.written = make(map[string][]byte, len(ConfigKinds()))
 	}
-	l.out.written[kind] = data
-	l.out.mu.Unlock()
-	l.out.inStep(kind, m.Generation())
-	l.opts.Metrics.ConfigWrite(kind, l.opts.Clock.Now(), nil)
-	l.opts.Logger.Info("wrote the "+kind+" config", "path", path, "generation", m.Generation())
+	o.written[kind] = data
+	o.mu.Unlock()
+	o.inStep(kind, m.Generation())
+	opts.Metrics.ConfigWrite(kind, opts.Clock.Now(), nil)
+	opts.Logger.Info("wrote the "+kind+" config", "path", path, "generation", m.Generation())
 }

@@ -23,9 +23,14 @@ import (
 // the marks of the moves it saw.
 
 // plannedMoves holds when a planned move last touched each slot (it
-// moved, or its warming ended), by slot.
+// moved, or its warming ended), by slot, and how long such a slot stays
+// marked. Its zero value marks nothing past the move; it is not safe for
+// concurrent use (the Loop's mutex guards it).
 type plannedMoves struct {
 	at map[int]time.Time
+	// settle is how long a planned move's slot stays marked after the
+	// move or the end of its warming.
+	settle time.Duration
 }
 
 // defaultSettleProbes is Options.SettleAfterMove, in probe intervals, when
@@ -33,56 +38,58 @@ type plannedMoves struct {
 const defaultSettleProbes = 3
 
 // settleAfterMove returns how long a planned move's slot stays marked
-// after the move or the end of its warming.
-func (l *Loop) settleAfterMove() time.Duration {
-	if d := l.opts.SettleAfterMove; d > 0 {
+// after the move or the end of its warming: Options.SettleAfterMove, or
+// defaultSettleProbes probe intervals.
+func settleAfterMove(opts Options) time.Duration {
+	if d := opts.SettleAfterMove; d > 0 {
 		return d
 	}
-	return defaultSettleProbes * l.opts.ProbeInterval
+	return defaultSettleProbes * opts.ProbeInterval
 }
 
-// noteMovesLocked records, at now, the slots that next changes from prev
-// by plan: its holder changed while the old one answered, or its warming
-// ended. l.mu must be held, with the tracker's verdicts those of the pass.
-func (l *Loop) noteMovesLocked(prev, next *cachenodes.SlotMap, now time.Time) {
+// note records, at now, the slots that next changes from prev by plan:
+// its holder changed while the old one answered (by the verdicts of tr,
+// those of the pass), or its warming ended. It tells tr of each node
+// placed.
+func (p *plannedMoves) note(tr *tracker, prev, next *cachenodes.SlotMap, now time.Time) {
 	if prev == nil || next == nil || prev == next {
 		return
 	}
 	for i := range min(prev.NumSlots(), next.NumSlots()) {
 		was, is := prev.Slot(i), next.Slot(i)
 		if !is.IsZero() && was.ID != is.ID {
-			l.tr.placed(is.ID, now)
+			tr.placed(is.ID, now)
 		}
 		planned := false
 		if !was.IsZero() && !is.IsZero() && was.ID != is.ID {
-			s, known := l.tr.nodes[was.ID]
+			s, known := tr.nodes[was.ID]
 			planned = known && s.reachable
 		}
 		if prev.Warming(i) != nil && next.Warming(i) == nil {
 			planned = true // the warming ended: what was not read misses now
 		}
 		if planned {
-			if l.moves.at == nil {
-				l.moves.at = make(map[int]time.Time)
+			if p.at == nil {
+				p.at = make(map[int]time.Time)
 			}
-			l.moves.at[i] = now
+			p.at[i] = now
 		}
 	}
 }
 
-// plannedLocked reports whether slot i of the current map is marked for a
+// planned reports whether slot i of m, the current map, is marked for a
 // planned move at now: it warms, or a planned move touched it within the
-// settle time. It forgets the marks that ended. l.mu must be held.
-func (l *Loop) plannedLocked(i int, now time.Time) bool {
-	if l.current != nil && l.current.Warming(i) != nil {
+// settle time. It forgets the marks that ended.
+func (p *plannedMoves) planned(m *cachenodes.SlotMap, i int, now time.Time) bool {
+	if m != nil && m.Warming(i) != nil {
 		return true
 	}
-	at, ok := l.moves.at[i]
+	at, ok := p.at[i]
 	if !ok {
 		return false
 	}
-	if now.Sub(at) >= l.settleAfterMove() {
-		delete(l.moves.at, i)
+	if now.Sub(at) >= p.settle {
+		delete(p.at, i)
 		return false
 	}
 	return true

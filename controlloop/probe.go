@@ -227,7 +227,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 			zones[n.AZ] = z
 		}
 		z.slots.Total++
-		if l.unservedLocked(n) {
+		if l.tr.unserved(n) {
 			slots.Unserved++
 			z.slots.Unserved++
 			continue
@@ -241,7 +241,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 			z.slots.Unreadable++
 			continue
 		}
-		c.Planned = l.plannedLocked(i, now)
+		c.Planned = l.moves.planned(l.current, i, now)
 		out[n.ID] = c
 		z.nodes[n.ID] = c
 		w := l.current.Warming(i)
@@ -274,7 +274,7 @@ func (l *Loop) HitCounters(context.Context) (map[string]hitrate.Counters, hitrat
 		out[w.NodeID] = wc
 		z.nodes[w.NodeID] = wc
 	}
-	l.observeZonesLocked(now, zones)
+	l.zones.observe(now, zones)
 	l.readWarmingsLocked()
 	l.gets.read(out, func(id string) time.Time { return l.tr.nodes[id].statsAt })
 	return out, slots

@@ -77,19 +77,18 @@ func (l *Loop) nodeEventsLocked(r *report, evs []nodeEvent) {
 	for _, e := range evs {
 		kind := e.Kind
 		switch {
-		case kind == mcribapi.EventNodeAbsent && l.holdsSlotLocked(e.Node):
+		case kind == mcribapi.EventNodeAbsent && holdsSlot(l.current, e.Node):
 			kind = mcribapi.EventHoldStarted
-		case kind == mcribapi.EventNodePresent && l.holdsSlotLocked(e.Node):
+		case kind == mcribapi.EventNodePresent && holdsSlot(l.current, e.Node):
 			kind = mcribapi.EventHoldCleared
 		}
 		r.event(mcribapi.Event{Kind: kind, Node: e.Node, Reason: e.Detail})
 	}
 }
 
-// holdsSlotLocked tells whether the current map gives node a slot. l.mu
-// must be held.
-func (l *Loop) holdsSlotLocked(node string) bool {
-	return l.current != nil && l.current.SlotOf(node) >= 0
+// holdsSlot tells whether m (nil: none known) gives node a slot.
+func holdsSlot(m *cachenodes.SlotMap, node string) bool {
+	return m != nil && m.SlotOf(node) >= 0
 }
 
 // publish tells what r gathered, in order: each log line, each event (a
@@ -107,7 +106,7 @@ func (l *Loop) publish(ctx context.Context, r *report) {
 			l.opts.Events.Record(*n.event)
 		}
 		if n.event != nil && n.traced && span.IsRecording() {
-			l.addSpanEvent(span, *n.event)
+			addSpanEvent(span, *n.event)
 			if counts == nil {
 				counts = map[mcribapi.EventKind]int{}
 			}
@@ -147,7 +146,7 @@ func (l *Loop) passAttributes(outcome mcribapi.Outcome, counts map[mcribapi.Even
 }
 
 // addSpanEvent adds e to span as an event.
-func (l *Loop) addSpanEvent(span trace.Span, e mcribapi.Event) {
+func addSpanEvent(span trace.Span, e mcribapi.Event) {
 	attrs := []attribute.KeyValue{attribute.String("mcrib.node", e.Node), attribute.String("mcrib.reason", e.Reason)}
 	if e.Slot != nil {
 		attrs = append(attrs, attribute.Int("mcrib.slot", *e.Slot))
@@ -158,7 +157,7 @@ func (l *Loop) addSpanEvent(span trace.Span, e mcribapi.Event) {
 // serveMap hands m, the loop's map after a pass, to the outputs: the
 // mcrouter and twemproxy configs and the watchers of Changed.
 func (l *Loop) serveMap(m *cachenodes.SlotMap) {
-	l.writeRouterConfig(m)
-	l.writeTwemproxyConfig(m)
-	l.notifyChanged(m)
+	l.out.writeRouterConfig(l.opts, m)
+	l.out.writeTwemproxyConfig(l.opts, m)
+	l.out.notifyChanged(m)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcrib/mcrib/cachenodes"
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/internal/revert"
 	"github.com/mcrib/mcrib/leader"
 	"github.com/mcrib/mcrib/mcribapi"
@@ -107,9 +108,9 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 		defer l.mu.Unlock()
 		var ce *CorruptError
 		if errors.As(err, &ce) {
-			l.setCorruptLocked(ce.Keys)
+			l.health.sawCorrupt(ce.Keys)
 		}
-		l.setPassErrorLocked(err, !isKVRefusal(err))
+		l.health.failed(err, !isKVRefusal(err))
 		return pass{}, err
 	}
 	if err := l.checkSlots(st.SlotMap); err != nil {
@@ -124,16 +125,16 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.health.readMap(readAt)
-	l.setCorruptLocked(st.Corrupt)
+	l.health.sawCorrupt(st.Corrupt)
 	if err := l.checkStored(st.SlotMap, l.current); err != nil {
 		r.log(slog.LevelError, "refusing the stored slot map", "err", err)
-		l.setPassErrorLocked(err, false)
+		l.health.failed(err, false)
 		return pass{}, err
 	}
 	p := pass{st: st, now: now}
 	p.lease, p.leading = l.lead.Lease()
 	shift, base := l.takeInLocked(st, now, r)
-	p.vote = l.voteDueLocked(member, hasMember)
+	p.vote = l.votes.due(l.opts.ReplicaID, l.tr, member, hasMember)
 	if !p.leading {
 		l.followLocked(st.SlotMap, shift, now, r)
 		r.serve(l.current)
@@ -154,14 +155,14 @@ func (l *Loop) decide(ctx context.Context, r *report) (pass, error) {
 func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.Duration, owed []OwedFlush) {
 	l.health.consulErr = nil
 	l.freeze.doc, l.leaderID = st.Freeze, st.LeaderID
-	l.takeDrainLocked(st)
-	l.takeResizeLocked(st)
+	l.drains.take(st)
+	l.resizes.take(st)
 	l.rolls.take(st)
-	l.placeStepsLocked(now)
-	l.placeResizeStepLocked(now)
+	l.drains.placeSteps(&l.remote, now)
+	l.resizes.placeStep(&l.remote, now)
 	shift = l.remote.shiftOf(st.SlotMap, st.SlotMapIndex, now)
-	owed = l.owedBaseLocked(st, now)
-	l.nodeEventsLocked(r, l.takeVotesLocked(st.Votes, now))
+	owed = l.owed.take(st, l.tr, now)
+	l.nodeEventsLocked(r, l.votes.take(l.opts.ReplicaID, st.Votes, &l.remote, l.tr, now))
 	return shift, owed
 }
 
@@ -170,11 +171,11 @@ func (l *Loop) takeInLocked(st Snapshot, now time.Time, r *report) (shift time.D
 // automatic freeze found. l.mu must be held.
 func (l *Loop) followLocked(m *cachenodes.SlotMap, shift time.Duration, now time.Time, r *report) {
 	if m != nil {
-		l.noteMovesLocked(l.current, m, now)
+		l.moves.note(l.tr, l.current, m, now)
 		l.warmth.track(m, now)
 		l.current, l.currentShift = m, shift
-		l.remote.placeWarmings(m, shift)     // placed when first seen, should this process lead
-		l.incomingViewsLocked(m, shift, now) // the same for its announces
+		l.remote.placeWarmings(m, shift)       // placed when first seen, should this process lead
+		l.announces.views(l.tr, m, shift, now) // the same for its announces
 	}
 	l.tr.ensure(l.current, now)
 	l.tr.prune(l.current, now)
@@ -203,7 +204,9 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	numSlots, split := l.numSlots(), 0
 	var rd resizeDecision
 	if prev != nil {
-		prev, split, rd = l.resizeDecideLocked(st, prev, now)
+		from := prev
+		conflict := func(fresh bool) error { return l.resizeConflictLocked(st, from, now, fresh) }
+		prev, split, rd = l.resizes.decide(prev, conflict, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Resize(), len(l.drains.drained()) > 0, &l.remote, now)
 		numSlots = prev.NumSlots()
 	}
 	l.tr.ensure(prev, now)
@@ -212,14 +215,14 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 	if keepsRoll(l.store) {
 		roll = l.rollDecideLocked(st, prev, tripped, now)
 	}
-	owed := l.decideFlushesLocked(prev, base, now, r)
-	incoming := l.incomingViewsLocked(prev, shift, now)
+	owed := l.owed.decide(l.tr, prev, base, now, r)
+	incoming := l.announces.views(l.tr, prev, shift, now)
 	nodes := l.tr.views(now)
 	for i := range nodes {
 		if !l.reverted.Reverted(revert.WarmFromOwing) {
 			nodes[i].OwesFlush = owedIndex(owed, nodes[i].ID) >= 0
 		}
-		nodes[i].Restarted = l.restartedLocked(nodes[i].ID)
+		nodes[i].Restarted = l.announces.restarted(l.tr, nodes[i].ID)
 		nodes[i].Released = roll.released(nodes[i].ID)
 	}
 	in := slotplan.Input{
@@ -228,7 +231,7 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		Prev:           prev,
 		PrevShift:      shift,
 		WarmEnds:       l.remote.placeWarmings(prev, shift),
-		RewriteEnded:   l.rewriteLocked(),
+		RewriteEnded:   l.announces.rewriteSlots(),
 		NoWriteGrace:   l.reverted.Reverted(revert.EndedWarmingGrace),
 		Incoming:       incoming,
 		Nodes:          nodes,
@@ -236,17 +239,15 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		OperatorFrozen: st.Freeze != nil,
 		Budget:         l.adoptedBudgetLocked(st, shift, now),
 		Ceiling:        l.opts.MaxReplacementsPerMinute,
-		Drained:        l.drainedLocked(),
-		Steps:          l.dueStepsLocked(prev, now),
+		Drained:        l.drains.drained(),
+		Steps:          l.drains.dueSteps(l.tr, &l.remote, prev, now),
 		WarmFor:        l.opts.WarmFor,
 		Now:            now,
 		Split:          split,
 		DiscoveryFault: l.tr.fault != "",
-		SplitsPaused:   len(l.drainedLocked()) > 0,
+		SplitsPaused:   len(l.drains.drained()) > 0,
+		Replace:        l.replace.node(),
 		Roll:           roll.in,
-	}
-	if l.replace.req != nil {
-		in.Replace = l.replace.req.id
 	}
 	if l.opts.Converge != nil {
 		in.Warmth, in.WarmRule = l.warmth.histories(), *l.opts.Converge
@@ -260,20 +261,18 @@ func (l *Loop) decideLocked(st Snapshot, shift time.Duration, base []OwedFlush, 
 		// changes holder in it, docs/api.md, "Growing the pool").
 		plan = slotplan.Decide(in)
 	}
-	l.announcingLocked(plan)
+	l.announces.announcing(l.tr, plan)
 	l.health.blocked = plan.Blocked
-	if l.replace.req != nil && plan.Refused != "" {
-		l.replace.out.refused = plan.Refused
-	}
+	l.replace.refused(plan.Refused)
 	var returning []cachenodes.Node
 	if !in.Frozen && l.tr.cfg.LegacyFlush {
 		// The old path (revert.FollowerFlush): the nodes this process
 		// marked itself from its own probe timing.
-		returning = l.returningLocked(prev)
+		returning = l.tr.returning(prev)
 	}
 	// A freeze, an operator's or the automatic one, holds back the owed
 	// flushes too (invariant 7): they stay flush_pending until it lifts.
-	flush, later := l.owedToFlushLocked(prev, owed, base, in.Frozen)
+	flush, later := l.owed.toFlush(l.tr, prev, owed, base, in.Frozen)
 	return decision{prev: prev, in: in, plan: plan, returning: returning, owed: owed, flush: flush, flushNext: later, replace: l.replace.req,
 		resize: rd, stored: stored, roll: roll}, true
 }

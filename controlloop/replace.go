@@ -2,6 +2,7 @@ package controlloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,7 +19,9 @@ import (
 // decides, flushes and writes the move as any other.
 
 // replaceState is the operator's replace the pass under way carries out
-// (req nil: none), and what the pass did of it (out).
+// (req nil: none), and what the pass did of it (out). Its zero value
+// carries out none; it is not safe for concurrent use (the Loop's mutex
+// guards it).
 type replaceState struct {
 	req *replaceRequest
 	out replaceOutcome
@@ -46,25 +49,22 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.Rep
 	if _, leading := l.lead.Lease(); !leading {
 		return mcribapi.ReplaceAnswer{}, mcribapi.ErrNotLeader
 	}
-	l.passMu.Lock()
-	defer l.passMu.Unlock()
-	l.mu.Lock()
-	_, known := l.tr.nodes[id]
-	if !known && l.current != nil && l.current.SlotOf(id) >= 0 {
-		known = true
-	}
-	if !known {
-		l.mu.Unlock()
-		return mcribapi.ReplaceAnswer{}, fmt.Errorf("%w: no node %q is known", mcribapi.ErrUnknownNode, id)
-	}
-	l.replace.req, l.replace.out = &replaceRequest{id: id, reason: reason, by: by}, replaceOutcome{}
-	l.mu.Unlock()
-	res, err := l.reconcile(ctx)
-	l.mu.Lock()
-	out := l.replace.out
-	l.replace.req, l.replace.out = nil, replaceOutcome{}
-	l.mu.Unlock()
+	var out replaceOutcome
+	res, err := l.operatorPass(ctx, func() error {
+		_, known := l.tr.nodes[id]
+		if !known && l.current != nil && l.current.SlotOf(id) >= 0 {
+			known = true
+		}
+		if !known {
+			return fmt.Errorf("%w: no node %q is known", mcribapi.ErrUnknownNode, id)
+		}
+		l.replace.begin(&replaceRequest{id: id, reason: reason, by: by})
+		return nil
+	}, func() { out = l.replace.end() })
+	var refused *refusedRequest
 	switch {
+	case errors.As(err, &refused):
+		return mcribapi.ReplaceAnswer{}, refused.err
 	case out.done:
 		return out.result, nil
 	case out.refused != "":
@@ -77,27 +77,80 @@ func (l *Loop) Replace(ctx context.Context, id, reason, by string) (mcribapi.Rep
 	return mcribapi.ReplaceAnswer{}, fmt.Errorf("node %s was not replaced: flushing the spare chosen for its slot failed; try again", id)
 }
 
-// noteReplaceLocked records the outcome of the replace the pass carried
-// out, if any: its announce in next (it serves at serves_at), left ready
-// spares after it, tookLast set when it took the last of them. l.mu must
-// be held.
-func (l *Loop) noteReplaceLocked(plan slotplan.Plan, done []slotplan.Placement, next *cachenodes.SlotMap, left int, tookLast bool) {
-	if l.replace.req == nil {
+// begin makes req the replace the next pass carries out.
+func (s *replaceState) begin(req *replaceRequest) { s.req, s.out = req, replaceOutcome{} }
+
+// end returns what the pass did of the replace, and forgets it.
+func (s *replaceState) end() replaceOutcome {
+	out := s.out
+	s.req, s.out = nil, replaceOutcome{}
+	return out
+}
+
+// node returns the node the pass is asked to replace ("": none).
+func (s *replaceState) node() string {
+	if s.req == nil {
+		return ""
+	}
+	return s.req.id
+}
+
+// refused records why the pass's plan refused the replace (refused ""
+// when it did not), when one is asked.
+func (s *replaceState) refused(refused string) {
+	if s.req != nil && refused != "" {
+		s.out.refused = refused
+	}
+}
+
+// wrote records the outcome of the replace the pass carried out, if any:
+// its announce in next (it serves at serves_at), warm when it warms the
+// spare (warm: --warm-for is set), left ready spares after it, tookLast
+// set when it took the last of them (drained: while a zone is drained).
+func (s *replaceState) wrote(done []slotplan.Placement, next *cachenodes.SlotMap, warm bool, left int, tookLast, drained bool) {
+	if s.req == nil {
 		return
 	}
 	for _, p := range done {
 		if p.Reason == mcribapi.EvictionReplace {
-			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && l.opts.WarmFor > 0, SparesLeft: left}
+			res := mcribapi.ReplaceAnswer{Slot: p.Slot, From: p.From.ID, To: p.Node.ID, Warm: p.Warm && warm, SparesLeft: left}
 			if ni := next.Incoming(p.Slot); ni != nil {
 				res.ServesAt = ni.ServesAt
 			}
 			if tookLast {
-				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
+				res.Warning = "it took the pool's last ready spare: " + lastSpareSentence(drained)
 			}
-			l.replace.out = replaceOutcome{done: true, result: res}
+			s.out = replaceOutcome{done: true, result: res}
 			return
 		}
 	}
+}
+
+// refusedRequest is the error of an operator's request that its concept
+// refused before any pass (operatorPass).
+type refusedRequest struct{ err error }
+
+func (e *refusedRequest) Error() string { return e.err.Error() }
+
+// operatorPass runs a pass of its own for an operator's request, the one
+// path of every request into the pass: begin hands the request to its
+// concept (an error refuses it: no pass runs, and operatorPass returns a
+// *refusedRequest holding it) and end takes the outcome back, each with
+// l.mu held; the pass lock keeps the request from racing with Reconcile.
+func (l *Loop) operatorPass(ctx context.Context, begin func() error, end func()) (Result, error) {
+	l.passMu.Lock()
+	defer l.passMu.Unlock()
+	l.mu.Lock()
+	err := begin()
+	l.mu.Unlock()
+	if err != nil {
+		return Result{}, &refusedRequest{err: err}
+	}
+	res, err := l.reconcile(ctx)
+	l.mu.Lock()
+	end()
+	l.mu.Unlock()
+	return res, err
 }
 
 // carriedOutReplacements returns the evictions of plan that count against

@@ -73,7 +73,7 @@ func (l *Loop) rollPauseLocked(st Snapshot, tripped bool) string {
 		return "Consul's last answer is taken as a fault of discovery: the roll waits until it answers in full"
 	case tripped:
 		return "an automatic freeze pauses it: " + l.freeze.auto
-	case len(l.drainedLocked()) > 0:
+	case len(l.drains.drained()) > 0:
 		return fmt.Sprintf("%s drained: the roll waits until it is undrained (mcrib undrain)", zoneList(l.drains.doc.Zones))
 	}
 	return ""

@@ -19,38 +19,38 @@ import (
 // itself (the simulator) asks NextDecisionIn. Followers decide nothing and
 // arm nothing.
 
-// placeStepsLocked places the last step of every drained zone on this
-// clock at its first read (remoteclock.go), so that a follower that takes
-// over keeps the stored pace from when it first saw each step. l.mu must
-// be held.
-func (l *Loop) placeStepsLocked(now time.Time) {
-	if l.drains.doc == nil {
+// placeSteps places the last step of every drained zone on this clock
+// (remote) at its first read (remoteclock.go), so that a follower that
+// takes over keeps the stored pace from when it first saw each step.
+func (d *drainState) placeSteps(remote *remoteClock, now time.Time) {
+	if d.doc == nil {
 		return
 	}
-	for zone, e := range l.drains.doc.Zones {
-		l.remote.placeStep(zone, e.LastStepAt, now)
+	for zone, e := range d.doc.Zones {
+		remote.placeStep(zone, e.LastStepAt, now)
 	}
 }
 
-// dueStepsLocked returns the drain and return steps due at now over the
-// map prev: a zone's first step at once, each next one at least its step
-// interval after the previous (its last_step_at placed on this clock,
+// dueSteps returns the drain and return steps due at now over the map
+// prev (its announces placed in their nodes' zones by tr): a zone's first
+// step at once, each next one at least its step interval after the
+// previous (its last_step_at placed on this clock by remote,
 // remoteclock.go); a zone at its target has none, and a zone whose due
 // step last moved nothing (blocked) waits a probe interval before it is
-// tried again. l.mu must be held.
-func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[string]slotplan.ZoneStep {
-	if l.drains.corrupt || l.drains.doc == nil || len(l.drains.doc.Zones) == 0 {
+// tried again.
+func (d *drainState) dueSteps(tr *tracker, remote *remoteClock, prev *cachenodes.SlotMap, now time.Time) map[string]slotplan.ZoneStep {
+	if d.corrupt || d.doc == nil || len(d.doc.Zones) == 0 {
 		return nil
 	}
-	held := l.zoneSlotsAnnouncedLocked(prev)
+	held := tr.zoneSlotsAnnounced(prev)
 	var out map[string]slotplan.ZoneStep
-	for zone, e := range l.drains.doc.Zones {
+	for zone, e := range d.doc.Zones {
 		if held[zone] == e.Target() {
 			continue
 		}
-		if d := l.untilStepLocked(zone, e, now); d == 0 {
+		if wait := d.untilStep(remote, zone, e, now); wait == 0 {
 			if out == nil {
-				out = make(map[string]slotplan.ZoneStep, len(l.drains.doc.Zones))
+				out = make(map[string]slotplan.ZoneStep, len(d.doc.Zones))
 			}
 			out[zone] = slotplan.ZoneStep{Target: e.Target(), Size: e.StepSize(), Moved: e.MovedSlots}
 		}
@@ -58,28 +58,48 @@ func (l *Loop) dueStepsLocked(prev *cachenodes.SlotMap, now time.Time) map[strin
 	return out
 }
 
-// untilStepLocked returns how long until zone's next step is due (0: due
-// now): its step interval after its last step, and a probe interval after
-// a due step that moved nothing. l.mu must be held.
-func (l *Loop) untilStepLocked(zone string, e *mcribapi.DrainEntry, now time.Time) time.Duration {
-	d := time.Duration(0)
-	if last := l.remote.placeStep(zone, e.LastStepAt, now); last != nil {
-		d = max(d, last.Add(e.Interval()).Sub(now))
+// untilStep returns how long until zone's next step is due (0: due now):
+// its step interval after its last step (placed on this clock by remote),
+// and a probe interval after a due step that moved nothing.
+func (d *drainState) untilStep(remote *remoteClock, zone string, e *mcribapi.DrainEntry, now time.Time) time.Duration {
+	wait := time.Duration(0)
+	if last := remote.placeStep(zone, e.LastStepAt, now); last != nil {
+		wait = max(wait, last.Add(e.Interval()).Sub(now))
 	}
-	if at, blocked := l.drains.blockedAt[zone]; blocked {
-		d = max(d, at.Add(l.opts.ProbeInterval).Sub(now))
+	if at, blocked := d.blockedAt[zone]; blocked {
+		wait = max(wait, at.Add(d.probe).Sub(now))
 	}
-	return d
+	return wait
 }
 
-// noteBlockedStepsLocked records, for each zone whose step was due in
-// this pass (due), tried, and moved nothing (outcome), that it is blocked
-// since now; a zone whose step moved is not. l.mu must be held.
-func (l *Loop) noteBlockedStepsLocked(due map[string]slotplan.ZoneStep, outcome map[string]slotplan.StepOutcome, now time.Time) {
-	for zone := range l.drains.blockedAt {
+// untilNextStep returns how long until the next drain or return step over
+// m is due (0: now), or a negative duration when none is pending (no
+// drain, a corrupt document, every zone at its target).
+func (d *drainState) untilNextStep(tr *tracker, remote *remoteClock, m *cachenodes.SlotMap, now time.Time) time.Duration {
+	next := time.Duration(-1)
+	if d.corrupt || d.doc == nil {
+		return next
+	}
+	held := tr.zoneSlotsAnnounced(m)
+	for zone, e := range d.doc.Zones {
+		if held[zone] == e.Target() {
+			continue
+		}
+		if wait := d.untilStep(remote, zone, e, now); next < 0 || wait < next {
+			next = wait
+		}
+	}
+	return next
+}
+
+// noteBlocked records, for each zone whose step was due in this pass
+// (due), tried, and moved nothing (outcome), that it is blocked since now;
+// a zone whose step moved is not.
+func (d *drainState) noteBlocked(due map[string]slotplan.ZoneStep, outcome map[string]slotplan.StepOutcome, now time.Time) {
+	for zone := range d.blockedAt {
 		if _, ok := due[zone]; !ok {
-			if l.drains.doc == nil || l.drains.doc.Zones[zone] == nil {
-				delete(l.drains.blockedAt, zone)
+			if d.doc == nil || d.doc.Zones[zone] == nil {
+				delete(d.blockedAt, zone)
 			}
 		}
 	}
@@ -89,62 +109,52 @@ func (l *Loop) noteBlockedStepsLocked(due map[string]slotplan.ZoneStep, outcome 
 		case !tried:
 			continue // held back (an operator freeze): not tried
 		case o.Moved > 0:
-			delete(l.drains.blockedAt, zone)
+			delete(d.blockedAt, zone)
 			continue
 		}
-		if l.drains.blockedAt == nil {
-			l.drains.blockedAt = make(map[string]time.Time)
+		if d.blockedAt == nil {
+			d.blockedAt = make(map[string]time.Time)
 		}
-		l.drains.blockedAt[zone] = now
+		d.blockedAt[zone] = now
 	}
 }
 
-// untilNextStep returns how long until the next drain or return step is
-// due, or a negative duration when none is pending (no drain, every zone
-// at its target, an operator freeze holding them, or this process does not
-// lead: only the leader steps). A step that moved nothing (blocked) waits
-// a probe interval.
-func (l *Loop) untilNextStep() time.Duration {
-	now := l.clock.Now()
-	if _, leading := l.lead.Lease(); !leading {
-		return -1
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.untilNextStepLocked(now)
-}
-
+// untilNextStepLocked returns how long until the leader's next step is
+// due: an announce that may serve or a warming object to remove, a split
+// step of the resize, a drain or return step (0: now), or a negative
+// duration when none is pending (no map, or an operator freeze holding the
+// steps). A step that moved nothing (blocked) waits a probe interval.
+// l.mu must be held.
 func (l *Loop) untilNextStepLocked(now time.Time) time.Duration {
 	if l.current == nil {
 		return -1
 	}
-	next := l.untilAnnounceLocked(now)
+	next := l.announces.until(&l.remote, now)
 	if l.freeze.doc != nil {
 		return next
 	}
-	if d := l.untilSplitLocked(l.resizes.entry, l.current, now); d >= 0 && (next < 0 || d < next) {
+	if d := l.resizes.untilSplit(l.resizes.entry, l.current, len(l.drains.drained()) > 0, &l.remote, now); d >= 0 && (next < 0 || d < next) {
 		next = d
 	}
-	if l.drains.corrupt || l.drains.doc == nil {
-		return next
-	}
-	held := l.zoneSlotsAnnouncedLocked(l.current)
-	for zone, e := range l.drains.doc.Zones {
-		if held[zone] == e.Target() {
-			continue
-		}
-		if d := l.untilStepLocked(zone, e, now); next < 0 || d < next {
-			next = d
-		}
+	if d := l.drains.untilNextStep(l.tr, &l.remote, l.current, now); d >= 0 && (next < 0 || d < next) {
+		next = d
 	}
 	return next
 }
 
 // NextStepIn returns how long until the next drain or return step is due,
-// and false when none is pending (or this process does not lead). A caller
-// that drives passes itself (the simulator) schedules a pass then.
+// and false when none is pending (no drain, every zone at its target, an
+// operator freeze holding them, or this process does not lead: only the
+// leader steps). A caller that drives passes itself (the simulator)
+// schedules a pass then.
 func (l *Loop) NextStepIn() (time.Duration, bool) {
-	d := l.untilNextStep()
+	now := l.clock.Now()
+	if _, leading := l.lead.Lease(); !leading {
+		return -1, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.untilNextStepLocked(now)
 	return d, d >= 0
 }
 
@@ -162,7 +172,7 @@ func (l *Loop) NextDecisionIn() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := l.untilNextStepLocked(now)
-	if f := l.untilFlushDecisionLocked(now); f >= 0 && (d < 0 || f < d) {
+	if f := l.owed.untilDecision(l.tr, now); f >= 0 && (d < 0 || f < d) {
 		d = f
 	}
 	return d, d >= 0

@@ -39,10 +39,10 @@ func (l *Loop) readySparesLocked(now time.Time) int {
 			}
 		}
 	}
-	drained := l.drainedLocked()
+	drained := l.drains.drained()
 	n := 0
 	for _, v := range l.tr.views(now) {
-		v.OwesFlush = l.owesLocked(v.ID)
+		v.OwesFlush = l.owed.owes(v.ID)
 		v.Released = l.rolls.released(v.ID)
 		if !busy[v.ID] && !taken[v.Addr] && !drained[v.AZ] && v.EligibleSpare() {
 			n++

@@ -51,7 +51,7 @@ func (l *Loop) Status() mcribapi.Status {
 			if n.IsZero() {
 				st.VacantSlots++
 			}
-			if l.unservedLocked(n) {
+			if l.tr.unserved(n) {
 				st.SlotsUnserved++
 			}
 		}
@@ -110,7 +110,7 @@ func (l *Loop) Status() mcribapi.Status {
 				ns.HoldRemainingSeconds, ns.HeldUntil = &secs, &until
 			}
 		}
-		owes := l.owesLocked(id)
+		owes := l.owed.owes(id)
 		if l.tr.cfg.LegacyFlush && slot >= 0 && s.needsFlush {
 			owes = true // the old path (revert.FollowerFlush): this process's own mark
 		}
@@ -144,29 +144,29 @@ func (l *Loop) Status() mcribapi.Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b mcribapi.NodeStatus) int { return cmp.Compare(a.ID, b.ID) })
-	st.Zones = l.zonesLocked(st.Nodes, now)
-	for i := range st.Zones {
-		_, st.Zones[i].Alert = l.zones.alerting[st.Zones[i].Zone]
-	}
+	st.Zones = l.zones.statuses(st.Nodes, l.drainsLocked(now))
 	st.ZoneAlert = l.zones.alert
 	if r := l.resizeAnswerLocked(now); r.Resize != nil {
 		st.Resize = r.Resize
 	}
 	st.Roll = l.rolls.answer().Roll
-	st.Capacity = l.capacityLocked(now)
+	if l.current != nil {
+		nodes, spares := l.capacityCountsLocked(now)
+		st.Capacity = l.capacity.status(l.current.NumSlots(), nodes, spares, now)
+	}
 	st.GetsPerSecond, st.Flags = l.gets.perSecond(), l.poolFlags()
 	return st
 }
 
-// unservedLocked reports whether a slot held by n (the zero Node: vacant)
+// unserved reports whether a slot held by n (the zero Node: vacant)
 // has no live holder: vacant, or its holder unreachable by the pool's
 // verdict. The status's slots_unserved and the hit rate (HitCounters)
-// count the same slots. l.mu must be held.
-func (l *Loop) unservedLocked(n cachenodes.Node) bool {
+// count the same slots.
+func (t *tracker) unserved(n cachenodes.Node) bool {
 	if n.IsZero() {
 		return true
 	}
-	s, ok := l.tr.nodes[n.ID]
+	s, ok := t.nodes[n.ID]
 	return ok && !s.reachable
 }
 

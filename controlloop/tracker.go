@@ -116,7 +116,7 @@ type nodeState struct {
 	// verdict's turn back until this process's next pass: the probes turn
 	// verdicts between passes, so an episode can end before a pass saw it
 	// last long enough. The leader's next pass decides its flush as if it
-	// had looked while the episode lasted (decideFlushesLocked).
+	// had looked while the episode lasted (owedState.decide).
 	ended *endedEpisode
 
 	// needsFlush is the old path's mark (trackerConfig.LegacyFlush): set

@@ -75,10 +75,10 @@ func yamlKey(name string) string {
 	return strconv.Quote(name)
 }
 
-// writeTwemproxyConfig keeps the twemproxy config in step with m, when one
-// is configured (see writeConfig).
-func (l *Loop) writeTwemproxyConfig(m *cachenodes.SlotMap) {
-	l.writeConfig(ConfigTwemproxy, l.opts.TwemproxyConfig, m, func(m *cachenodes.SlotMap) ([]byte, error) {
-		return TwemproxyConfig(m, l.opts.TwemproxyListen)
+// writeTwemproxyConfig keeps the twemproxy config of opts in step with m,
+// when one is configured (see writeConfig).
+func (o *outputs) writeTwemproxyConfig(opts Options, m *cachenodes.SlotMap) {
+	o.writeConfig(opts, ConfigTwemproxy, opts.TwemproxyConfig, m, func(m *cachenodes.SlotMap) ([]byte, error) {
+		return TwemproxyConfig(m, opts.TwemproxyListen)
 	})
 }

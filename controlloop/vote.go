@@ -11,6 +11,7 @@ import (
 )
 
 // voteState is what this replica knows of the votes on unreachable nodes.
+// Its zero value knows no vote; it is not safe for concurrent use (the Loop's mutex guards it).
 type voteState struct {
 	// voted is the vote this replica last published, by the session that
 	// holds it.
@@ -22,20 +23,20 @@ type voteState struct {
 	sessions map[string]string
 }
 
-// takeVotesLocked hands the other live replicas' votes to the tracker,
-// their instants placed on this clock (remoteclock.go), counts the live
-// replicas and returns the node transitions the votes caused, for the log.
-// l.mu must be held.
-func (l *Loop) takeVotesLocked(votes map[string]Vote, now time.Time) []nodeEvent {
+// take hands the live replicas' votes but self's (this replica's ID) to
+// tr, their instants placed on this clock by remote (remoteclock.go),
+// counts the live replicas and
+// returns the node transitions the votes caused, for the log.
+func (v *voteState) take(self string, votes map[string]Vote, remote *remoteClock, tr *tracker, now time.Time) []nodeEvent {
 	sessions := make(map[string]string, len(votes))
-	for id, v := range votes {
-		sessions[id] = v.Session
+	for id, vote := range votes {
+		sessions[id] = vote.Session
 	}
-	peers := l.remote.placeVotes(votes, l.opts.ReplicaID, now)
-	l.votes.sessions = sessions
-	l.votes.replicas = len(peers) + 1
-	l.tr.setPeers(peers, now)
-	return l.tr.drain()
+	peers := remote.placeVotes(votes, self, now)
+	v.sessions = sessions
+	v.replicas = len(peers) + 1
+	tr.setPeers(peers, now)
+	return tr.drain()
 }
 
 // pendingVote is this replica's vote, due to be published under the
@@ -45,19 +46,20 @@ type pendingVote struct {
 	nodes  map[string]time.Time
 }
 
-// voteDueLocked returns this replica's vote when it is due: it changed,
-// the session holding it changed (a new campaign; member is this replica's
-// session, ok false when it has none), or it is not yet seen among the
-// live votes. Nil when none is due, or when this replica publishes none
-// (no ReplicaID, no session). l.mu must be held.
-func (l *Loop) voteDueLocked(member leader.Lease, ok bool) *pendingVote {
-	if l.opts.ReplicaID == "" || !ok {
+// due returns the vote of this replica (self: its ID), tr's local
+// verdicts, when it is due:
+// it changed, the session holding it changed (a new campaign; member is
+// this replica's session, ok false when it has none), or it is not yet
+// seen among the live votes. Nil when none is due, or when this replica
+// publishes none (no ReplicaID, no session).
+func (v *voteState) due(self string, tr *tracker, member leader.Lease, ok bool) *pendingVote {
+	if self == "" || !ok {
 		return nil
 	}
-	changed := l.tr.takeLocalChange()
-	mine := l.tr.localVotes()
-	_, seen := l.votes.sessions[l.opts.ReplicaID]
-	if !changed && l.votes.by == member.Session() && seen && maps.Equal(mine, l.votes.voted) {
+	changed := tr.takeLocalChange()
+	mine := tr.localVotes()
+	_, seen := v.sessions[self]
+	if !changed && v.by == member.Session() && seen && maps.Equal(mine, v.voted) {
 		return nil
 	}
 	return &pendingVote{member: member, nodes: mine}
@@ -76,11 +78,35 @@ func (l *Loop) publishVote(ctx context.Context, v *pendingVote, now time.Time, r
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.votes.voted, l.votes.by = v.nodes, v.member.Session()
-	if l.votes.sessions == nil {
-		l.votes.sessions = make(map[string]string)
+	l.votes.published(l.opts.ReplicaID, v)
+}
+
+// published records p as the vote of this replica (self: its ID),
+// published under its member's session.
+func (v *voteState) published(self string, p *pendingVote) {
+	v.voted, v.by = p.nodes, p.member.Session()
+	if v.sessions == nil {
+		v.sessions = make(map[string]string)
 	}
-	l.votes.sessions[l.opts.ReplicaID] = v.member.Session()
+	v.sessions[self] = p.member.Session()
+}
+
+// live returns how many replicas are alive, as the last votes read say
+// (at least 1: this one).
+func (v *voteState) live() int { return max(v.replicas, 1) }
+
+// hasSession reports whether session is the session of a live replica, as
+// the last votes read say.
+func (v *voteState) hasSession(session string) bool {
+	if session == "" {
+		return false
+	}
+	for _, s := range v.sessions {
+		if s == session {
+			return true
+		}
+	}
+	return false
 }
 
 // Replicas returns how many replicas of the pool are alive, as the last
@@ -90,24 +116,16 @@ func (l *Loop) publishVote(ctx context.Context, v *pendingVote, now time.Time, r
 func (l *Loop) Replicas() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(l.votes.replicas, 1)
+	return l.votes.live()
 }
 
 // ReplicaSession reports whether session is the session of a live replica
 // of the pool (as the last pass saw the votes): a boot forwarded by a
 // replica names it, and only those are admitted without forwarding again.
 func (l *Loop) ReplicaSession(session string) bool {
-	if session == "" {
-		return false
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.votes.sessions {
-		if s == session {
-			return true
-		}
-	}
-	return false
+	return l.votes.hasSession(session)
 }
 
 // deleteGoneVotes deletes the vote keys no session holds any more (their

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcrib/mcrib/internal/kvlayout"
 	"github.com/mcrib/mcrib/mcribapi"
 )
 
@@ -48,7 +49,9 @@ func (l *Loop) CheckResize(ctx context.Context, req mcribapi.Resize) error {
 	if l.current == nil {
 		return fmt.Errorf("%w: the pool has no slot map yet", mcribapi.ErrRefused)
 	}
-	_, _, err = l.applyResizeLocked(st, l.current, &resizeRequest{resize: req}, now)
+	prev := l.current
+	conflict := func(fresh bool) error { return l.resizeConflictLocked(st, prev, now, fresh) }
+	_, _, err = l.resizes.apply(prev, &resizeRequest{resize: req}, conflict, kvlayout.For(l.opts.KVPrefix, l.opts.Pool).Resize(), now)
 	return err
 }
 

@@ -47,7 +47,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		// may have been replaced meanwhile).
 		confirmed, err := l.lead.Confirm(ctx)
 		if err != nil {
-			l.unmarkFlushing(d.returning, d.flush)
+			l.setFlushing(false, slices.Concat(d.returning, d.flush)...)
 			if errors.Is(err, leader.ErrNotLeader) {
 				r.log(slog.LevelWarn, "this process lost the leader lock; stepping down, nothing flushed")
 				return Result{Outcome: mcribapi.OutcomeFollower}, nil
@@ -85,7 +85,7 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 			l.mu.Lock()
 			l.health.readMap(wroteAt)
 			if w.SlotMap != nil {
-				l.wroteAnnouncesLocked(d.plan, done, next, wroteAt, doneAt)
+				l.announces.wrote(d.plan, done, next, wroteAt, doneAt)
 			}
 			l.mu.Unlock()
 		}
@@ -121,10 +121,8 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 		r.tracedEvent(e)
 	}
 	l.mu.Lock()
-	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.givenBackLocked(d.plan), now)
-	if l.resizes.req != nil && l.resizes.out.refused == nil {
-		l.resizes.out.done = true
-	}
+	a := l.adoptLocked(d, w, next, owed, done, len(replaced), l.announces.givenBack(d.plan), now)
+	l.resizes.written()
 	if l.rolls.req != nil && l.rolls.out.refused == nil {
 		l.rolls.out.done = true
 	}
@@ -169,20 +167,20 @@ func (l *Loop) carryOut(ctx context.Context, st Snapshot, lease leader.Lease, d 
 // flushes that end. l.mu must be held.
 func (l *Loop) poolWriteLocked(st Snapshot, d decision, next *cachenodes.SlotMap, done []slotplan.Placement, flushed map[string]bool, replaced int, now time.Time, r *report) (PoolWrite, []OwedFlush, []mcribapi.Event) {
 	var w PoolWrite
-	drain := l.nextDrainLocked(next, d.plan.Steps, done, d.plan.Serves, now)
+	drain := l.drains.next(l.tr, next, d.plan.Steps, done, d.plan.Serves, now)
 	var events []mcribapi.Event
 	if keepsResize(l.store) {
-		w.Resize, events = l.nextResizeLocked(d.resize, d.plan, next, done, now)
+		w.Resize, events = l.resizes.next(d.resize, d.plan, next, done, l.drains.doc, l.tr.fault, &l.remote, now)
 	}
 	if keepsRoll(l.store) {
 		var rollEvents []mcribapi.Event
 		w.Roll, rollEvents = l.rolls.apply(d.roll, d.plan.Roll, done, now)
 		events = append(events, rollEvents...)
 	}
-	owed := l.settleOwedLocked(d.owed, flushed, next, r)
-	l.noteBlockedStepsLocked(d.in.Steps, d.plan.Steps, now)
+	owed := l.owed.settle(l.tr, d.owed, flushed, next, r)
+	l.drains.noteBlocked(d.in.Steps, d.plan.Steps, now)
 	if st.SlotMap == nil || !next.Equal(st.SlotMap) {
-		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.givenBackLocked(d.plan))
+		w.SlotMap, w.Replacements = next, withoutTimes(l.ceiling.Recent(now, replaced), l.announces.givenBack(d.plan))
 	}
 	if !l.reverted.Reverted(revert.ForgottenFlush) && (!sameFlushes(owed, st.Flushes) || slices.Contains(st.Corrupt, kvlayout.Flushes)) {
 		w.Flushes = flushesDoc(owed)
@@ -220,15 +218,15 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	if w.SlotMap != nil {
 		l.remote.wroteMap(next)
 	}
-	l.noteMovesLocked(d.prev, next, now)
+	l.moves.note(l.tr, d.prev, next, now)
 	l.warmth.track(next, now)
 	l.current = next
 	l.owed.wrote(owed, l.reverted.Reverted(revert.ForgottenFlush), w.Flushes != nil)
 	var a adopted
 	if w.Drain != nil {
-		a.over, a.kept = l.wroteDrainLocked(w.Drain, next, now)
+		a.over, a.kept = l.drains.wrote(w.Drain, next, &l.remote, now)
 	}
-	l.wroteResizeLocked(w.Resize, d.plan.Split, now)
+	l.resizes.wrote(w.Resize, d.plan.Split, &l.remote, now)
 	l.rolls.wrote(w.Roll)
 	if w.SlotMap != nil {
 		for _, t := range givenBack {
@@ -241,13 +239,13 @@ func (l *Loop) adoptLocked(d decision, w PoolWrite, next *cachenodes.SlotMap, ow
 	l.tr.prune(next, now)
 	l.health.passed(now)
 	l.noteCapacityLocked(now)
-	a.drained = l.drainedLocked()
+	a.drained = l.drains.drained()
 	left := -1 // the ready spares after the pass, counted when it placed
 	if len(done) > 0 {
 		left = l.readySparesLocked(now)
 	}
 	a.tookLast = tookLastSpare(done, a.drained, left)
-	l.noteReplaceLocked(d.plan, done, next, left, a.tookLast)
+	l.replace.wrote(done, next, l.opts.WarmFor > 0, left, a.tookLast, l.drains.doc != nil && len(l.drains.doc.Zones) > 0)
 	return a
 }
 

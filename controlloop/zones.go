@@ -46,59 +46,58 @@ type zoneReading struct {
 	slots hitrate.Slots
 }
 
-// observeZonesLocked folds one stats reading into each zone's hit-rate
-// meter (the pool's smoothing, restarts counted as such, the slots with
-// no live holder counted as all misses for their share); a zone that
-// holds no slot loses its meter, so its hit rate is unknown again. l.mu
-// must be held.
-func (l *Loop) observeZonesLocked(now time.Time, zones map[string]*zoneReading) {
-	for zone := range l.zones.meters {
+// observe folds one stats reading at now into each zone's hit-rate meter
+// (the pool's smoothing, restarts counted as such, the slots with no live
+// holder counted as all misses for their share); a zone that holds no
+// slot loses its meter, so its hit rate is unknown again.
+func (z *zoneWatch) observe(now time.Time, zones map[string]*zoneReading) {
+	for zone := range z.meters {
 		if zones[zone] == nil {
-			delete(l.zones.meters, zone)
+			delete(z.meters, zone)
 		}
 	}
-	l.zones.unread = nil
+	z.unread = nil
 	for zone, r := range zones {
 		if len(r.nodes) == 0 && r.slots.Unreadable > 0 {
-			if l.zones.unread == nil {
-				l.zones.unread = map[string]bool{}
+			if z.unread == nil {
+				z.unread = map[string]bool{}
 			}
-			l.zones.unread[zone] = true
+			z.unread[zone] = true
 		}
-		m := l.zones.meters[zone]
+		m := z.meters[zone]
 		if m == nil {
-			if l.zones.meters == nil {
-				l.zones.meters = map[string]*hitrate.Meter{}
+			if z.meters == nil {
+				z.meters = map[string]*hitrate.Meter{}
 			}
 			m = &hitrate.Meter{}
-			l.zones.meters[zone] = m
+			z.meters[zone] = m
 		}
 		m.Observe(now, r.nodes, r.slots)
 	}
 }
 
-// zonesLocked returns the status document's zones at now: one per zone
-// known, by name, from the nodes' status. l.mu must be held.
-func (l *Loop) zonesLocked(nodes []mcribapi.NodeStatus, now time.Time) []mcribapi.ZoneStatus {
+// statuses returns the status document's zones: one per zone known, by
+// name, from the nodes' status and drains, the drain document as
+// answered, each with its alert.
+func (z *zoneWatch) statuses(nodes []mcribapi.NodeStatus, drains mcribapi.DrainDoc) []mcribapi.ZoneStatus {
 	byZone := map[string]*mcribapi.ZoneStatus{}
 	for _, n := range nodes {
-		z := byZone[n.AZ]
-		if z == nil {
-			z = &mcribapi.ZoneStatus{Zone: n.AZ}
-			byZone[n.AZ] = z
+		zs := byZone[n.AZ]
+		if zs == nil {
+			zs = &mcribapi.ZoneStatus{Zone: n.AZ}
+			byZone[n.AZ] = zs
 		}
-		z.Nodes++
+		zs.Nodes++
 		if n.Slot != nil {
-			z.Slots++
+			zs.Slots++
 		}
 		if !n.Reachable {
-			z.Unreachable++
+			zs.Unreachable++
 		}
 		if n.Consul != mcribapi.ConsulPresent {
-			z.Absent++
+			zs.Absent++
 		}
 	}
-	drains := l.drainsLocked(now)
 	out := make([]mcribapi.ZoneStatus, 0, len(byZone)+len(drains.Zones))
 	for zone, e := range drains.Zones {
 		if byZone[zone] == nil {
@@ -106,49 +105,50 @@ func (l *Loop) zonesLocked(nodes []mcribapi.NodeStatus, now time.Time) []mcribap
 		}
 		byZone[zone].Drain = e
 	}
-	for zone, z := range byZone {
-		if m := l.zones.meters[zone]; m != nil && z.Slots > 0 && !l.zones.unread[zone] {
+	for zone, zs := range byZone {
+		if m := z.meters[zone]; m != nil && zs.Slots > 0 && !z.unread[zone] {
 			if r, ok := m.HitRate(); ok {
-				z.HitRate = &r
+				zs.HitRate = &r
 			}
 		}
-		out = append(out, *z)
+		_, zs.Alert = z.alerting[zone]
+		out = append(out, *zs)
 	}
 	slices.SortFunc(out, func(a, b mcribapi.ZoneStatus) int { return cmp.Compare(a.Zone, b.Zone) })
 	return out
 }
 
-// watchZonesLocked finds the zones of m that alert, tells in r each zone
-// that newly alerts and each alert that ended, records them for the status
-// and returns the zone alert of the status ("" when none). l.mu must be
-// held.
-func (l *Loop) watchZonesLocked(m *cachenodes.SlotMap, r *report) string {
-	alerts := l.zoneAlertLocked(m)
+// watch finds the zones of m that alert by the verdicts of tr (drains the
+// drain document known, nil when none), tells in r each zone that newly
+// alerts and each alert that ended, records them for the status and
+// returns the zone alert of the status ("" when none).
+func (z *zoneWatch) watch(tr *tracker, m *cachenodes.SlotMap, drains *mcribapi.DrainDoc, r *report) string {
+	alerts := zoneAlerts(tr, m, drains)
 	for _, zone := range slices.Sorted(maps.Keys(alerts)) {
 		// One event for each zone that newly alerts, naming it and its
 		// lever; a zone already alerting is not named again.
-		if _, was := l.zones.alerting[zone]; !was {
+		if _, was := z.alerting[zone]; !was {
 			r.log(slog.LevelWarn, "zone alert", "zone", zone, "alert", alerts[zone])
 			r.event(mcribapi.Event{Kind: mcribapi.EventZoneAlert, Reason: alerts[zone]})
 		}
 	}
-	for _, zone := range slices.Sorted(maps.Keys(l.zones.alerting)) {
+	for _, zone := range slices.Sorted(maps.Keys(z.alerting)) {
 		// Every alert has its end, naming the zone (section 7).
 		if _, still := alerts[zone]; !still {
-			over := l.alertOver(m, zone)
+			over := alertOver(tr, m, zone)
 			r.log(slog.LevelInfo, "zone alert over", "zone", zone, "detail", over)
 			r.event(mcribapi.Event{Kind: mcribapi.EventZoneAlertOver, Reason: over})
 		}
 	}
-	l.zones.alerting = alerts
-	l.zones.alert = joinAlerts(alerts)
-	return l.zones.alert
+	z.alerting = alerts
+	z.alert = joinAlerts(alerts)
+	return z.alert
 }
 
 // zoneHolders counts, by zone, the slot holders of m and how many of them
 // are unreachable by the pool's verdict. The zone "" is left out: it
-// cannot be drained. l.mu must be held.
-func (l *Loop) zoneHolders(m *cachenodes.SlotMap) (holders, down map[string]int) {
+// cannot be drained.
+func (t *tracker) zoneHolders(m *cachenodes.SlotMap) (holders, down map[string]int) {
 	holders, down = map[string]int{}, map[string]int{}
 	if m == nil {
 		return holders, down
@@ -159,7 +159,7 @@ func (l *Loop) zoneHolders(m *cachenodes.SlotMap) (holders, down map[string]int)
 			continue // a twin's holder is slot s's, counted there
 		}
 		holders[n.AZ]++
-		if s, ok := l.tr.nodes[n.ID]; ok && !s.reachable {
+		if s, ok := t.nodes[n.ID]; ok && !s.reachable {
 			down[n.AZ]++
 		}
 	}
@@ -173,11 +173,12 @@ func alerting(holders, down int) bool {
 	return 2*down > holders && down >= minAlertHolders
 }
 
-// zoneAlertLocked names the zones of m that alert (more than half of their
-// slot holders, and at least two, unreachable), each with the command that
-// would drain it: one sentence by zone (nil when none). l.mu must be held.
-func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
-	holders, down := l.zoneHolders(m)
+// zoneAlerts names the zones of m that alert (more than half of their slot
+// holders, and at least two, unreachable by the verdicts of tr), each with
+// the command that would drain it, or says it is being drained (drains):
+// one sentence by zone (nil when none).
+func zoneAlerts(tr *tracker, m *cachenodes.SlotMap, drains *mcribapi.DrainDoc) map[string]string {
+	holders, down := tr.zoneHolders(m)
 	var out map[string]string
 	for zone, n := range holders {
 		if !alerting(n, down[zone]) {
@@ -186,7 +187,7 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 		if out == nil {
 			out = map[string]string{}
 		}
-		if l.drains.doc != nil && l.drains.doc.Zones[zone] != nil {
+		if drains != nil && drains.Zones[zone] != nil {
 			out[zone] = fmt.Sprintf("zone %s: %d of %d slot holders unreachable; it is being drained already (mcrib drain %s; mcrib zones shows its progress)", zone, down[zone], n, zone)
 			continue
 		}
@@ -196,9 +197,8 @@ func (l *Loop) zoneAlertLocked(m *cachenodes.SlotMap) map[string]string {
 }
 
 // alertOver says, in one sentence, why zone's alert ended over m.
-// l.mu must be held.
-func (l *Loop) alertOver(m *cachenodes.SlotMap, zone string) string {
-	holders, down := l.zoneHolders(m)
+func alertOver(tr *tracker, m *cachenodes.SlotMap, zone string) string {
+	holders, down := tr.zoneHolders(m)
 	if holders[zone] == 0 {
 		return fmt.Sprintf("zone %s: its zone alert is over: it holds no slot any more", zone)
 	}
