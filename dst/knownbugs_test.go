@@ -25,20 +25,20 @@ var knownBugs = []struct {
 	at   time.Duration
 	rule string
 }{
-	{revert.FollowerFlush, 2, 66561 * time.Millisecond, ruleInv2Undecided},
-	{revert.ForgottenFlush, 17, 48127 * time.Millisecond, ruleInv2Forgotten},
-	{revert.WarmFromOwing, 10, 121090 * time.Millisecond, ruleInv9WarmOwing},
-	{revert.WarmWriteDurable, 42, 35729 * time.Millisecond, ruleEndedWarming},
-	{revert.CeilingAfterTakeover, 5, 230250 * time.Millisecond, ruleInv3Ceiling},
-	{revert.CallerErrorNotLeaderDown, 9, 10000 * time.Millisecond, ruleShareUnfailed},
-	{revert.GenerationOrder, 35, 21915 * time.Millisecond, ruleClientGeneration},
-	{revert.ForwardedNeverShared, 19, 10079 * time.Millisecond, ruleShareUnfailed},
-	{revert.AssuredLimit, 47, 63668 * time.Millisecond, ruleAdmissions},
-	{revert.StoredBeforeFlush, 49, 76386 * time.Millisecond, ruleInv2Undecided},
-	{revert.ListedOnce, 14, 18097 * time.Millisecond, ruleSlotMapValid},
-	{revert.ShareNotAlone, 21, 136631 * time.Millisecond, ruleAdmissions},
-	{revert.Tombstones, 50, 18188 * time.Millisecond, ruleTombstones},
-	{revert.EndedWarmingGrace, 6, 38812 * time.Millisecond, ruleEndedWarming},
+	{revert.FollowerFlush, 17, 132310 * time.Millisecond, ruleInv2Undecided},
+	{revert.ForgottenFlush, 18, 106914 * time.Millisecond, ruleInv2Forgotten},
+	{revert.WarmFromOwing, 10, 161353 * time.Millisecond, ruleInv9WarmOwing},
+	{revert.WarmWriteDurable, 10, 46530 * time.Millisecond, ruleEndedWarming},
+	{revert.CeilingAfterTakeover, 47, 389888 * time.Millisecond, ruleInv3Ceiling},
+	{revert.CallerErrorNotLeaderDown, 15, 10011 * time.Millisecond, ruleShareUnfailed},
+	{revert.GenerationOrder, 19, 24370 * time.Millisecond, ruleClientGeneration},
+	{revert.ForwardedNeverShared, 10, 10336 * time.Millisecond, ruleShareUnfailed},
+	{revert.AssuredLimit, 16, 81593 * time.Millisecond, ruleAdmissions},
+	{revert.StoredBeforeFlush, 19, 137140 * time.Millisecond, ruleInv2Undecided},
+	{revert.ListedOnce, 15, 16227 * time.Millisecond, ruleSlotMapValid},
+	{revert.ShareNotAlone, 56, 204525 * time.Millisecond, ruleAdmissions},
+	{revert.Tombstones, 6, 17320 * time.Millisecond, ruleTombstones},
+	{revert.EndedWarmingGrace, 18, 61428 * time.Millisecond, ruleEndedWarming},
 }
 
 // others is the set of every fix but f: with f reverted, a violation that
