@@ -128,16 +128,21 @@ func (w warmEnds) text() string {
 	if w.started == 0 {
 		return "no warming"
 	}
+	copied := fmt.Sprintf("%.0f keys and %.0f bytes copied", w.copiedKeys, w.copiedBytes)
+	if w.converged+w.quiet+w.drained+w.window+w.other == 0 {
+		return fmt.Sprintf("%d warmings, none over by the end of the run; %s", w.started, copied)
+	}
 	var why []string
 	for _, c := range []struct {
 		n    int
 		what string
 	}{{w.converged, "converged"}, {w.quiet, "converged as quiet"}, {w.drained, "at the drained zone's 2m"},
-		{w.window, "at --warm-for"}, {w.other, "for another reason"}} {
+		{w.window, "at --warm-for"}, {w.other, "for another reason"},
+		{w.started - (w.converged + w.quiet + w.drained + w.window + w.other), "not over by the end of the run"}} {
 		if c.n > 0 {
 			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
 		}
 	}
-	return fmt.Sprintf("%d warmings (%s), %s–%s long (median %s); %.0f keys and %.0f bytes copied",
-		w.started, strings.Join(why, ", "), w.shortest.Round(time.Second), w.longest.Round(time.Second), w.median.Round(time.Second), w.copiedKeys, w.copiedBytes)
+	return fmt.Sprintf("%d warmings (%s), %s–%s long (median %s); %s",
+		w.started, strings.Join(why, ", "), w.shortest.Round(time.Second), w.longest.Round(time.Second), w.median.Round(time.Second), copied)
 }
