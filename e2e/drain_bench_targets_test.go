@@ -81,3 +81,29 @@ func TestBenchDrainTargets(t *testing.T) {
 		t.Errorf("the report judges the cold run against the warm targets:\n%s", b)
 	}
 }
+
+// TestBenchVariantsPicksRuns checks the choice of runs by name: the named
+// ones in the benchmark's order, the baseline always last.
+func TestBenchVariantsPicksRuns(t *testing.T) {
+	names := func(vs []warmVariant) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.name)
+		}
+		return strings.Join(out, ",")
+	}
+	for list, want := range map[string]string{
+		"":                        "default,copy off,fixed 2m,cold,naive",
+		"default":                 "default,naive",
+		"copy off, default":       "copy off,default,naive",
+		"default,naive":           "default,naive",
+		"fixed 2m,copy off,naive": "fixed 2m,copy off,naive",
+	} {
+		if got := names(benchVariants(t, growVariants, list)); got != want {
+			t.Errorf("runs %q: %s; want %s", list, got, want)
+		}
+	}
+	if got := names(benchVariants(t, drainBenchVariants, "default")); got != "default,cold" {
+		t.Errorf("the drain's runs \"default\": %s; want default,cold", got)
+	}
+}

@@ -131,13 +131,15 @@ type drainBenchResult struct {
 // steps of 10% (one slot) every 3 s, then undrained, four times on a pool
 // of its own: at the default warm flags, with the copy off, with the old
 // fixed 2m window, and cold. The default run is judged against the cold
-// one. With MCRIB_BENCH_DRAIN_OUT=DIR it writes report.md there.
+// one. With MCRIB_BENCH_DRAIN_OUT=DIR it writes report.md there;
+// MCRIB_BENCH_DRAIN_RUNS=default runs only those (and the cold run, the
+// baseline).
 func TestBenchDrain(t *testing.T) {
 	if os.Getenv("MCRIB_BENCH_DRAIN") != "1" {
 		t.Skip("the drain benchmark runs with MCRIB_BENCH_DRAIN=1 (make bench-drain)")
 	}
 	var runs []*drainBenchResult
-	for _, v := range drainBenchVariants {
+	for _, v := range benchVariants(t, drainBenchVariants, os.Getenv("MCRIB_BENCH_DRAIN_RUNS")) {
 		var r *drainBenchResult
 		t.Run(strings.ReplaceAll(v.name, " ", "-"), func(t *testing.T) { r = runDrainBench(t, drainBenchConfigFor(v)) })
 		if r == nil {

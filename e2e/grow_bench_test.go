@@ -127,13 +127,14 @@ type growLook struct {
 // fixed 2m window, cold, and the naive resize that switches the clients at
 // once to a fresh 32-slot map. The default run is judged; the others show
 // what each part gains. With MCRIB_BENCH_GROW_OUT=DIR it writes report.md
-// there.
+// there; MCRIB_BENCH_GROW_RUNS=default,copy off runs only those (and the
+// naive resize, the baseline).
 func TestBenchGrow(t *testing.T) {
 	if os.Getenv("MCRIB_BENCH_GROW") != "1" {
 		t.Skip("the growth benchmark runs with MCRIB_BENCH_GROW=1 (make bench-grow)")
 	}
 	var runs []*growResult
-	for _, v := range growVariants {
+	for _, v := range benchVariants(t, growVariants, os.Getenv("MCRIB_BENCH_GROW_RUNS")) {
 		var r *growResult
 		t.Run(strings.ReplaceAll(v.name, " ", "-"), func(t *testing.T) { r = runGrow(t, growConfigFor(v)) })
 		if r == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/mcrib/mcrib/mcribapi"
@@ -145,4 +146,24 @@ func (w warmEnds) text() string {
 	}
 	return fmt.Sprintf("%d warmings (%s), %s–%s long (median %s); %s",
 		w.started, strings.Join(why, ", "), w.shortest.Round(time.Second), w.longest.Round(time.Second), w.median.Round(time.Second), copied)
+}
+
+// benchVariants returns the variants of all named in list (comma
+// separated), in their order, and the last of all, the baseline, always;
+// all of them when list is empty. A name not among them fails the test.
+func benchVariants(t *testing.T, all []warmVariant, list string) []warmVariant {
+	if list == "" {
+		return all
+	}
+	var out []warmVariant
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(all, func(v warmVariant) bool { return v.name == strings.TrimSpace(name) })
+		if i < 0 {
+			t.Fatalf("no run %q among the benchmark's runs", name)
+		}
+		if i < len(all)-1 {
+			out = append(out, all[i])
+		}
+	}
+	return append(out, all[len(all)-1])
 }
