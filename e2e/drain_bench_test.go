@@ -219,6 +219,7 @@ func runDrainPhase(t *testing.T, api *apiClient, l *measuredLoad, res *drainBenc
 	cfg := res.cfg
 	ph := drainPhase{name: name}
 	seq := lastSeq(t, api)
+	keys0, bytes0 := copiedSoFar(api)
 	ph.start = time.Since(l.started)
 	sent := time.Now()
 	if code, b := api.do(method, "/v1/drain/"+res.zone, body, token); code != 200 {
@@ -258,7 +259,7 @@ func runDrainPhase(t *testing.T, api *apiClient, l *measuredLoad, res *drainBenc
 	if rest := cfg.window - time.Since(sent); rest > 0 {
 		time.Sleep(rest + 1500*time.Millisecond) // the window's last second counted
 	}
-	w, err := readWarmEnds(api, seq)
+	w, err := readWarmEnds(api, seq, keys0, bytes0)
 	if err != nil {
 		t.Fatal(err)
 	}

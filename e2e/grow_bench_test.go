@@ -248,7 +248,7 @@ func runGrow(t *testing.T, cfg growConfig) *growResult {
 		time.Sleep(rest + 1500*time.Millisecond) // the window's last second counted
 	}
 	l.stop()
-	w, err := readWarmEnds(api, seq)
+	w, err := readWarmEnds(api, seq, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,18 @@ type warmEnds struct {
 	copiedKeys, copiedBytes float64
 }
 
+// copiedSoFar returns mcrib_warm_copied_keys_total and
+// mcrib_warm_copied_bytes_total of api (0 when not listed yet).
+func copiedSoFar(api *apiClient) (keys, bytes float64) {
+	keys, _ = api.metricValue("mcrib_warm_copied_keys_total")
+	bytes, _ = api.metricValue("mcrib_warm_copied_bytes_total")
+	return keys, bytes
+}
+
 // readWarmEnds reads the warm start and warm end events after seq and the
-// copy's counters from api.
-func readWarmEnds(api *apiClient, seq uint64) (warmEnds, error) {
+// copy's counters from api, less keys0 and bytes0 (what copiedSoFar said
+// when the phase began).
+func readWarmEnds(api *apiClient, seq uint64, keys0, bytes0 float64) (warmEnds, error) {
 	var w warmEnds
 	evs, err := api.events()
 	if err != nil {
@@ -77,8 +86,8 @@ func readWarmEnds(api *apiClient, seq uint64) (warmEnds, error) {
 	}
 	evs = slices.DeleteFunc(evs, func(e mcribapi.Event) bool { return e.Seq <= seq })
 	w = warmEndsOf(evs)
-	w.copiedKeys, _ = api.metricValue("mcrib_warm_copied_keys_total")
-	w.copiedBytes, _ = api.metricValue("mcrib_warm_copied_bytes_total")
+	keys, bytes := copiedSoFar(api)
+	w.copiedKeys, w.copiedBytes = keys-keys0, bytes-bytes0
 	return w, nil
 }
 
