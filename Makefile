@@ -36,7 +36,9 @@
 #                6 slots drained in 10% steps (one slot) every 3 s, then
 #                undrained, at the default warm flags, with the copy off,
 #                with the old fixed 2m window and cold; report in
-#                bench/drain/ (about 28 minutes)
+#                bench/drain/ (about 30 minutes); MCRIB_BENCH_GROW_RUNS or
+#                MCRIB_BENCH_DRAIN_RUNS (like "default,copy off") runs only
+#                those and the baseline
 #   make soak    the fault soak on a bed of hosts for 10 minutes: faults,
 #                planned moves (drain, replace, maintenance, a resize)
 #                and the stale-read check across generations
@@ -155,7 +157,7 @@ bench-grow: deps
 # zones of 9 memcached, 16 slots, the zone holding 6 drained in steps of
 # one slot every 3 s and given back, four times, each on a pool of its own:
 # the default warm flags (judged), the copy off, the old fixed 2m window
-# and cold, the baseline (about 7 minutes each). Too long for make test,
+# and cold, the baseline (7 to 9 minutes each). Too long for make test,
 # which runs only TestBenchDrainTargets.
 bench-drain: deps
 	MCRIB_BENCH_DRAIN=1 MCRIB_BENCH_DRAIN_OUT=$(CURDIR)/bench/drain \
