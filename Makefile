@@ -27,8 +27,18 @@
 #                bench/zone-drain/
 #   make bench-grow  on loopback, Consul, 32 memcached and mcrib serve --slots 16
 #                under a cache-aside load: the pool doubled to 32 slots in 10%
-#                steps every 5 s, warm (--warm-for 10m), cold and the naive
-#                resize to a fresh 32-slot map; report in bench/grow/
+#                steps every 5 s at the default warm flags, with the copy off
+#                (--warm-copy-rate 0), with the old fixed 2m window, cold,
+#                and the naive resize to a fresh 32-slot map; report in
+#                bench/grow/ (about 25 minutes)
+#   make bench-drain  on loopback, Consul, 27 memcached in three zones and
+#                mcrib serve --slots 16 under the same load: the zone holding
+#                6 slots drained in 10% steps (one slot) every 3 s, then
+#                undrained, at the default warm flags, with the copy off,
+#                with the old fixed 2m window and cold; report in
+#                bench/drain/ (about 30 minutes); MCRIB_BENCH_GROW_RUNS or
+#                MCRIB_BENCH_DRAIN_RUNS (like "default,copy off") runs only
+#                those and the baseline
 #   make soak    the fault soak on a bed of hosts for 10 minutes: faults,
 #                planned moves (drain, replace, maintenance, a resize)
 #                and the stale-read check across generations
@@ -65,7 +75,7 @@ CONSUL := bin/consul
 MCRIB := bin/mcrib
 GREMLINS := bin/gremlins
 
-.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones bench-grow scale dst dst-selftest mutate fuzz soak clean distclean
+.PHONY: deps apt-deps build check test vet run bench bench-sim bench-real bench-zones bench-grow bench-drain scale dst dst-selftest mutate fuzz soak clean distclean
 
 deps: apt-deps $(CONSUL)
 
@@ -134,13 +144,24 @@ bench-zones: deps
 		$(GO) test -count=1 -timeout 20m -run '^TestBenchZoneDrain$$' -v ./e2e/
 
 # Growing the pool (e2e TestBenchGrow, loopback, no root): 16 slots and 16
-# spares doubled to 32 under a cache-aside load, warm, cold and the naive
-# resize that moves the keys to a fresh 32-slot map at once, each on a pool
-# of its own (about 36 minutes in all: each split warms for 10 minutes).
-# Too long for make test.
+# spares doubled to 32 under a cache-aside load, five times, each on a pool
+# of its own: the default warm flags (judged), the copy off, the old fixed
+# 2m window, cold, and the naive resize that moves the keys to a fresh
+# 32-slot map at once (about 5 minutes each). Too long for make test,
+# which runs only TestBenchGrowTargets.
 bench-grow: deps
 	MCRIB_BENCH_GROW=1 MCRIB_BENCH_GROW_OUT=$(CURDIR)/bench/grow \
 		$(GO) test -count=1 -timeout 60m -run '^TestBenchGrow$$' -v ./e2e/
+
+# A zone drain and its undrain (e2e TestBenchDrain, loopback, no root): 3
+# zones of 9 memcached, 16 slots, the zone holding 6 drained in steps of
+# one slot every 3 s and given back, four times, each on a pool of its own:
+# the default warm flags (judged), the copy off, the old fixed 2m window
+# and cold, the baseline (7 to 9 minutes each). Too long for make test,
+# which runs only TestBenchDrainTargets.
+bench-drain: deps
+	MCRIB_BENCH_DRAIN=1 MCRIB_BENCH_DRAIN_OUT=$(CURDIR)/bench/drain \
+		$(GO) test -count=1 -timeout 60m -run '^TestBenchDrain$$' -v ./e2e/
 
 # The 10,000-node scale run: the real loop and Consul store, 1% churn a
 # minute for 10 minutes, without the race detector (make test runs 15 s).
