@@ -164,8 +164,8 @@ func (m *loopMetrics) ConfigWrite(string, time.Time, error) {}
 
 // memStore is the loop's Store in memory: one process leads alone, so
 // every check-and-set write succeeds. It keeps the drain document
-// (drainstore.go), the resize document (resizestore.go) and the flushes
-// owed too.
+// (drainstore.go), the resize document (resizestore.go), the roll
+// document (rollstore.go) and the flushes owed too.
 type memStore struct {
 	m     *cachenodes.SlotMap
 	index uint64
@@ -181,19 +181,27 @@ type memStore struct {
 	// none), drawn from resizeSeq (resizestore.go).
 	resize                 *mcribapi.ResizeDoc
 	resizeIndex, resizeSeq uint64
+	// roll is the roll document (nil: none), at rollIndex (0: none),
+	// drawn from rollSeq (rollstore.go).
+	roll               *mcribapi.RollDoc
+	rollIndex, rollSeq uint64
 }
 
 func (s *memStore) Read(context.Context) (controlloop.Snapshot, error) {
 	return controlloop.Snapshot{SlotMap: s.m, SlotMapIndex: s.index, Drain: copyDrain(s.drain), DrainIndex: s.drainIndex,
-		Flushes: slices.Clone(s.flushes), FlushesIndex: s.flushesIndex, Resize: s.copyResize(), ResizeIndex: s.resizeIndex}, nil
+		Flushes: slices.Clone(s.flushes), FlushesIndex: s.flushesIndex, Resize: s.copyResize(), ResizeIndex: s.resizeIndex,
+		Roll: s.copyRoll(), RollIndex: s.rollIndex}, nil
 }
 
-// WritePool stores w if the slot map, the drain document and the flushes
-// are still at the versions read.
+// WritePool stores w if the slot map, the drain, resize and roll
+// documents and the flushes are still at the versions read.
 func (s *memStore) WritePool(_ context.Context, read controlloop.Snapshot, _ leader.Lease, w controlloop.PoolWrite) (bool, error) {
 	if read.SlotMapIndex != s.index || read.DrainIndex != s.drainIndex || read.FlushesIndex != s.flushesIndex ||
-		read.ResizeIndex != s.resizeIndex {
+		read.ResizeIndex != s.resizeIndex || read.RollIndex != s.rollIndex {
 		return false, nil
+	}
+	if w.Roll != nil {
+		s.putRoll(w.Roll)
 	}
 	if w.Resize != nil {
 		s.putResize(w.Resize)
