@@ -83,17 +83,26 @@ func rollCLI(t *testing.T, addr string, limit time.Duration, args ...string) (in
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, mcribBinary(t), append([]string{"roll"}, args...)...)
+	code, out, err := runRollCLI(ctx, mcribBinary(t), addr, args...)
+	if err != nil {
+		t.Fatalf("running mcrib roll: %v\n%s", err, out)
+	}
+	return code, out
+}
+
+// runRollCLI runs `mcrib roll` (the binary bin) with args against addr
+// until it exits or ctx ends, and returns its exit code and output; an
+// error when it could not run.
+func runRollCLI(ctx context.Context, bin, addr string, args ...string) (int, string, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"roll"}, args...)...)
 	cmd.Env = append(os.Environ(), "MCRIB_ADDR=http://"+addr, "MCRIB_TOKEN="+token)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String()
-	} else if err != nil {
-		t.Fatalf("running mcrib roll: %v\n%s", err, out.String())
+		return ee.ExitCode(), out.String(), nil
 	}
-	return 0, out.String()
+	return 0, out.String(), err
 }
 
 // TestRollEveryNodeWithExec rolls every node of a small pool on real
